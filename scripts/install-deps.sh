@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the Debian packages dlaunch needs. Idempotent: when everything is present it
+# only runs dpkg-query and returns in well under a second.
+#   scripts/install-deps.sh [build] [worker] [test] [cluster] [bench]   (default: all)
+set -euo pipefail
+
+declare -A GROUP
+GROUP[build]="build-essential cmake ninja-build pkg-config git ca-certificates
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  libboost-dev libyaml-cpp-dev libkainjow-mustache-dev procps"
+GROUP[worker]="libtorch-dev libgloo-dev dataset-fashion-mnist"
+GROUP[test]="libgtest-dev libgmock-dev python3 python3-torch"
+GROUP[cluster]="iproute2 util-linux munge slurmctld slurmd slurm-client openmpi-bin mpich"
+GROUP[bench]="python3-torch hyperfine"
+
+groups=("$@")
+[ ${#groups[@]} -gt 0 ] || groups=(build worker test cluster bench)
+
+want=()
+for g in "${groups[@]}"; do
+  [ -n "${GROUP[$g]:-}" ] || { echo "install-deps: unknown group '$g'" >&2; exit 2; }
+  for p in ${GROUP[$g]}; do want+=("$p"); done
+done
+
+missing=()
+for p in "${want[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+  [[ "$status" == ii* ]] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO=sudo
+  command -v sudo >/dev/null || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 3; }
+else
+  SUDO=
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+# Daemons from these packages must not start on install (the tests start their own).
+if [ ! -e /usr/sbin/policy-rc.d ] && [ -z "$SUDO" ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+fi
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
