@@ -1,0 +1,44 @@
+// GPU discovery: which GPUs this node's workers may use, as CUDA names them.
+// CUDA_VISIBLE_DEVICES wins when set (the scheduler or user already chose); otherwise NVML is
+// asked for the device count through dlopen, so the agent has no link-time CUDA dependency
+// and runs unchanged on CPU-only nodes.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlaunch {
+
+struct GpuInventory {
+  // Entries of CUDA_VISIBLE_DEVICES (indices or GPU-/MIG- UUIDs, as written) or NVML
+  // indices as strings ("0", "1", ...). LOCAL_RANK-style indices index this list.
+  std::vector<std::string> visible;
+  std::string source;  // "CUDA_VISIBLE_DEVICES", "nvml" or "none"
+
+  int count() const { return static_cast<int>(visible.size()); }
+};
+
+using GetenvFn = std::function<std::optional<std::string>(const std::string&)>;
+// Number of devices NVML reports, nullopt when NVML is unavailable or fails.
+using GpuCountFn = std::function<std::optional<int>()>;
+
+// The process environment, as a GetenvFn.
+std::optional<std::string> ProcessGetenv(const std::string& name);
+
+// Device count from libnvidia-ml.so.1 (dlopen'ed; nvmlInit_v2 + nvmlDeviceGetCount_v2).
+std::optional<int> NvmlDeviceCount();
+
+// Parses a CUDA_VISIBLE_DEVICES value the way the CUDA runtime reads it: comma separated,
+// whitespace trimmed, and the list ends at the first empty or negative entry ("-1" hides
+// every GPU). "NoDevFiles" (what PBS/Cobalt set when no GPU was allocated) means none.
+std::vector<std::string> ParseCudaVisibleDevices(const std::string& value);
+
+// Discovers with the given environment; NVML is asked only when CUDA_VISIBLE_DEVICES is
+// unset.
+GpuInventory DiscoverGpus(const GetenvFn& getenv);
+// Same, with an injected NVML (tests).
+GpuInventory DiscoverGpus(const GetenvFn& getenv, const GpuCountFn& nvml_count);
+
+}  // namespace dlaunch

@@ -1,0 +1,44 @@
+// Local-rank plan: which GPUs and CPU cores each worker process on this node gets.
+// Pure: the inventory and the allowed CPUs are passed in, so any node shape can be tested.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/gpu_discovery.h"
+
+namespace dlaunch {
+
+struct RankSlot {
+  int local_rank = 0;
+  std::vector<std::string> gpus;  // entries of GpuInventory::visible
+  std::vector<int> gpu_indices;   // positions in GpuInventory::visible (what LOCAL_RANK indexes)
+  std::vector<int> cpus;          // CPU ids for this rank's affinity
+};
+
+// Plans nproc local ranks.
+//  gpus_per_proc == 0: rank i gets visible GPU i % count (GPUs are shared when there are
+//    more ranks than GPUs; no GPU at all on a CPU-only node).
+//  gpus_per_proc == k > 0: rank i gets GPUs [i*k, (i+1)*k); FailedPrecondition when
+//    k * nproc exceeds the visible GPUs.
+// CPU cores (in the order given) are split into contiguous, near-equal shares (the first
+// cores % nproc ranks get one more); with fewer cores than ranks, ranks share them
+// round-robin. InvalidArgument for nproc < 1 or gpus_per_proc < 0.
+absl::StatusOr<std::vector<RankSlot>> PlanLocalRanks(int nproc, const GpuInventory& gpus,
+                                                     const std::vector<int>& allowed_cpus,
+                                                     int gpus_per_proc);
+
+// nproc_per_node when the spec leaves it 0: one per visible GPU, else 1.
+int DefaultProcsPerNode(const GpuInventory& gpus);
+
+// CPUs this process may run on (sched_getaffinity), ascending; empty if the call fails.
+std::vector<int> AllowedCpus();
+
+// "0,1,2" for a list; "4-7" style ranges are not used so the value is easy to parse.
+std::string JoinInts(const std::vector<int>& values);
+
+// One log line per rank, e.g. "local_rank 1: gpus [1] (CUDA_VISIBLE_DEVICES index 1), cpus 8-15".
+std::string DescribeRankSlot(const RankSlot& slot);
+
+}  // namespace dlaunch

@@ -1,0 +1,45 @@
+// Worker environment: the torchrun-compatible variables (DESIGN.md "Worker environment")
+// plus dlaunch's own, layered over the agent's environment and the spec's env.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent/local_rank_plan.h"
+
+namespace dlaunch {
+
+using EnvMap = std::map<std::string, std::string>;
+
+struct WorkerEnvInput {
+  EnvMap base_env;  // the agent's own environment; passes through
+  EnvMap spec_env;  // job.yaml env; overrides base_env
+  RankSlot slot;    // this rank's plan (local_rank, GPUs, CPUs)
+  int node_rank = 0;
+  int nnodes = 1;
+  int rank_offset = 0;  // global rank of local rank 0 on this node
+  int local_world_size = 1;
+  int world_size = 1;
+  std::string master_addr;
+  int master_port = 0;
+  int restart_count = 0;
+  int max_restarts = 0;
+  std::string job_id;
+  std::string job_dir;
+  std::string report_socket;
+  bool isolate_gpus = false;  // CUDA_VISIBLE_DEVICES = the rank's own GPU entries
+};
+
+// The full environment for one worker. Precedence: base_env < spec_env < the contract
+// variables (RANK, MASTER_ADDR, ... are always dlaunch's). OMP_NUM_THREADS=1 and
+// TORCH_NCCL_ASYNC_ERROR_HANDLING=1 are defaults only, kept when base or spec set them.
+EnvMap BuildWorkerEnv(const WorkerEnvInput& in);
+
+// "KEY=VALUE" strings for execve (keep the vector alive while using the char* array).
+std::vector<std::string> ToEnvp(const EnvMap& env);
+
+// The environment of this process (environ) as a map.
+EnvMap ProcessEnv();
+
+}  // namespace dlaunch

@@ -1,0 +1,117 @@
+// RendezvousState: the pure state machine of one job's rendezvous (torchelastic style).
+// Agents join; the round closes when max_nodes have joined, or when min_nodes have joined
+// and the last-call window has passed; it fails when the join deadline passes first. Closing
+// assigns node ranks in a deterministic order (the allocation's host order, then join order).
+//
+// No clocks, threads or sockets: every operation takes the current time, and NextDeadline()
+// tells the owner (the gRPC service) when to call Poll() again. Not thread-safe; the owner
+// serialises calls (e.g. on its event loop).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace dlaunch {
+
+// One agent that asked to join.
+struct Participant {
+  std::string agent_id;  // unique per agent process
+  std::string host;      // hostname, matched against RendezvousConfig::host_order
+  std::string addr;      // address other nodes reach this node at
+  int slots = 1;         // worker processes this node will run
+  int worker_port = 0;   // free TCP port on this node; node 0's may become MASTER_PORT
+};
+
+struct RendezvousConfig {
+  int min_nodes = 1;
+  int max_nodes = 1;
+  // Node ranks follow this order (nodefile / host list order). A host may appear several
+  // times (local runs start N agents on one host); repeated names match that host's joiners
+  // in join order. Hosts not listed come after all listed ones, in join order.
+  std::vector<std::string> host_order;
+  double join_timeout_s = 300;  // from the start of the round
+  double last_call_s = 10;      // extra wait for more nodes once min_nodes have joined
+  int master_port = 0;          // 0 = node 0's worker_port
+};
+
+// One node's place in a closed round.
+struct NodeAssignment {
+  int node_rank = 0;
+  int rank_offset = 0;       // global rank of this node's local rank 0
+  int local_world_size = 0;  // = the node's slots
+};
+
+struct RoundResult {
+  int round = 0;
+  std::vector<Participant> nodes;            // in node-rank order
+  std::vector<NodeAssignment> assignments;   // parallel to nodes
+  int world_size = 0;
+  std::string master_addr;
+  int master_port = 0;
+};
+
+enum class RendezvousPhase { kWaiting, kLastCall, kClosed, kFailed };
+
+// Printable name of a phase ("waiting", "last-call", "closed", "failed").
+const char* RendezvousPhaseName(RendezvousPhase phase);
+
+class RendezvousState {
+ public:
+  RendezvousState(RendezvousConfig config, double now_s);
+
+  // Adds a participant. AlreadyExists for a duplicate agent_id; FailedPrecondition when the
+  // round is closed, failed or full; InvalidArgument for slots < 1 or an empty agent_id.
+  // Joining may close the round at once (the max_nodes-th joiner).
+  absl::Status Join(const Participant& p, double now_s);
+
+  // A joined agent went away before the round closed (its connection dropped). Unknown ids
+  // and calls after close are ignored: a closed round is the job's business, not ours.
+  void Leave(const std::string& agent_id, double now_s);
+
+  // Advances time: closes the round when the last call expired with min_nodes joined,
+  // fails it when the join deadline passed first. Returns the phase after advancing.
+  RendezvousPhase Poll(double now_s);
+
+  // When Poll should next be called (last-call end or join deadline); nullopt once
+  // closed or failed.
+  std::optional<double> NextDeadline() const;
+
+  RendezvousPhase phase() const { return phase_; }
+  // Set once closed, else nullptr.
+  const RoundResult* result() const;
+  // OK unless failed; then DeadlineExceeded, e.g. "rendezvous timed out after 300 s: 2 of
+  // 3 nodes joined; never arrived: nodeC".
+  absl::Status failure() const { return failure_; }
+  // This agent's place once closed; nullptr if not closed or not a member of the round.
+  const NodeAssignment* AssignmentFor(const std::string& agent_id) const;
+
+  // Starts a new round (restarts): round + 1, no participants, fresh deadlines from now_s.
+  void NextRound(double now_s);
+
+  int round() const { return round_; }
+  int joined() const { return static_cast<int>(joined_.size()); }
+  const std::vector<Participant>& participants() const { return joined_; }
+  const RendezvousConfig& config() const { return config_; }
+
+ private:
+  void Close();
+  void Fail(double now_s);
+  // Participants in node-rank order.
+  std::vector<Participant> RankOrder() const;
+  std::vector<std::string> MissingHosts() const;
+
+  RendezvousConfig config_;
+  int round_ = 0;
+  RendezvousPhase phase_ = RendezvousPhase::kWaiting;
+  double round_start_s_ = 0;
+  double join_deadline_s_ = 0;
+  std::optional<double> last_call_deadline_s_;
+  std::vector<Participant> joined_;  // in join order
+  std::optional<RoundResult> result_;
+  absl::Status failure_;
+};
+
+}  // namespace dlaunch
