@@ -106,7 +106,6 @@ class RendezvousState {
   RendezvousConfig config_;
   int round_ = 0;
   RendezvousPhase phase_ = RendezvousPhase::kWaiting;
-  double round_start_s_ = 0;
   double join_deadline_s_ = 0;
   std::optional<double> last_call_deadline_s_;
   std::vector<Participant> joined_;  // in join order
