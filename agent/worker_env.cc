@@ -1,0 +1,79 @@
+#include "agent/worker_env.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+extern char** environ;
+
+namespace dlaunch {
+
+EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
+  EnvMap env = in.base_env;
+  // Left over when dlaunch itself runs under torchrun: it would make torch's env:// init
+  // connect to an agent store that does not exist instead of hosting one on rank 0.
+  env.erase("TORCHELASTIC_USE_AGENT_STORE");
+  for (const auto& [k, v] : in.spec_env) env[k] = v;
+
+  const int rank = in.rank_offset + in.slot.local_rank;
+  const std::string rank_s = std::to_string(rank);
+  const std::string world_s = std::to_string(in.world_size);
+  env["RANK"] = rank_s;
+  env["LOCAL_RANK"] = std::to_string(in.slot.local_rank);
+  env["WORLD_SIZE"] = world_s;
+  env["LOCAL_WORLD_SIZE"] = std::to_string(in.local_world_size);
+  env["GROUP_RANK"] = std::to_string(in.node_rank);
+  env["GROUP_WORLD_SIZE"] = std::to_string(in.nnodes);
+  // One role, as torchrun without --role: role ranks are the global ranks.
+  env["ROLE_RANK"] = rank_s;
+  env["ROLE_NAME"] = "default";
+  env["ROLE_WORLD_SIZE"] = world_s;
+  env["MASTER_ADDR"] = in.master_addr;
+  env["MASTER_PORT"] = std::to_string(in.master_port);
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(in.restart_count);
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(in.max_restarts);
+  env["TORCHELASTIC_RUN_ID"] = in.job_id;
+  env["TORCHELASTIC_ERROR_FILE"] = absl::StrCat(in.job_dir, "/errors/rank-", rank, ".json");
+
+  // torchrun's default too: N ranks each spawning one OpenMP thread per core would
+  // oversubscribe the node N-fold. DLAUNCH_CPUS tells a script how many cores it owns if
+  // it wants more threads; the planned share is not used as a default so behaviour
+  // matches torchrun.
+  env.emplace("OMP_NUM_THREADS", "1");
+  env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+
+  env["DLAUNCH_JOB_ID"] = in.job_id;
+  env["DLAUNCH_JOB_DIR"] = in.job_dir;
+  env["DLAUNCH_REPORT_SOCKET"] = in.report_socket;
+  env["DLAUNCH_NODE_RANK"] = std::to_string(in.node_rank);
+  env["DLAUNCH_GPU"] = absl::StrJoin(in.slot.gpus, ",");
+  env["DLAUNCH_CPUS"] = absl::StrJoin(in.slot.cpus, ",");
+
+  // Isolation narrows the node's list to the rank's own entries. A rank without GPUs (a
+  // CPU-only node) keeps what it inherited: there is nothing to isolate.
+  if (in.isolate_gpus && !in.slot.gpus.empty()) {
+    env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(in.slot.gpus, ",");
+  }
+  return env;
+}
+
+std::vector<std::string> ToEnvp(const EnvMap& env) {
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(absl::StrCat(k, "=", v));
+  return out;
+}
+
+EnvMap ProcessEnv() {
+  EnvMap env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+}  // namespace dlaunch
