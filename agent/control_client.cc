@@ -1,0 +1,106 @@
+#include "agent/control_client.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace dlaunch {
+namespace {
+
+constexpr size_t kMaxQueuedMessages = 20000;
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+}  // namespace
+
+ControlClient::ControlClient(const std::string& target, std::string token)
+    : token_(std::move(token)) {
+  grpc::ChannelArguments args;
+  // Fail a connection attempt quickly rather than backing off for a minute.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  channel_ = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::Control::NewStub(channel_);
+}
+
+ControlClient::~ControlClient() { Close(std::chrono::milliseconds(0)); }
+
+absl::StatusOr<v1::JoinResponse> ControlClient::Join(const v1::JoinRequest& request,
+                                                     std::chrono::milliseconds timeout) {
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(kTokenMetadataKey, token_);
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  ctx.set_wait_for_ready(true);  // the launcher may still be starting its server
+  v1::JoinResponse response;
+  grpc::Status s = stub_->Join(&ctx, request, &response);
+  if (!s.ok()) return FromGrpc(s);
+  return response;
+}
+
+absl::Status ControlClient::OpenSession(OnCommand on_command, OnClosed on_closed) {
+  session_context_ = std::make_unique<grpc::ClientContext>();
+  session_context_->AddMetadata(kTokenMetadataKey, token_);
+  stream_ = stub_->Session(session_context_.get());
+  if (!stream_) return absl::UnavailableError("cannot open the session stream");
+  reader_ = std::thread(&ControlClient::ReaderLoop, this, std::move(on_command), std::move(on_closed));
+  writer_ = std::thread(&ControlClient::WriterLoop, this);
+  return absl::OkStatus();
+}
+
+void ControlClient::ReaderLoop(OnCommand on_command, OnClosed on_closed) {
+  v1::LauncherCommand cmd;
+  while (stream_->Read(&cmd)) on_command(cmd);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reader_done_ = true;
+  }
+  cv_.notify_all();
+  grpc::Status s = stream_->Finish();
+  on_closed(s.ok() ? "launcher closed the session"
+                   : absl::StrCat("session lost: ", s.error_message()));
+}
+
+void ControlClient::WriterLoop() {
+  for (;;) {
+    v1::AgentMessage msg;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return !queue_.empty() || closing_ || reader_done_; });
+      if (queue_.empty() || reader_done_) break;
+      msg = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    if (!stream_->Write(msg)) break;
+  }
+  stream_->WritesDone();
+}
+
+void ControlClient::Send(v1::AgentMessage message) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stream_ || closing_) return;
+    if (queue_.size() >= kMaxQueuedMessages && message.has_log()) {
+      ++dropped_;
+      return;
+    }
+    queue_.push_back(std::move(message));
+  }
+  cv_.notify_all();
+}
+
+void ControlClient::Close(std::chrono::milliseconds timeout) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_ || !stream_) return;
+    closing_ = true;
+  }
+  cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return reader_done_; })) session_context_->TryCancel();
+  }
+  if (reader_.joinable()) reader_.join();
+}
+
+}  // namespace dlaunch

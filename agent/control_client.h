@@ -1,0 +1,64 @@
+// ControlClient: the agent's side of the launcher's gRPC endpoint. Join is a blocking call;
+// the session stream has a reader thread (commands down) and a writer thread (messages up),
+// so a slow launcher never blocks the agent's event loop.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "dlaunch/control.grpc.pb.h"
+
+namespace dlaunch {
+
+inline constexpr char kTokenMetadataKey[] = "x-dlaunch-token";
+
+class ControlClient {
+ public:
+  using OnCommand = std::function<void(const v1::LauncherCommand&)>;
+  using OnClosed = std::function<void(const std::string& why)>;
+
+  ControlClient(const std::string& target, std::string token);
+  ~ControlClient();
+
+  absl::StatusOr<v1::JoinResponse> Join(const v1::JoinRequest& request,
+                                        std::chrono::milliseconds timeout);
+
+  // Opens the session stream. Callbacks run on the reader thread; `on_closed` runs once.
+  absl::Status OpenSession(OnCommand on_command, OnClosed on_closed);
+  // Queues a message for the writer thread. Log lines are dropped (counted) past a bound.
+  void Send(v1::AgentMessage message);
+  // Sends what is queued, half-closes, and waits up to `timeout` for the launcher to end the
+  // stream, then cancels it.
+  void Close(std::chrono::milliseconds timeout);
+  int64_t dropped_log_messages() const { return dropped_; }
+
+ private:
+  void ReaderLoop(OnCommand on_command, OnClosed on_closed);
+  void WriterLoop();
+
+  std::string token_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Control::Stub> stub_;
+
+  std::unique_ptr<grpc::ClientContext> session_context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::LauncherCommand>> stream_;
+  std::thread reader_, writer_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::AgentMessage> queue_;
+  bool closing_ = false;
+  bool reader_done_ = false;
+  int64_t dropped_ = 0;
+};
+
+}  // namespace dlaunch

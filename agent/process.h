@@ -1,0 +1,44 @@
+// Child-process primitives shared by the agent (workers) and the launcher (local agents):
+// spawn into a new process group with PR_SET_PDEATHSIG, signal a whole group, reap.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace dlaunch {
+
+struct SpawnOptions {
+  std::vector<std::string> argv;         // argv[0] is looked up on PATH when it has no '/'
+  std::vector<std::string> envp;         // "K=V" entries; empty = inherit this process's environment
+  std::string workdir;                   // "" = inherit
+  bool new_process_group = true;         // the child leads its own group, so a stop reaches its children
+  int parent_death_signal = 9;           // delivered when the spawning thread dies; 0 = none
+  bool capture_output = true;            // stdout/stderr to pipes; else inherited
+  bool stdin_null = true;
+};
+
+struct SpawnedProcess {
+  pid_t pid = -1;
+  int stdout_fd = -1;                    // read ends (O_CLOEXEC, non-blocking), -1 when not captured
+  int stderr_fd = -1;
+};
+
+// Forks and execs. An exec failure (missing program, no permission) is reported here as an
+// error naming the program, not as a child that exits 127.
+absl::StatusOr<SpawnedProcess> SpawnProcess(const SpawnOptions& options);
+
+// Sends `sig` to the process group led by `pgid` (falls back to the process itself when the
+// group is gone). Returns false when nothing was there to signal.
+bool SignalProcessGroup(pid_t pgid, int sig);
+
+// Exit status of a reaped child in words: "exit code 3", "signal 9 (Killed)".
+std::string DescribeWaitStatus(int wait_status);
+
+// True while any process of the group still exists (zombies included).
+bool ProcessGroupAlive(pid_t pgid);
+
+}  // namespace dlaunch

@@ -1,0 +1,103 @@
+#include "agent/report_server.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace dlaunch {
+
+absl::Status ParseReportLine(const std::string& line, v1::WorkerReport* out) {
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  auto st = google::protobuf::util::JsonStringToMessage(line, out, opts);
+  if (!st.ok()) return absl::InvalidArgumentError(std::string(st.message()));
+  return absl::OkStatus();
+}
+
+class ReportServer::Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(ReportServer* server, boost::asio::local::stream_protocol::socket socket)
+      : server_(server), socket_(std::move(socket)) {}
+
+  void Start() {
+    struct ucred cred {};
+    socklen_t len = sizeof(cred);
+    if (getsockopt(socket_.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+      peer_rank_ = server_->rank_of_pid_(cred.pid);
+    }
+    Read();
+  }
+
+ private:
+  void Read() {
+    auto self = shared_from_this();
+    boost::asio::async_read_until(
+        socket_, buffer_, '\n', [self](const boost::system::error_code& ec, size_t n) {
+          if (ec) return;  // worker closed its end
+          std::string line(boost::asio::buffers_begin(self->buffer_.data()),
+                            boost::asio::buffers_begin(self->buffer_.data()) + n - 1);
+          self->buffer_.consume(n);
+          self->Handle(line);
+          self->Read();
+        });
+  }
+
+  void Handle(const std::string& line) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) return;
+    v1::WorkerReport report;
+    auto st = ParseReportLine(line, &report);
+    if (!st.ok()) {
+      server_->on_bad_line_(peer_rank_, st.ToString());
+      return;
+    }
+    if (peer_rank_ >= 0) report.set_rank(peer_rank_);
+    server_->on_report_(report);
+  }
+
+  ReportServer* server_;
+  boost::asio::local::stream_protocol::socket socket_;
+  boost::asio::streambuf buffer_{1 << 20};
+  int peer_rank_ = -1;
+};
+
+ReportServer::ReportServer(boost::asio::io_context& io, RankOfPid rank_of_pid, OnReport on_report,
+                           OnBadLine on_bad_line)
+    : io_(io),
+      rank_of_pid_(std::move(rank_of_pid)),
+      on_report_(std::move(on_report)),
+      on_bad_line_(std::move(on_bad_line)) {}
+
+ReportServer::~ReportServer() {
+  if (acceptor_) {
+    boost::system::error_code ec;
+    acceptor_->close(ec);
+  }
+  if (!path_.empty()) unlink(path_.c_str());
+}
+
+absl::Status ReportServer::Listen(const std::string& path) {
+  unlink(path.c_str());
+  boost::system::error_code ec;
+  acceptor_ = std::make_unique<boost::asio::local::stream_protocol::acceptor>(io_);
+  acceptor_->open(boost::asio::local::stream_protocol(), ec);
+  if (!ec) acceptor_->bind(boost::asio::local::stream_protocol::endpoint(path), ec);
+  if (!ec) acceptor_->listen(64, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("report socket ", path, ": ", ec.message()));
+  path_ = path;
+  Accept();
+  return absl::OkStatus();
+}
+
+void ReportServer::Accept() {
+  acceptor_->async_accept([this](const boost::system::error_code& ec,
+                                 boost::asio::local::stream_protocol::socket socket) {
+    if (ec == boost::asio::error::operation_aborted) return;
+    if (!ec) std::make_shared<Connection>(this, std::move(socket))->Start();
+    Accept();
+  });
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,176 @@
+#include "agent/worker_supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace dlaunch {
+
+WorkerSupervisor::WorkerSupervisor(boost::asio::io_context& io, std::string log_dir,
+                                   int tail_lines, Callbacks callbacks)
+    : io_(io),
+      log_dir_(std::move(log_dir)),
+      tail_lines_(tail_lines),
+      callbacks_(std::move(callbacks)),
+      sigchld_(io, SIGCHLD),
+      kill_timer_(io) {
+  WaitForSignal();
+}
+
+WorkerSupervisor::~WorkerSupervisor() {
+  for (auto& [pid, w] : workers_) {
+    SignalProcessGroup(pid, SIGKILL);
+    if (w->log_fd >= 0) close(w->log_fd);
+  }
+}
+
+absl::StatusOr<pid_t> WorkerSupervisor::Start(int rank, int local_rank, SpawnOptions options) {
+  auto w = std::make_unique<Worker>();
+  w->rank = rank;
+  w->local_rank = local_rank;
+  if (!log_dir_.empty()) {
+    std::string path = absl::StrCat(log_dir_, "/rank-", rank, ".log");
+    w->log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (w->log_fd < 0) {
+      return absl::PermissionDeniedError(absl::StrCat("cannot open ", path, ": ", strerror(errno)));
+    }
+  }
+  options.capture_output = true;
+  options.new_process_group = true;
+  auto spawned = SpawnProcess(options);
+  if (!spawned.ok()) {
+    if (w->log_fd >= 0) close(w->log_fd);
+    return spawned.status();
+  }
+  w->pid = spawned->pid;
+  w->out.fd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, spawned->stdout_fd);
+  w->err.fd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, spawned->stderr_fd);
+  w->err.is_stderr = true;
+  Worker& ref = *w;
+  workers_[w->pid] = std::move(w);
+  ReadMore(ref.pid, ref.out);
+  ReadMore(ref.pid, ref.err);
+  // A child that exited before the SIGCHLD handler was armed is still found by the next Reap.
+  boost::asio::post(io_, [this] { Reap(); });
+  return ref.pid;
+}
+
+void WorkerSupervisor::ReadMore(pid_t pid, Stream& s) {
+  if (!s.fd || !s.fd->is_open()) return;
+  s.fd->async_read_some(boost::asio::buffer(s.buf), [this, pid, &s](
+                                                        const boost::system::error_code& ec,
+                                                        size_t n) {
+    auto it = workers_.find(pid);
+    if (it == workers_.end()) return;  // already finished; `s` is gone
+    if (ec) {
+      Consume(*it->second, s, nullptr, 0, /*flush=*/true);
+      s.fd->close();
+      return;
+    }
+    Consume(*it->second, s, s.buf.data(), n, false);
+    ReadMore(pid, s);
+  });
+}
+
+void WorkerSupervisor::Consume(Worker& w, Stream& s, const char* data, size_t n, bool flush) {
+  if (n > 0 && w.log_fd >= 0) (void)!write(w.log_fd, data, n);
+  s.partial.append(data, n);
+  std::vector<std::string> lines;
+  size_t start = 0, nl;
+  while ((nl = s.partial.find('\n', start)) != std::string::npos) {
+    lines.emplace_back(s.partial, start, nl - start);
+    start = nl + 1;
+  }
+  s.partial.erase(0, start);
+  if (flush && !s.partial.empty()) {
+    if (w.log_fd >= 0) (void)!write(w.log_fd, "\n", 1);
+    lines.push_back(std::move(s.partial));
+    s.partial.clear();
+  }
+  for (const auto& l : lines) {
+    w.tail.push_back(l);
+    if (static_cast<int>(w.tail.size()) > tail_lines_) w.tail.pop_front();
+  }
+  if (!lines.empty() && callbacks_.on_output) callbacks_.on_output(w.rank, s.is_stderr, std::move(lines));
+}
+
+void WorkerSupervisor::Drain(Worker& w, Stream& s) {
+  if (!s.fd || !s.fd->is_open()) return;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(s.fd->native_handle(), buf, sizeof(buf))) > 0) Consume(w, s, buf, n, false);
+  Consume(w, s, nullptr, 0, true);
+  s.fd->cancel();
+  s.fd->close();
+}
+
+void WorkerSupervisor::WaitForSignal() {
+  sigchld_.async_wait([this](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    Reap();
+    WaitForSignal();
+  });
+}
+
+void WorkerSupervisor::Reap() {
+  std::vector<std::pair<pid_t, int>> done;
+  for (auto& [pid, w] : workers_) {
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) done.emplace_back(pid, st);
+  }
+  for (auto& [pid, st] : done) Finish(pid, st);
+}
+
+void WorkerSupervisor::Finish(pid_t pid, int wait_status) {
+  auto it = workers_.find(pid);
+  if (it == workers_.end()) return;
+  std::unique_ptr<Worker> w = std::move(it->second);
+  workers_.erase(it);
+  // The leader is gone; anything it left in its group (helpers it forked) goes too.
+  SignalProcessGroup(pid, SIGKILL);
+  Drain(*w, w->out);
+  Drain(*w, w->err);
+  if (w->log_fd >= 0) close(w->log_fd);
+  WorkerExit e;
+  e.rank = w->rank;
+  e.local_rank = w->local_rank;
+  e.pid = pid;
+  e.wait_status = wait_status;
+  e.stopped = w->stopping;
+  e.tail.assign(w->tail.begin(), w->tail.end());
+  // Pending async reads hold references into `w`; let them complete (cancelled) first.
+  boost::asio::post(io_, [w = std::move(w)] {});
+  if (workers_.empty()) kill_timer_.cancel();
+  if (callbacks_.on_exit) callbacks_.on_exit(e);
+}
+
+void WorkerSupervisor::StopAll(std::chrono::milliseconds grace) {
+  if (workers_.empty()) return;
+  for (auto& [pid, w] : workers_) {
+    w->stopping = true;
+    SignalProcessGroup(pid, SIGTERM);
+  }
+  kill_timer_.expires_after(grace);
+  kill_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) KillAll();
+  });
+}
+
+void WorkerSupervisor::KillAll() {
+  for (auto& [pid, w] : workers_) {
+    w->stopping = true;
+    SignalProcessGroup(pid, SIGKILL);
+  }
+}
+
+std::vector<pid_t> WorkerSupervisor::pids() const {
+  std::vector<pid_t> out;
+  for (const auto& [pid, w] : workers_) out.push_back(pid);
+  return out;
+}
+
+}  // namespace dlaunch
