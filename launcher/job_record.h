@@ -1,0 +1,74 @@
+// JobRecord: the job directory (runs/<job-id>/) as `dlaunch submit` writes it and `dlaunch
+// status / logs / cancel` read it back: job ids, submit.json, events.jsonl, summary.json and
+// launcher.json. The parsing is pure; the few file helpers are named as such.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace dlaunch {
+
+// What `dlaunch submit` knows about a job (submit.json).
+struct SubmitRecord {
+  std::string job_id;            // dlaunch's id, the job directory's name
+  std::string scheduler;         // pbs, cobalt, slurm, local
+  std::string scheduler_job_id;  // qsub / sbatch output; the pid for local; "" when dry run
+  std::string submit_time;       // RFC 3339, UTC
+  std::string site;              // profile name
+  std::string cwd;               // where `dlaunch submit` ran
+  std::string spec_source;       // the job.yaml it was given
+  bool dry_run = false;
+};
+
+// One line of events.jsonl: its "event" and "time" plus every other field rendered as text
+// (strings unquoted, numbers and the like as JSON).
+struct JobEvent {
+  std::string time;
+  std::string event;  // job_started, node_joined, worker_failed, job_finished, ...
+  std::map<std::string, std::string> fields;
+};
+
+// launcher.json, written by a running `dlaunch run` so `dlaunch cancel` can reach it.
+struct LauncherInfo {
+  int pid = 0;
+  std::string host;
+  std::string address;  // control server host:port
+};
+
+// "<name>-YYYYMMDD-HHMMSS-<4 hex>" in UTC; characters of `name` outside [A-Za-z0-9_-] become
+// '-', and it is cut to 40 characters, so the id is always a safe file and directive name.
+std::string MakeJobId(const std::string& name, absl::Time now, uint32_t random);
+
+std::string SubmitRecordToJson(const SubmitRecord& record);
+absl::StatusOr<SubmitRecord> ParseSubmitRecord(const std::string& json);
+
+// Parses events.jsonl; lines that are not JSON objects are skipped and counted in `*bad_lines`
+// (a launcher killed mid-write leaves a torn last line).
+std::vector<JobEvent> ParseEvents(const std::string& jsonl, int* bad_lines);
+
+// A JSON object's top-level fields rendered as text (for summary.json).
+absl::StatusOr<std::map<std::string, std::string>> ParseJsonObjectFields(const std::string& json);
+
+absl::StatusOr<LauncherInfo> ParseLauncherInfo(const std::string& json);
+
+// $DLAUNCH_JOB_ROOT, else "runs".
+std::string DefaultJobRoot();
+
+// JOB on the command line: a path to an existing job directory (it holds submit.json or
+// job.yaml), else a job id under `job_root`. NotFound says where it looked.
+absl::StatusOr<std::string> ResolveJobDir(const std::string& job, const std::string& job_root);
+
+// Job directories under `job_root`, newest first (by submit.json time, else directory mtime).
+std::vector<std::string> ListJobDirs(const std::string& job_root);
+
+// File helpers used by the commands.
+absl::StatusOr<std::string> ReadTextFile(const std::string& path);
+// Writes via a temporary file and rename, so readers never see half a file.
+absl::Status WriteTextFile(const std::string& path, const std::string& text, int mode = 0644);
+
+}  // namespace dlaunch
