@@ -12,7 +12,7 @@ struct SchedulerSpec {
   std::string site;                      // site profile name, e.g. "polaris"
   std::string account;
   std::string queue;
-  std::string walltime;                  // as written, e.g. "01:00:00"
+  std::string walltime;                  // "HH:MM:SS" (normalized), "" = none
   int walltime_s = 0;                    // parsed
   std::vector<std::string> filesystems;  // e.g. {"home", "eagle"}
   std::vector<std::string> modules;      // module load ...
@@ -24,6 +24,9 @@ struct JobSpec {
   std::string name = "dlaunch-job";
   int min_nodes = 1;
   int max_nodes = 1;
+  // `nodes: auto` (job.yaml's default): use every host of --hosts, `hosts:` or the allocation,
+  // or one node locally; min_nodes/max_nodes are then set by ResolveHosts (allocation.h).
+  bool nodes_auto = false;
   int nproc_per_node = 0;                // 0 = one per visible GPU, else 1
   std::vector<std::string> command;      // argv: the worker program and its arguments
   std::map<std::string, std::string> env;
@@ -41,16 +44,42 @@ struct JobSpec {
   int max_restarts = 0;
 
   std::string job_root = "runs";         // job directories are job_root/<job-id>
-  std::vector<int> show_ranks;           // ranks whose output is shown; empty = all
-  bool show_all_ranks = true;
+  bool show_all_ranks = true;            // logs.ranks: all
+  std::vector<int> show_ranks;           // else the ranks whose output is shown (non-empty)
   int tail_lines = 20;                   // log lines quoted for a failing rank
   double summary_interval_s = 5;         // periodic one-line summary
 
   bool isolate_gpus = false;             // gpus.binding: isolate
-  int gpus_per_proc = 0;
+  int gpus_per_proc = 0;                 // 0 = visible GPUs / nproc_per_node (at least 1)
 
   SchedulerSpec scheduler;
   std::string source_path;               // file it came from, "" for command-line jobs
 };
+
+// Field-by-field equality (used by the resolved-spec round trip); a new field belongs here too.
+inline bool operator==(const SchedulerSpec& a, const SchedulerSpec& b) {
+  return a.type == b.type && a.site == b.site && a.account == b.account && a.queue == b.queue &&
+         a.walltime == b.walltime && a.walltime_s == b.walltime_s &&
+         a.filesystems == b.filesystems && a.modules == b.modules && a.setup == b.setup &&
+         a.extra == b.extra;
+}
+inline bool operator!=(const SchedulerSpec& a, const SchedulerSpec& b) { return !(a == b); }
+
+inline bool operator==(const JobSpec& a, const JobSpec& b) {
+  return a.name == b.name && a.min_nodes == b.min_nodes && a.max_nodes == b.max_nodes &&
+         a.nodes_auto == b.nodes_auto && a.nproc_per_node == b.nproc_per_node &&
+         a.command == b.command && a.env == b.env && a.workdir == b.workdir &&
+         a.hosts == b.hosts && a.node_launcher == b.node_launcher &&
+         a.control_port == b.control_port && a.master_port == b.master_port &&
+         a.join_timeout_s == b.join_timeout_s && a.last_call_s == b.last_call_s &&
+         a.heartbeat_interval_s == b.heartbeat_interval_s &&
+         a.heartbeat_misses == b.heartbeat_misses && a.stop_grace_s == b.stop_grace_s &&
+         a.max_restarts == b.max_restarts && a.job_root == b.job_root &&
+         a.show_ranks == b.show_ranks && a.show_all_ranks == b.show_all_ranks &&
+         a.tail_lines == b.tail_lines && a.summary_interval_s == b.summary_interval_s &&
+         a.isolate_gpus == b.isolate_gpus && a.gpus_per_proc == b.gpus_per_proc &&
+         a.scheduler == b.scheduler && a.source_path == b.source_path;
+}
+inline bool operator!=(const JobSpec& a, const JobSpec& b) { return !(a == b); }
 
 }  // namespace dlaunch

@@ -1,0 +1,28 @@
+// Slurm-style hostlists ("nid[001-004,007]", "rack[1-2]-n[01-02]"), as found in
+// SLURM_JOB_NODELIST and accepted by --hosts and job.yaml `hosts:`.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace dlaunch {
+
+// Expands a hostlist into host names, in order. Items are separated by commas outside brackets;
+// a bracket holds comma-separated numbers and lo-hi ranges, zero padding follows the low end
+// ("[08-10]" gives 08, 09, 10); several bracket groups in one item multiply, leftmost slowest,
+// as Slurm does. Malformed input (unbalanced or nested brackets, empty items, decreasing or
+// non-numeric ranges, more than kMaxHostlistHosts hosts) is InvalidArgument naming the problem.
+absl::StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view hostlist);
+
+// Upper bound on one expansion, so a typo like "n[0-999999999]" fails fast instead of
+// exhausting memory.
+inline constexpr size_t kMaxHostlistHosts = 1000000;
+
+// The reverse, for display: runs of consecutive hosts that differ only in a trailing number
+// become one bracket group. Order is kept, so ExpandHostlist(CompressHostlist(h)) == h.
+std::string CompressHostlist(const std::vector<std::string>& hosts);
+
+}  // namespace dlaunch
