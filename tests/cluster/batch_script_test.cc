@@ -1,0 +1,141 @@
+// The PBS (Polaris) and Cobalt (ThetaGPU) batch scripts that `dlaunch submit` renders, run for
+// real: neither scheduler can be installed here, so the test plays the scheduler's part --
+// qsub only records the script, which then runs on the first host of a 3-host allocation with
+// the scheduler's environment (nodefile, job id, submit directory) and a real MPI launcher
+// (MPICH hydra standing in for PALS mpiexec; Open MPI mpirun as on ThetaGPU) that reaches the
+// other hosts through the cluster's ssh replacement.
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "cluster_job_checks.h"
+#include "gtest/gtest.h"
+#include "netns_cluster.h"
+
+namespace dlaunch {
+namespace testing {
+namespace {
+
+constexpr int kNodes = 3;
+constexpr int kProcsPerNode = 2;
+
+class BatchScriptTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    NETNS_CLUSTER_SKIP_IF_UNAVAILABLE();
+    std::string missing = MissingDlaunchBinaries();
+    if (!missing.empty()) GTEST_SKIP() << missing;
+    auto started = NetnsCluster::Start(kNodes);
+    ASSERT_TRUE(started.ok()) << started.status();
+    cluster_ = std::move(*started);
+    submit_dir_ = cluster_->dir() + "/submit";
+    job_root_ = cluster_->dir() + "/runs";
+    tools_dir_ = cluster_->dir() + "/site-bin";
+    for (const std::string& d : {submit_dir_, job_root_, tools_dir_}) {
+      ASSERT_EQ(mkdir(d.c_str(), 0755), 0) << d;
+    }
+    nodefile_ = cluster_->dir() + "/nodefile";
+    std::string nodes;
+    for (const std::string& h : cluster_->hosts()) nodes += h + "\n";
+    WriteFileOrDie(nodefile_, nodes);
+  }
+
+  // `dlaunch submit` on the login host with a qsub that records the script and answers with
+  // `scheduler_job_id`; returns the script's path.
+  std::string SubmitWithRecordingQsub(const std::string& job_yaml,
+                                      const std::string& scheduler_job_id) {
+    WriteFileOrDie(submit_dir_ + "/job.yaml", job_yaml);
+    const std::string record = cluster_->dir() + "/qsub.args";
+    const std::string qsub = tools_dir_ + "/qsub";
+    WriteFileOrDie(qsub,
+                   absl::StrCat("#!/bin/sh\nfor a; do echo \"$a\"; done > ", record, "\necho ",
+                                scheduler_job_id, "\n"),
+                   0755);
+    RunResult submit = cluster_->RunOn(
+        "head", absl::StrCat("cd ", submit_dir_, " && ", DlaunchPath(), " submit job.yaml"),
+        absl::Seconds(60), {{"DLAUNCH_JOB_ROOT", job_root_}, {"DLAUNCH_QSUB", qsub}});
+    EXPECT_EQ(submit.exit_code, 0) << "dlaunch submit:\n" << submit.output;
+    // The script is the argument of qsub that names a file.
+    std::string script;
+    for (absl::string_view arg :
+         absl::StrSplit(ReadFileOrEmpty(record), '\n', absl::SkipEmpty())) {
+      struct stat st;
+      if (stat(std::string(arg).c_str(), &st) == 0 && S_ISREG(st.st_mode)) script = std::string(arg);
+    }
+    EXPECT_FALSE(script.empty()) << "qsub was not given a script; it got:\n"
+                                 << ReadFileOrEmpty(record) << "dlaunch submit said:\n"
+                                 << submit.output;
+    return script;
+  }
+
+  // Runs the batch script on the first host, as the scheduler would, with `env` added.
+  RunResult RunScriptOnFirstHost(const std::string& script, EnvOverrides env) {
+    const char* path = getenv("PATH");
+    env["PATH"] = absl::StrCat(tools_dir_, ":", DLAUNCH_BIN_DIR, ":", path ? path : "/usr/bin:/bin");
+    return cluster_->RunOn(cluster_->hosts()[0], "exec /bin/bash " + script, absl::Seconds(150),
+                           env);
+  }
+
+  void ExpectJobRanAcrossHosts(const RunResult& run) {
+    EXPECT_TRUE(run.ok()) << "batch script exit " << run.exit_code
+                          << (run.timed_out ? " (timed out)" : "") << ":\n" << run.output;
+    std::string job_dir = OnlyJobDir(job_root_);
+    ASSERT_FALSE(job_dir.empty()) << "expected exactly one job directory in " << job_root_;
+    ExpectBarrierJobSucceeded(job_dir, kNodes, kProcsPerNode, cluster_->hosts());
+    std::string job_id = job_dir.substr(job_dir.rfind('/') + 1);
+    std::vector<std::string> left = WaitNoJobProcesses(*cluster_, job_id, absl::Seconds(15));
+    EXPECT_TRUE(left.empty()) << "processes of job " << job_id << " left after it ended:\n"
+                              << absl::StrJoin(left, "\n");
+  }
+
+  std::unique_ptr<NetnsCluster> cluster_;
+  std::string submit_dir_, job_root_, tools_dir_, nodefile_;
+};
+
+TEST_F(BatchScriptTest, PolarisPbsScriptRunsAcrossHostsWithMpiexec) {
+  std::string script = SubmitWithRecordingQsub(
+      BarrierJobYaml("cluster-pbs", kNodes, kProcsPerNode, {},
+                     "scheduler:\n  type: pbs\n  site: polaris\n  account: TestProj\n"
+                     "  queue: debug-scaling\n  walltime: \"0:10:00\"\n"),
+      "4242.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov");
+  ASSERT_FALSE(script.empty());
+  // PALS's `mpiexec -n N --ppn 1 --hostfile F` is spelled the same by MPICH's hydra.
+  WriteFileOrDie(tools_dir_ + "/mpiexec",
+                 absl::StrCat("#!/bin/sh\nexec /usr/bin/mpiexec.hydra -launcher ssh "
+                              "-launcher-exec ", cluster_->RshPath(), " \"$@\"\n"),
+                 0755);
+  RunResult run = RunScriptOnFirstHost(
+      script, {{"PBS_NODEFILE", nodefile_},
+               {"PBS_JOBID", "4242.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov"},
+               {"PBS_JOBNAME", "cluster-pbs"},
+               {"PBS_O_WORKDIR", submit_dir_}});
+  ExpectJobRanAcrossHosts(run);
+}
+
+TEST_F(BatchScriptTest, ThetaGpuCobaltScriptRunsAcrossHostsWithOpenMpi) {
+  std::string script = SubmitWithRecordingQsub(
+      BarrierJobYaml("cluster-cobalt", kNodes, kProcsPerNode, {},
+                     "scheduler:\n  type: cobalt\n  site: thetagpu\n  account: TestProj\n"
+                     "  queue: full-node\n  walltime: \"0:10:00\"\n"),
+      "4243");
+  ASSERT_FALSE(script.empty());
+  WriteFileOrDie(tools_dir_ + "/mpirun", "#!/bin/sh\nexec /usr/bin/mpirun.openmpi \"$@\"\n",
+                 0755);
+  RunResult run = RunScriptOnFirstHost(
+      script, {{"COBALT_NODEFILE", nodefile_},
+               {"COBALT_JOBID", "4243"},
+               {"COBALT_JOBSIZE", std::to_string(kNodes)},
+               {"OMPI_MCA_plm_rsh_agent", cluster_->RshPath()},
+               {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+               {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
+  ExpectJobRanAcrossHosts(run);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace dlaunch

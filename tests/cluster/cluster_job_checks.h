@@ -1,0 +1,52 @@
+// Checks the cluster tests make on a dlaunch job that ran on a NetnsCluster: where the dlaunch
+// binaries are, what its job directory says, and which of its processes are still alive on
+// any host.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "netns_cluster.h"
+
+namespace dlaunch {
+namespace testing {
+
+// The build's dlaunch and dlaunch-agent.
+std::string DlaunchPath();
+std::string AgentPath();
+// "" when both are built, else which one is missing and how to build it (the tests skip
+// with this message rather than fake a launcher).
+std::string MissingDlaunchBinaries();
+
+// tests/cluster/tcp_barrier_worker.py in the source tree.
+std::string BarrierWorkerPath();
+
+std::string ReadFileOrEmpty(const std::string& path);
+void WriteFileOrDie(const std::string& path, const std::string& text, int mode = 0644);
+
+// The only job directory under `job_root` ("" when there is none or several).
+std::string OnlyJobDir(const std::string& job_root);
+
+// Processes of the job still alive: any whose environment holds DLAUNCH_JOB_ID=<job_id>, and
+// any inside the cluster's namespaces whose command line names dlaunch-agent, dlaunch-worker,
+// the barrier worker or `dlaunch run`. Each entry is "pid: command line".
+std::vector<std::string> JobProcesses(const NetnsCluster& cluster, const std::string& job_id);
+
+// Polls JobProcesses until it is empty or the deadline passes; returns the last list.
+std::vector<std::string> WaitNoJobProcesses(const NetnsCluster& cluster,
+                                            const std::string& job_id, absl::Duration timeout);
+
+// GoogleTest checks that the job in `job_dir` ran nnodes x nproc ranks of the barrier worker
+// to completion across `hosts`: logs/rank-<r>.log for every rank, each saying it passed the
+// barrier with every host taking part, and summary.json with "result": "success".
+void ExpectBarrierJobSucceeded(const std::string& job_dir, int nnodes, int nproc,
+                               const std::vector<std::string>& hosts);
+
+// The job.yaml of a barrier-worker job, with `scheduler_yaml` (an indented `scheduler:` block)
+// appended.
+std::string BarrierJobYaml(const std::string& name, int nnodes, int nproc,
+                           const std::vector<std::string>& worker_args,
+                           const std::string& scheduler_yaml);
+
+}  // namespace testing
+}  // namespace dlaunch
