@@ -11,9 +11,10 @@
 namespace dlaunch {
 
 WorkerSupervisor::WorkerSupervisor(boost::asio::io_context& io, std::string log_dir,
-                                   int tail_lines, Callbacks callbacks)
+                                   int tail_lines, Callbacks callbacks, std::string log_prefix)
     : io_(io),
       log_dir_(std::move(log_dir)),
+      log_prefix_(std::move(log_prefix)),
       tail_lines_(tail_lines),
       callbacks_(std::move(callbacks)),
       sigchld_(io, SIGCHLD),
@@ -33,7 +34,7 @@ absl::StatusOr<pid_t> WorkerSupervisor::Start(int rank, int local_rank, SpawnOpt
   w->rank = rank;
   w->local_rank = local_rank;
   if (!log_dir_.empty()) {
-    std::string path = absl::StrCat(log_dir_, "/rank-", rank, ".log");
+    std::string path = absl::StrCat(log_dir_, "/", log_prefix_, rank, ".log");
     w->log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (w->log_fd < 0) {
       return absl::PermissionDeniedError(absl::StrCat("cannot open ", path, ": ", strerror(errno)));

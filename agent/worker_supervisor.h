@@ -36,8 +36,9 @@ class WorkerSupervisor {
     std::function<void(const WorkerExit&)> on_exit;
   };
 
+  // Each process's output goes to <log_dir>/<log_prefix><rank>.log ("" log_dir: no file).
   WorkerSupervisor(boost::asio::io_context& io, std::string log_dir, int tail_lines,
-                   Callbacks callbacks);
+                   Callbacks callbacks, std::string log_prefix = "rank-");
   ~WorkerSupervisor();
 
   // Returns the worker's pid.
@@ -74,6 +75,7 @@ class WorkerSupervisor {
 
   boost::asio::io_context& io_;
   std::string log_dir_;
+  std::string log_prefix_;
   int tail_lines_;
   Callbacks callbacks_;
   boost::asio::signal_set sigchld_;
