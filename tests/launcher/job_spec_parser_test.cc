@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 namespace dlaunch {
 namespace {
@@ -356,6 +357,25 @@ TEST(LoadJobSpecTest, ShippedExampleIsValid) {
   EXPECT_EQ(spec->nproc_per_node, 2);
   EXPECT_EQ(spec->node_launcher, "local");
   EXPECT_EQ(spec->command[0], "dlaunch-worker");
+}
+
+TEST(LoadJobSpecTest, DocumentedExampleIsValid) {
+  std::ifstream doc(DLAUNCH_SOURCE_DIR "/docs/job-spec.md");
+  std::stringstream text;
+  text << doc.rdbuf();
+  const std::string markdown = text.str();
+  const size_t start = markdown.find("```yaml\n");
+  ASSERT_NE(start, std::string::npos);
+  const size_t end = markdown.find("```", start + 8);
+  const std::string example = markdown.substr(start + 8, end - start - 8);
+  const JobSpec spec = Parse(example);
+  EXPECT_EQ(spec.name, "resnet50-scaling");
+  EXPECT_EQ(spec.max_nodes, 8);
+  EXPECT_THAT(spec.command, ElementsAre("python3", "train.py", "--epochs", "90", "--lr", "0.1"));
+  EXPECT_THAT(spec.hosts, ElementsAre("x3004c0s1b0n0", "x3004c0s2b0n0", "x3004c0s3b0n0",
+                                      "x3004c0s4b0n0"));
+  EXPECT_EQ(spec.scheduler.walltime_s, 3600);
+  EXPECT_THAT(spec.show_ranks, ElementsAre(0));
 }
 
 TEST(ResolvedJobYamlTest, RoundTripsToAnEqualSpec) {
