@@ -52,6 +52,21 @@ std::string Plural(size_t count, absl::string_view word) {
   return absl::StrCat(count, " ", word, count == 1 ? "" : "s");
 }
 
+bool IsThisMachine(const std::string& host, const std::string& local_host) {
+  return host == local_host || host == "localhost" || host == "127.0.0.1";
+}
+
+std::string ChooseNodeLauncher(const JobSpec& spec, const HostPlan& plan,
+                               const Allocation& allocation, const std::string& local_host) {
+  if (spec.node_launcher != "auto") return spec.node_launcher;
+  const bool all_here = std::all_of(plan.hosts.begin(), plan.hosts.end(),
+                                    [&](const std::string& h) { return IsThisMachine(h, local_host); });
+  if (all_here) return "local";
+  // Inside an allocation the scheduler's launcher reaches its nodes, even a chosen subset.
+  if (!allocation.scheduler.empty()) return allocation.node_launcher;
+  return "ssh";
+}
+
 }  // namespace
 
 std::vector<std::string> ParseNodefile(std::string_view text_view) {
@@ -149,11 +164,13 @@ absl::StatusOr<HostPlan> ResolveHosts(const JobSpec& spec,
     plan.source = "local";
     plan.min_nodes = spec.nodes_auto ? 1 : spec.min_nodes;
     plan.max_nodes = static_cast<int>(plan.hosts.size());
+    plan.node_launcher = ChooseNodeLauncher(spec, plan, allocation, local_host);
     return plan;
   }
   const int available = static_cast<int>(plan.hosts.size());
   if (spec.nodes_auto) {
     plan.min_nodes = plan.max_nodes = available;
+    plan.node_launcher = ChooseNodeLauncher(spec, plan, allocation, local_host);
     return plan;
   }
   if (available < spec.min_nodes) {
@@ -164,6 +181,7 @@ absl::StatusOr<HostPlan> ResolveHosts(const JobSpec& spec,
   if (available > spec.max_nodes) plan.hosts.resize(static_cast<size_t>(spec.max_nodes));
   plan.min_nodes = spec.min_nodes;
   plan.max_nodes = static_cast<int>(plan.hosts.size());
+  plan.node_launcher = ChooseNodeLauncher(spec, plan, allocation, local_host);
   return plan;
 }
 

@@ -48,6 +48,9 @@ struct HostPlan {
   std::string source;              // "--hosts", "job.yaml hosts", the allocation's source, "local"
   int min_nodes = 1;
   int max_nodes = 1;
+  // How agents are started on `hosts`: the spec's `launcher` unless it is "auto"; for "auto", the
+  // allocation's launcher when inside one, "local" when every host is this machine, else "ssh".
+  std::string node_launcher = "local";
 };
 
 // Rule, first non-empty wins: `flag_hosts` (--hosts) > `spec.hosts` > `allocation.hosts` >
@@ -55,7 +58,8 @@ struct HostPlan {
 // With `nodes: auto` every listed host is used (min = max = count; one node locally). With a
 // count or {min, max}: the first max_nodes hosts are used, and fewer than min_nodes is an error
 // (InvalidArgument for --hosts or job.yaml, FailedPrecondition for a scheduler's allocation);
-// locally, max_nodes copies of `local_host`.
+// locally, max_nodes copies of `local_host`. `local_host`, "localhost" and "127.0.0.1" count as
+// this machine when choosing the node launcher.
 absl::StatusOr<HostPlan> ResolveHosts(const JobSpec& spec,
                                       const std::vector<std::string>& flag_hosts,
                                       const Allocation& allocation,

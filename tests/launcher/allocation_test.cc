@@ -233,6 +233,21 @@ TEST(ResolveHostsTest, LocalRunsMaxNodesAgentsHere) {
   EXPECT_EQ(plan->min_nodes, 1);
 }
 
+TEST(ResolveHostsTest, AutoLauncherFollowsWhereTheHostsAre) {
+  const Allocation pbs = PbsAllocation({"p1", "p2"});
+  EXPECT_EQ(ResolveHosts(AutoNodes(), {}, pbs, "me")->node_launcher, "mpiexec");
+  EXPECT_EQ(ResolveHosts(AutoNodes(), {"p2"}, pbs, "me")->node_launcher, "mpiexec");
+  EXPECT_EQ(ResolveHosts(AutoNodes(), {}, Allocation{}, "me")->node_launcher, "local");
+  EXPECT_EQ(ResolveHosts(AutoNodes(), {"me", "localhost", "127.0.0.1"}, Allocation{}, "me")
+                ->node_launcher,
+            "local");
+  EXPECT_EQ(ResolveHosts(AutoNodes(), {"me", "other"}, Allocation{}, "me")->node_launcher, "ssh");
+  JobSpec spec = AutoNodes();
+  spec.node_launcher = "srun";
+  EXPECT_EQ(ResolveHosts(spec, {}, pbs, "me")->node_launcher, "srun");
+  EXPECT_EQ(ResolveHosts(spec, {}, Allocation{}, "me")->node_launcher, "srun");
+}
+
 TEST(ResolveHostsTest, TooFewHostsIsAnError) {
   absl::StatusOr<HostPlan> plan = ResolveHosts(Nodes(4, 4), {}, PbsAllocation({"p1"}), "me");
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
