@@ -1,0 +1,50 @@
+#include "worker/distributed_env.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace dlaunch::worker {
+namespace {
+
+absl::Status ReadInt(const std::function<const char*(const char*)>& lookup, const char* name,
+                     int min, int* out) {
+  const char* v = lookup(name);
+  if (v == nullptr || *v == '\0') return absl::OkStatus();
+  int parsed;
+  if (!absl::SimpleAtoi(v, &parsed) || parsed < min) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("environment variable ", name, "=\"", v, "\" is not an integer >= ", min));
+  }
+  *out = parsed;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DistributedEnv> ReadDistributedEnv(
+    const std::function<const char*(const char*)>& lookup) {
+  DistributedEnv env;
+  absl::Status s;
+  if (!(s = ReadInt(lookup, "RANK", 0, &env.rank)).ok()) return s;
+  if (!(s = ReadInt(lookup, "WORLD_SIZE", 1, &env.world_size)).ok()) return s;
+  if (!(s = ReadInt(lookup, "LOCAL_RANK", 0, &env.local_rank)).ok()) return s;
+  if (!(s = ReadInt(lookup, "MASTER_PORT", 1, &env.master_port)).ok()) return s;
+  if (!(s = ReadInt(lookup, "OMP_NUM_THREADS", 1, &env.omp_num_threads)).ok()) return s;
+  if (env.master_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("environment variable MASTER_PORT=", env.master_port, " is not a port"));
+  }
+  if (env.rank >= env.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("RANK=", env.rank, " is not below WORLD_SIZE=",
+                                                   env.world_size));
+  }
+  if (const char* a = lookup("MASTER_ADDR"); a != nullptr && *a != '\0') env.master_addr = a;
+  if (env.world_size > 1 && env.master_port == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("WORLD_SIZE=", env.world_size, " needs MASTER_PORT (and MASTER_ADDR)"));
+  }
+  if (const char* r = lookup("DLAUNCH_REPORT_SOCKET"); r != nullptr) env.report_socket = r;
+  return env;
+}
+
+}  // namespace dlaunch::worker

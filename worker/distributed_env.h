@@ -1,0 +1,31 @@
+// DistributedEnv: the torchrun-compatible environment a worker is started with (RANK,
+// WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, OMP_NUM_THREADS, DLAUNCH_REPORT_SOCKET),
+// validated. Run by hand with none of it set, the worker is rank 0 of 1. Pure: the lookup
+// function is injected.
+#ifndef DLAUNCH_WORKER_DISTRIBUTED_ENV_H_
+#define DLAUNCH_WORKER_DISTRIBUTED_ENV_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace dlaunch::worker {
+
+struct DistributedEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;       // 0: not set (allowed only when world_size == 1)
+  int omp_num_threads = 0;   // 0: not set
+  std::string report_socket; // empty: report on stdout
+};
+
+// `lookup` returns nullptr for an unset variable (std::getenv fits).
+absl::StatusOr<DistributedEnv> ReadDistributedEnv(
+    const std::function<const char*(const char*)>& lookup);
+
+}  // namespace dlaunch::worker
+
+#endif  // DLAUNCH_WORKER_DISTRIBUTED_ENV_H_

@@ -1,0 +1,38 @@
+// dlaunch-worker: parses flags and the torchrun environment, then trains.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "worker/distributed_env.h"
+#include "worker/trainer.h"
+#include "worker/worker_options.h"
+
+int main(int argc, char** argv) {
+  using namespace dlaunch::worker;
+  const std::vector<std::string> args(argv, argv + argc);
+  if (WantsHelp(args)) {
+    std::fputs(WorkerUsage().c_str(), stdout);
+    return 0;
+  }
+  absl::StatusOr<WorkerOptions> options = ParseWorkerOptions(args);
+  if (!options.ok()) {
+    std::fprintf(stderr, "dlaunch-worker: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  absl::StatusOr<DistributedEnv> env =
+      ReadDistributedEnv([](const char* name) { return std::getenv(name); });
+  if (!env.ok()) {
+    std::fprintf(stderr, "dlaunch-worker: %s\n", std::string(env.status().message()).c_str());
+    return 2;
+  }
+  const absl::Status status = RunTraining(*options, *env);
+  if (!status.ok()) {
+    std::fprintf(stderr, "dlaunch-worker: rank %d: %s\n", env->rank,
+                 std::string(status.message()).c_str());
+    const bool usage = absl::IsInvalidArgument(status) || absl::IsFailedPrecondition(status) ||
+                       absl::IsNotFound(status);
+    return usage ? 2 : 1;
+  }
+  return 0;
+}

@@ -1,0 +1,13 @@
+// Seconds since this process was started by the kernel (from /proc/self/stat), so "time to the
+// first training step" includes loading the shared libraries before main().
+#ifndef DLAUNCH_WORKER_PROCESS_UPTIME_H_
+#define DLAUNCH_WORKER_PROCESS_UPTIME_H_
+
+namespace dlaunch::worker {
+
+// -1 when /proc is unavailable.
+double SecondsSinceProcessStart();
+
+}  // namespace dlaunch::worker
+
+#endif  // DLAUNCH_WORKER_PROCESS_UPTIME_H_

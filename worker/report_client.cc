@@ -1,0 +1,89 @@
+#include "worker/report_client.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace dlaunch::worker {
+
+absl::StatusOr<std::string> ReportToJson(const dlaunch::v1::WorkerReport& report) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  const auto status = google::protobuf::util::MessageToJsonString(report, &json, options);
+  if (!status.ok()) {
+    return absl::InternalError(absl::StrCat("cannot encode report: ", status.ToString()));
+  }
+  return json;
+}
+
+absl::StatusOr<ReportClient> ReportClient::Connect(const std::string& socket_path) {
+  if (socket_path.empty()) return ReportClient(-1);
+  sockaddr_un addr{};
+  if (socket_path.size() >= sizeof(addr.sun_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DLAUNCH_REPORT_SOCKET path is too long: ", socket_path));
+  }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(absl::StrCat("socket(): ", std::strerror(errno)));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return absl::UnavailableError(absl::StrCat("cannot connect to DLAUNCH_REPORT_SOCKET ",
+                                               socket_path, ": ", std::strerror(e)));
+  }
+  return ReportClient(fd);
+}
+
+ReportClient::ReportClient(ReportClient&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+
+ReportClient& ReportClient::operator=(ReportClient&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+ReportClient::~ReportClient() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ReportClient::Send(const dlaunch::v1::WorkerReport& report) {
+  absl::StatusOr<std::string> json = ReportToJson(report);
+  if (!json.ok()) {
+    std::fprintf(stderr, "dlaunch-worker: %s\n", json.status().ToString().c_str());
+    return;
+  }
+  std::string line = *json + "\n";
+  if (fd_ >= 0) {
+    size_t off = 0;
+    while (off < line.size()) {
+      const ssize_t n = ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        std::fprintf(stderr, "dlaunch-worker: report socket failed (%s); reporting on stdout\n",
+                     std::strerror(errno));
+        ::close(fd_);
+        fd_ = -1;
+        break;
+      }
+      off += static_cast<size_t>(n);
+    }
+    if (fd_ >= 0) return;
+  }
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace dlaunch::worker
