@@ -362,6 +362,8 @@ void NodeAgent::StopWorkers(const std::string& why, std::chrono::milliseconds gr
 
 void NodeAgent::FinishIfDone() {
   if (finished_ || !supervisor_ || supervisor_->running() > 0) return;
+  if (reports_) reports_->Sweep();
+  if (!pending_reports_.empty()) Heartbeat();
   finished_ = true;
   exit_code_ = failed_ ? 1 : 0;
   heartbeat_timer_.cancel();

@@ -23,13 +23,35 @@ class ReportServer::Connection : public std::enable_shared_from_this<Connection>
       : server_(server), socket_(std::move(socket)) {}
 
   void Start() {
+    IdentifyPeer();
+    Read();
+  }
+
+  // Reads whatever the peer has written so far without blocking; bytes the pending async read
+  // already holds come first.
+  void ReadAvailable() {
+    std::string data(boost::asio::buffers_begin(buffer_.data()), boost::asio::buffers_end(buffer_.data()));
+    buffer_.consume(buffer_.size());
+    char chunk[8192];
+    ssize_t n;
+    while ((n = recv(socket_.native_handle(), chunk, sizeof(chunk), MSG_DONTWAIT)) > 0) data.append(chunk, n);
+    size_t start = 0, nl;
+    while ((nl = data.find('\n', start)) != std::string::npos) {
+      Handle(data.substr(start, nl - start));
+      start = nl + 1;
+    }
+    if (start < data.size()) Handle(data.substr(start));  // the peer exited without a newline
+  }
+
+  void IdentifyPeer() {
     struct ucred cred {};
     socklen_t len = sizeof(cred);
     if (getsockopt(socket_.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
       peer_rank_ = server_->rank_of_pid_(cred.pid);
     }
-    Read();
   }
+
+  boost::asio::local::stream_protocol::socket& socket() { return socket_; }
 
  private:
   void Read() {
@@ -95,9 +117,43 @@ void ReportServer::Accept() {
   acceptor_->async_accept([this](const boost::system::error_code& ec,
                                  boost::asio::local::stream_protocol::socket socket) {
     if (ec == boost::asio::error::operation_aborted) return;
-    if (!ec) std::make_shared<Connection>(this, std::move(socket))->Start();
+    if (!ec) {
+      auto c = std::make_shared<Connection>(this, std::move(socket));
+      Track(c);
+      c->Start();
+    }
     Accept();
   });
+}
+
+void ReportServer::Track(const std::shared_ptr<Connection>& c) {
+  std::vector<std::weak_ptr<Connection>> live;
+  for (auto& w : connections_) {
+    if (!w.expired()) live.push_back(std::move(w));
+  }
+  live.push_back(c);
+  connections_ = std::move(live);
+}
+
+void ReportServer::Sweep() {
+  if (!acceptor_) return;
+  for (;;) {
+    int fd = accept4(acceptor_->native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) break;
+    boost::asio::local::stream_protocol::socket s(io_);
+    boost::system::error_code ec;
+    s.assign(boost::asio::local::stream_protocol(), fd, ec);
+    if (ec) {
+      close(fd);
+      continue;
+    }
+    auto c = std::make_shared<Connection>(this, std::move(s));
+    c->IdentifyPeer();
+    c->ReadAvailable();
+  }
+  for (auto& w : connections_) {
+    if (auto c = w.lock()) c->ReadAvailable();
+  }
 }
 
 }  // namespace dlaunch

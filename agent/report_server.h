@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/asio.hpp>
 
@@ -28,11 +29,16 @@ class ReportServer {
   ~ReportServer();
 
   absl::Status Listen(const std::string& path);
+  // Handles every report already written: connections not yet accepted and bytes not yet
+  // read. Called when the last worker has exited, so a report sent just before exiting is
+  // not lost to the order in which the event loop sees the exit and the socket.
+  void Sweep();
   const std::string& path() const { return path_; }
 
  private:
   class Connection;
   void Accept();
+  void Track(const std::shared_ptr<Connection>& c);
 
   boost::asio::io_context& io_;
   RankOfPid rank_of_pid_;
@@ -40,6 +46,7 @@ class ReportServer {
   OnBadLine on_bad_line_;
   std::string path_;
   std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
+  std::vector<std::weak_ptr<Connection>> connections_;
 };
 
 // Parses one report line (protobuf JSON mapping; unknown fields ignored).

@@ -40,8 +40,11 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   // oversubscribe the node N-fold. DLAUNCH_CPUS tells a script how many cores it owns if
   // it wants more threads; the planned share is not used as a default so behaviour
   // matches torchrun.
-  env.emplace("OMP_NUM_THREADS", "1");
-  env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+  // An empty value counts as unset: it would leave the thread count to the runtime.
+  for (const char* key : {"OMP_NUM_THREADS", "TORCH_NCCL_ASYNC_ERROR_HANDLING"}) {
+    auto it = env.find(key);
+    if (it == env.end() || it->second.empty()) env[key] = "1";
+  }
 
   env["DLAUNCH_JOB_ID"] = in.job_id;
   env["DLAUNCH_JOB_DIR"] = in.job_dir;

@@ -1,0 +1,240 @@
+// `dlaunch run` end to end: real launcher, real agents, real worker processes on loopback.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "dlaunch/control.grpc.pb.h"
+#include "tests/integration/test_process.h"
+
+namespace dlaunch::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const std::string kBin = DLAUNCH_BIN_DIR;
+
+std::map<std::string, std::string> ParseEnvFile(const std::string& text) {
+  std::map<std::string, std::string> env;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    auto eq = line.find('=');
+    if (eq != absl::string_view::npos) env[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
+  }
+  return env;
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tmp_ = MakeTempDir();
+    job_id_ = tmp_.substr(tmp_.rfind('/') + 1);
+    job_dir_ = tmp_ + "/" + job_id_;
+  }
+
+  // dlaunch run with quick heartbeats and a short grace, for a job of the probe program.
+  std::unique_ptr<ChildProcess> Start(int nodes, int nproc, const std::vector<std::string>& probe_args,
+                                      const std::vector<std::string>& extra_flags = {},
+                                      const std::vector<std::string>& env = {}) {
+    std::vector<std::string> argv = {kBin + "/dlaunch", "run", "--nnodes", std::to_string(nodes),
+                                     "--nproc-per-node", std::to_string(nproc), "--job-dir", job_dir_,
+                                     "--heartbeat", "0.25", "--grace", "2"};
+    argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+    argv.push_back("--");
+    argv.push_back(kBin + "/dlaunch-test-probe");
+    argv.insert(argv.end(), probe_args.begin(), probe_args.end());
+    return std::make_unique<ChildProcess>(argv, tmp_, env);
+  }
+
+  std::vector<pid_t> JobProcesses() const {
+    // Workers carry the job id in their environment; agents carry the job dir on their command line.
+    return FindProcesses("DLAUNCH_JOB_ID=" + job_id_, job_dir_ + "/token");
+  }
+
+  bool WorkersStarted() const {
+    return ReadFile(job_dir_ + "/events.jsonl").find("\"workers_started\"") != std::string::npos;
+  }
+
+  std::string tmp_, job_id_, job_dir_;
+};
+
+TEST_F(RunTest, EveryRankGetsTheTorchrunEnvironment) {
+  std::string env_dir = tmp_ + "/env";
+  mkdir(env_dir.c_str(), 0755);
+  auto run = Start(3, 2, {"--env-dir", env_dir, "--barrier"}, {},
+                   {"DLAUNCH_IT_PASSTHROUGH=kept", "OMP_NUM_THREADS="});
+  auto code = run->Wait(seconds(60));
+  ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish";
+  ASSERT_EQ(*code, 0) << run->Stdout() << run->Stderr();
+  EXPECT_NE(run->Stdout().find("barrier: rank 0 saw 5 of 5 peers"), std::string::npos) << run->Stdout();
+
+  std::set<std::string> master_ports;
+  for (int rank = 0; rank < 6; ++rank) {
+    SCOPED_TRACE(absl::StrCat("rank ", rank));
+    auto env = ParseEnvFile(ReadFile(absl::StrCat(env_dir, "/rank-", rank, ".env")));
+    ASSERT_FALSE(env.empty());
+    EXPECT_EQ(env["RANK"], std::to_string(rank));
+    EXPECT_EQ(env["LOCAL_RANK"], std::to_string(rank % 2));
+    EXPECT_EQ(env["WORLD_SIZE"], "6");
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+    EXPECT_EQ(env["GROUP_RANK"], std::to_string(rank / 2));
+    EXPECT_EQ(env["GROUP_WORLD_SIZE"], "3");
+    EXPECT_EQ(env["ROLE_RANK"], std::to_string(rank));
+    EXPECT_EQ(env["ROLE_NAME"], "default");
+    EXPECT_EQ(env["ROLE_WORLD_SIZE"], "6");
+    EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1");
+    master_ports.insert(env["MASTER_PORT"]);
+    EXPECT_GT(std::stoi(env["MASTER_PORT"]), 0);
+    EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "0");
+    EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "0");
+    EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], job_id_);
+    EXPECT_EQ(env["TORCHELASTIC_ERROR_FILE"].rfind(job_dir_, 0), 0u) << env["TORCHELASTIC_ERROR_FILE"];
+    EXPECT_EQ(env["OMP_NUM_THREADS"], "1");  // set but empty in the launcher's env -> the default
+    EXPECT_EQ(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
+    EXPECT_EQ(env["DLAUNCH_JOB_ID"], job_id_);
+    EXPECT_EQ(env["DLAUNCH_JOB_DIR"], job_dir_);
+    EXPECT_EQ(env["REPORT_SOCKET_IS_SOCKET"], "1") << env["DLAUNCH_REPORT_SOCKET"];
+    EXPECT_EQ(env["DLAUNCH_IT_PASSTHROUGH"], "kept");
+    EXPECT_EQ(env.count("DLAUNCH_TOKEN"), 0u);
+    EXPECT_TRUE(env.count("DLAUNCH_CPUS"));
+    EXPECT_TRUE(env.count("DLAUNCH_GPU"));
+    // Each rank's output also lands in its own log.
+    EXPECT_NE(ReadFile(absl::StrCat(job_dir_, "/logs/rank-", rank, ".log")).find(absl::StrCat("probe rank ", rank, " of 6")),
+              std::string::npos);
+  }
+  EXPECT_EQ(master_ports.size(), 1u) << "every rank must get the same MASTER_PORT";
+  EXPECT_NE(ReadFile(job_dir_ + "/summary.json").find("\"result\":\"succeeded\""), std::string::npos);
+  EXPECT_TRUE(JobProcesses().empty());
+}
+
+TEST_F(RunTest, FailingRankStopsEveryNodeAndIsNamed) {
+  auto run = Start(3, 2, {"--fail-rank", "3", "--exit-code", "3", "--sleep", "60"});
+  auto code = run->Wait(seconds(60));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 1);
+  std::string err = run->Stderr();
+  EXPECT_NE(err.find("rank 3 on node 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("exit code 3"), std::string::npos) << err;
+  EXPECT_NE(err.find("failing on purpose with exit code 3"), std::string::npos) << "last log lines: " << err;
+  EXPECT_NE(ReadFile(job_dir_ + "/events.jsonl").find("\"worker_failed\""), std::string::npos);
+  EXPECT_TRUE(JobProcesses().empty());
+}
+
+TEST_F(RunTest, CtrlCStopsEverythingAndExits130) {
+  auto run = Start(2, 2, {"--sleep", "120"});
+  ASSERT_TRUE(WaitFor([&] { return WorkersStarted(); }, seconds(30))) << run->Stderr();
+  EXPECT_EQ(JobProcesses().size(), 6u) << "2 agents and 4 workers while running";
+  run->Signal(SIGINT);
+  auto code = run->Wait(seconds(30));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 130) << run->Stderr();
+  EXPECT_TRUE(JobProcesses().empty());
+}
+
+TEST_F(RunTest, WorkerIgnoringSigtermIsKilledAfterTheGrace) {
+  // A shell that ignores SIGTERM must still be gone once the grace has passed.
+  std::vector<std::string> argv = {kBin + "/dlaunch", "run", "--nnodes", "1", "--nproc-per-node", "2",
+                                   "--job-dir", job_dir_, "--heartbeat", "0.25", "--grace", "1",
+                                   "--", "/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"};
+  ChildProcess run(argv, tmp_);
+  ASSERT_TRUE(WaitFor([&] { return WorkersStarted(); }, seconds(30)));
+  run.Signal(SIGINT);
+  auto code = run.Wait(seconds(30));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 130);
+  EXPECT_TRUE(WaitFor([&] { return JobProcesses().empty(); }, seconds(2)));
+}
+
+TEST_F(RunTest, KilledAgentIsNoticedAndNothingIsLeft) {
+  auto run = Start(2, 2, {"--sleep", "120"});
+  ASSERT_TRUE(WaitFor([&] { return WorkersStarted(); }, seconds(30))) << run->Stderr();
+  auto agents = FindProcesses("", job_dir_ + "/token");
+  ASSERT_EQ(agents.size(), 2u);
+  kill(agents[0], SIGKILL);
+  auto code = run->Wait(seconds(30));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 1);
+  EXPECT_NE(run->Stderr().find("lost"), std::string::npos) << run->Stderr();
+  EXPECT_TRUE(JobProcesses().empty());
+}
+
+TEST_F(RunTest, TokenStaysOffCommandLinesAndWrongTokenIsRefused) {
+  auto run = Start(1, 1, {"--sleep", "3"});
+  ASSERT_TRUE(WaitFor([&] { return WorkersStarted(); }, seconds(30))) << run->Stderr();
+  std::string token = ReadFile(job_dir_ + "/token");
+  token = token.substr(0, token.find('\n'));
+  ASSERT_EQ(token.size(), 32u);
+  struct stat st;
+  ASSERT_EQ(stat((job_dir_ + "/token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_TRUE(FindProcesses("", token).empty()) << "the token is visible on a command line";
+
+  std::string launcher = ReadFile(job_dir_ + "/launcher.json");
+  auto pos = launcher.find("\"address\":\"");
+  ASSERT_NE(pos, std::string::npos) << launcher;
+  std::string address = launcher.substr(pos + 11, launcher.find('"', pos + 11) - pos - 11);
+  auto stub = v1::Control::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  for (const std::string& bad : {std::string(), std::string("0123456789abcdef0123456789abcdef")}) {
+    grpc::ClientContext ctx;
+    if (!bad.empty()) ctx.AddMetadata("x-dlaunch-token", bad);
+    ctx.set_deadline(std::chrono::system_clock::now() + seconds(5));
+    v1::JoinRequest req;
+    req.set_agent_id("intruder");
+    req.set_host("intruder");
+    req.set_slots(1);
+    v1::JoinResponse resp;
+    grpc::Status s = stub->Join(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+  }
+  auto code = run->Wait(seconds(30));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0) << "the refused calls must not affect the job: " << run->Stderr();
+  EXPECT_NE(run->Stderr().find("refused Join"), std::string::npos);
+  std::string events = ReadFile(job_dir_ + "/events.jsonl");
+  EXPECT_NE(events.find("\"call_refused\""), std::string::npos);
+  EXPECT_EQ(events.find("intruder"), std::string::npos) << "a refused join must not reach the rendezvous";
+}
+
+TEST_F(RunTest, WorkerReportsReachTheLauncher) {
+  auto run = Start(2, 1, {"--report"});
+  auto code = run->Wait(seconds(60));
+  ASSERT_TRUE(code.has_value());
+  ASSERT_EQ(*code, 0) << run->Stderr();
+  std::string metrics = ReadFile(job_dir_ + "/metrics.jsonl");
+  EXPECT_NE(metrics.find("\"rank\":0"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\"rank\":1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\"samples\":64"), std::string::npos) << metrics;
+  EXPECT_NE(ReadFile(job_dir_ + "/summary.json").find("\"samples\":128"), std::string::npos);
+  EXPECT_NE(run->Stdout().find("throughput:"), std::string::npos) << run->Stdout();
+}
+
+TEST_F(RunTest, JoinTimeoutNamesTheMissingNodes) {
+  // The "node launcher" starts a single agent although two nodes are expected.
+  auto run = Start(2, 1, {"--sleep", "1"},
+                   {"--launcher", "mpiexec", "--launcher-cmd", "/bin/sh -c 'exec \"$0\" \"$@\"'",
+                    "--join-timeout", "2"});
+  auto code = run->Wait(seconds(60));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 3) << run->Stderr();
+  EXPECT_NE(run->Stderr().find("rendezvous timed out"), std::string::npos) << run->Stderr();
+  EXPECT_NE(run->Stderr().find("1 of 2"), std::string::npos) << run->Stderr();
+  EXPECT_TRUE(JobProcesses().empty());
+}
+
+TEST_F(RunTest, BadUsageExitsTwo) {
+  ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "zero", "--", "/bin/true"}, tmp_);
+  auto code = run.Wait(seconds(30));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 2);
+  EXPECT_NE(run.Stderr().find("--nnodes"), std::string::npos) << run.Stderr();
+}
+
+}  // namespace
+}  // namespace dlaunch::testing
