@@ -1,0 +1,76 @@
+#include "worker/checkpoint_file.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace dlaunch::worker {
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/ckpt_test_XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+TEST(CheckpointFileTest, FrameRoundTrips) {
+  const std::string payload("state\0with\0zeros", 16);
+  absl::StatusOr<std::string> back = UnframeCheckpoint(FrameCheckpoint(payload));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, payload);
+  EXPECT_TRUE(UnframeCheckpoint(FrameCheckpoint("")).ok());
+}
+
+TEST(CheckpointFileTest, EveryTruncationIsDataLoss) {
+  const std::string framed = FrameCheckpoint(std::string(1000, 'x') + "tail");
+  for (size_t len = 0; len < framed.size(); ++len) {
+    absl::StatusOr<std::string> r = UnframeCheckpoint(framed.substr(0, len), "f");
+    ASSERT_FALSE(r.ok()) << "length " << len;
+    EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+  }
+}
+
+TEST(CheckpointFileTest, FlippedBitOrAppendedBytesAreDataLoss) {
+  std::string framed = FrameCheckpoint("some checkpoint payload");
+  std::string flipped = framed;
+  flipped[3] ^= 0x10;
+  EXPECT_TRUE(absl::IsDataLoss(UnframeCheckpoint(flipped).status()));
+  EXPECT_TRUE(absl::IsDataLoss(UnframeCheckpoint(framed + "junk").status()));
+  // A torn write whose tail happens to be an older complete file's trailer still fails: the
+  // length no longer matches.
+  const std::string old = FrameCheckpoint("old");
+  EXPECT_TRUE(absl::IsDataLoss(UnframeCheckpoint(framed.substr(0, 10) + old.substr(3)).status()));
+}
+
+TEST(CheckpointFileTest, AtomicWriteListAndPrune) {
+  const std::string dir = TempDir();
+  for (int64_t step : {5, 40, 12}) {
+    ASSERT_TRUE(WriteFileAtomically(CheckpointPath(dir, step), FrameCheckpoint("s")).ok());
+  }
+  std::ofstream(dir + "/unrelated.txt") << "x";
+  absl::StatusOr<std::vector<CheckpointEntry>> list = ListCheckpoints(dir);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[0].step, 40);
+  EXPECT_EQ((*list)[1].step, 12);
+  EXPECT_EQ((*list)[2].step, 5);
+  EXPECT_EQ(access((dir + "/ckpt-000000000040.dlck.tmp").c_str(), F_OK), -1);
+  PruneCheckpoints(dir, 2);
+  list = ListCheckpoints(dir);
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[1].step, 12);
+  absl::StatusOr<std::string> bytes = ReadWholeFile((*list)[0].path);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(*UnframeCheckpoint(*bytes), "s");
+}
+
+TEST(CheckpointFileTest, MissingDirectoryListsEmpty) {
+  absl::StatusOr<std::vector<CheckpointEntry>> list = ListCheckpoints("/nonexistent/dlaunch/ckpt");
+  ASSERT_TRUE(list.ok());
+  EXPECT_TRUE(list->empty());
+}
+
+}  // namespace
+}  // namespace dlaunch::worker

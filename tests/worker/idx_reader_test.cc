@@ -1,0 +1,43 @@
+#include "worker/idx_reader.h"
+
+#include "gtest/gtest.h"
+
+namespace dlaunch::worker {
+namespace {
+
+TEST(IdxReaderTest, ParsesHeaderAndData) {
+  const std::string bytes("\0\0\x08\x02\0\0\0\x02\0\0\0\x03" "abcdef", 18);
+  absl::StatusOr<IdxArray> a = ParseIdx(bytes, "t");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->dims, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(a->data[5], 'f');
+}
+
+TEST(IdxReaderTest, RejectsBadMagicTypeAndLength) {
+  EXPECT_FALSE(ParseIdx(std::string("\1\0\x08\x01\0\0\0\x01z", 9), "t").ok());
+  EXPECT_FALSE(ParseIdx(std::string("\0\0\x0d\x01\0\0\0\x01z", 9), "t").ok());
+  absl::StatusOr<IdxArray> short_data = ParseIdx(std::string("\0\0\x08\x01\0\0\0\x05zz", 10), "name.idx");
+  ASSERT_FALSE(short_data.ok());
+  EXPECT_NE(short_data.status().message().find("name.idx"), absl::string_view::npos);
+}
+
+TEST(IdxReaderTest, ReadsRealFashionMnistLabels) {
+  const std::string path = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
+  absl::StatusOr<IdxArray> a = ReadIdxFile(path);
+  if (absl::IsNotFound(a.status())) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ(a->dims, (std::vector<int64_t>{10000}));
+  std::vector<int> per_class(10);
+  for (uint8_t l : a->data) {
+    ASSERT_LT(l, 10);
+    ++per_class[l];
+  }
+  for (int c : per_class) EXPECT_EQ(c, 1000);  // the test split is balanced
+}
+
+TEST(IdxReaderTest, MissingFileIsNotFound) {
+  EXPECT_TRUE(absl::IsNotFound(ReadIdxFile("/nonexistent/x.gz").status()));
+}
+
+}  // namespace
+}  // namespace dlaunch::worker

@@ -1,0 +1,359 @@
+// Runs real dlaunch-worker processes (1 to 3 ranks, Gloo over loopback) and checks the
+// data-parallel invariants from the outside: identical parameters on every rank, equivalence
+// with a single rank on the concatenated batch, exact resume after a kill, torn checkpoints
+// ignored, a clear error when the store is unreachable, and reports on the agent socket.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlaunch/report.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "worker/checkpoint_file.h"
+
+extern char** environ;
+
+namespace dlaunch::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<float> ReadFloats(const std::string& path) {
+  const std::string bytes = ReadText(path);
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+struct RankResult {
+  int exit_code = -1;  // -1: killed by a signal
+  int signal = 0;
+  std::string log;     // stdout + stderr
+};
+
+class WorkerProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/worker_process_test_XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+
+  // Starts `world` ranks with the torchrun environment and waits for all of them (deadline
+  // `timeout`; on expiry every rank is killed and the test fails).
+  std::vector<RankResult> RunRanks(int world, const std::vector<std::string>& args,
+                                   const std::map<std::string, std::string>& extra_env = {},
+                                   std::chrono::seconds timeout = std::chrono::seconds(240)) {
+    const int port = FreePort();
+    std::vector<pid_t> pids;
+    std::vector<std::string> logs;
+    for (int rank = 0; rank < world; ++rank) {
+      std::map<std::string, std::string> env;
+      for (char** e = environ; *e != nullptr; ++e) {
+        const std::string kv = *e;
+        const size_t eq = kv.find('=');
+        env[kv.substr(0, eq)] = kv.substr(eq + 1);
+      }
+      if (world > 1 || extra_env.count("WORLD_SIZE")) {
+        env["RANK"] = std::to_string(rank);
+        env["LOCAL_RANK"] = std::to_string(rank);
+        env["WORLD_SIZE"] = std::to_string(world);
+        env["MASTER_ADDR"] = "127.0.0.1";
+        env["MASTER_PORT"] = std::to_string(port);
+      }
+      env["OMP_NUM_THREADS"] = "1";
+      env.erase("DLAUNCH_REPORT_SOCKET");
+      for (const auto& [k, v] : extra_env) env[k] = v;
+      std::vector<std::string> env_strings;
+      for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+      std::vector<char*> envp;
+      for (std::string& s : env_strings) envp.push_back(s.data());
+      envp.push_back(nullptr);
+
+      std::vector<std::string> argv_strings = {DLAUNCH_WORKER_BIN};
+      for (const std::string& a : args) {
+        std::string s = a;
+        // "{rank}" lets one argument list name per-rank files.
+        if (size_t at = s.find("{rank}"); at != std::string::npos) s.replace(at, 6, std::to_string(rank));
+        argv_strings.push_back(s);
+      }
+      std::vector<char*> argv;
+      for (std::string& s : argv_strings) argv.push_back(s.data());
+      argv.push_back(nullptr);
+
+      const std::string log = dir_ + "/rank" + std::to_string(rank) + "." +
+                              std::to_string(run_counter_) + ".log";
+      posix_spawn_file_actions_t actions;
+      posix_spawn_file_actions_init(&actions);
+      posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      posix_spawn_file_actions_adddup2(&actions, 1, 2);
+      pid_t pid;
+      EXPECT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()), 0);
+      posix_spawn_file_actions_destroy(&actions);
+      pids.push_back(pid);
+      logs.push_back(log);
+    }
+    ++run_counter_;
+
+    std::vector<RankResult> results(world);
+    std::vector<bool> done(world, false);
+    int remaining = world;
+    const auto deadline = Clock::now() + timeout;
+    while (remaining > 0) {
+      for (int r = 0; r < world; ++r) {
+        if (done[r]) continue;
+        int status = 0;
+        if (waitpid(pids[r], &status, WNOHANG) == pids[r]) {
+          done[r] = true;
+          --remaining;
+          if (WIFEXITED(status)) results[r].exit_code = WEXITSTATUS(status);
+          if (WIFSIGNALED(status)) results[r].signal = WTERMSIG(status);
+        }
+      }
+      if (remaining > 0 && Clock::now() > deadline) {
+        for (int r = 0; r < world; ++r) {
+          if (!done[r]) kill(pids[r], SIGKILL), waitpid(pids[r], nullptr, 0);
+        }
+        ADD_FAILURE() << "ranks did not finish within " << timeout.count() << " s";
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    for (int r = 0; r < world; ++r) results[r].log = ReadText(logs[r]);
+    return results;
+  }
+
+  static void ExpectAllSucceeded(const std::vector<RankResult>& results) {
+    for (size_t r = 0; r < results.size(); ++r) {
+      EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << " signal " << results[r].signal
+                                         << "\n" << results[r].log;
+    }
+  }
+
+  std::string dir_;
+  int run_counter_ = 0;
+};
+
+// Small, dropout-free and quick: the MLP on a synthetic 1x28x28 set of 256 samples.
+std::vector<std::string> MlpArgs(int batch, const std::string& lr, int steps) {
+  return {"--model", "mlp", "--dataset", "synthetic", "--synthetic-samples", "256",
+          "--batch-size", std::to_string(batch), "--lr", lr, "--steps", std::to_string(steps),
+          "--report-every", "1000", "--no-eval", "--seed", "3", "--store-timeout", "60"};
+}
+
+std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST_F(WorkerProcessTest, TwoRanksEndWithBitIdenticalParameters) {
+  const auto results = RunRanks(2, With(MlpArgs(16, "0.05", 10), {"--save-params", dir_ + "/p{rank}"}));
+  ExpectAllSucceeded(results);
+  const std::string p0 = ReadText(dir_ + "/p0"), p1 = ReadText(dir_ + "/p1");
+  ASSERT_EQ(p0.size(), (784 * 512 + 512 + 512 * 256 + 256 + 256 * 10 + 10) * sizeof(float));
+  EXPECT_TRUE(p0 == p1) << "rank parameters differ";
+}
+
+TEST_F(WorkerProcessTest, ThreeRanksCnnWithDropoutEndWithBitIdenticalParameters) {
+  // Dropout masks differ between ranks; the averaged gradients, and so the parameters, must not.
+  const auto results = RunRanks(
+      3, {"--model", "cnn", "--dataset", "synthetic", "--synthetic-samples", "96", "--batch-size",
+          "8", "--steps", "4", "--no-eval", "--store-timeout", "60", "--save-params",
+          dir_ + "/c{rank}"});
+  ExpectAllSucceeded(results);
+  const std::string p0 = ReadText(dir_ + "/c0");
+  ASSERT_FALSE(p0.empty());
+  EXPECT_TRUE(p0 == ReadText(dir_ + "/c1"));
+  EXPECT_TRUE(p0 == ReadText(dir_ + "/c2"));
+}
+
+TEST_F(WorkerProcessTest, TwoRanksEqualOneRankOnTheConcatenatedBatch) {
+  // The learning rate scales with the world size, so one rank with 2x the batch gets 2x the rate.
+  auto one = RunRanks(1, With(MlpArgs(32, "0.04", 8), {"--save-params", dir_ + "/one"}));
+  ExpectAllSucceeded(one);
+  auto two = RunRanks(2, With(MlpArgs(16, "0.02", 8), {"--save-params", dir_ + "/two{rank}"}));
+  ExpectAllSucceeded(two);
+  const std::vector<float> a = ReadFloats(dir_ + "/one"), b = ReadFloats(dir_ + "/two0");
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  // Initial parameters, to check that training moved them by much more than the tolerance.
+  auto init = RunRanks(1, With(MlpArgs(32, "0", 1), {"--save-params", dir_ + "/init"}));
+  const std::vector<float> p0 = ReadFloats(dir_ + "/init");
+  double max_diff = 0, max_moved = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - b[i])));
+    max_moved = std::max(max_moved, static_cast<double>(std::fabs(a[i] - p0[i])));
+  }
+  EXPECT_LT(max_diff, 2e-6);
+  EXPECT_GT(max_moved, 1e-3);
+}
+
+TEST_F(WorkerProcessTest, KilledRunResumesToTheSameParameters) {
+  // 256 samples / (2 x 32) = 4 steps per epoch: the run crosses epochs and resumes mid-epoch.
+  const auto base = MlpArgs(32, "0.05", 12);
+  auto straight = RunRanks(2, With(base, {"--save-params", dir_ + "/straight{rank}"}));
+  ExpectAllSucceeded(straight);
+
+  const std::string ckpt = dir_ + "/ckpt";
+  auto killed = RunRanks(2, With(base, {"--checkpoint-dir", ckpt, "--checkpoint-every", "3",
+                                        "--fail-at-step", "7"}));
+  for (const RankResult& r : killed) EXPECT_EQ(r.signal, SIGKILL) << r.log;
+  absl::StatusOr<std::vector<CheckpointEntry>> list = ListCheckpoints(ckpt);
+  ASSERT_TRUE(list.ok());
+  ASSERT_FALSE(list->empty());
+  EXPECT_EQ(list->front().step, 6);
+
+  auto resumed = RunRanks(2, With(base, {"--checkpoint-dir", ckpt, "--resume", "--save-params",
+                                         dir_ + "/resumed{rank}", "--summary-json", dir_ + "/s.json"}));
+  ExpectAllSucceeded(resumed);
+  EXPECT_NE(resumed[0].log.find("resumed from step 6"), std::string::npos) << resumed[0].log;
+  EXPECT_NE(ReadText(dir_ + "/s.json").find("\"start_step\": 6"), std::string::npos);
+  EXPECT_TRUE(ReadText(dir_ + "/straight0") == ReadText(dir_ + "/resumed0"));
+  EXPECT_TRUE(ReadText(dir_ + "/straight1") == ReadText(dir_ + "/resumed1"));
+}
+
+TEST_F(WorkerProcessTest, TornNewestCheckpointIsNotLoaded) {
+  const std::string ckpt = dir_ + "/ckpt";
+  ExpectAllSucceeded(RunRanks(1, With(MlpArgs(32, "0.05", 8), {"--checkpoint-dir", ckpt,
+                                                               "--checkpoint-every", "4"})));
+  const std::string newest = CheckpointPath(ckpt, 8);
+  std::string bytes = ReadText(newest);
+  ASSERT_GT(bytes.size(), 1000u);
+  // A write cut off half-way, as a crash without the rename protocol would leave it.
+  ASSERT_TRUE(WriteFileAtomically(newest, bytes.substr(0, bytes.size() / 2)).ok());
+
+  auto resumed = RunRanks(1, With(MlpArgs(32, "0.05", 10),
+                                  {"--checkpoint-dir", ckpt, "--resume", "--summary-json",
+                                   dir_ + "/s.json"}));
+  ExpectAllSucceeded(resumed);
+  EXPECT_NE(resumed[0].log.find("skipping torn checkpoint"), std::string::npos) << resumed[0].log;
+  EXPECT_NE(resumed[0].log.find("resumed from step 4"), std::string::npos) << resumed[0].log;
+  EXPECT_NE(ReadText(dir_ + "/s.json").find("\"start_step\": 4"), std::string::npos);
+}
+
+TEST_F(WorkerProcessTest, UnreachableStoreIsAClearErrorNotAHang) {
+  // Rank 1 of 2 with nobody serving the store: it must give up after --store-timeout.
+  const int port = FreePort();
+  const auto start = Clock::now();
+  auto results = RunRanks(1, With(MlpArgs(16, "0.01", 2), {"--store-timeout", "2"}),
+                          {{"WORLD_SIZE", "2"}, {"RANK", "1"}, {"MASTER_PORT", std::to_string(port)}},
+                          std::chrono::seconds(90));
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(results[0].exit_code, 1) << results[0].log;
+  EXPECT_NE(results[0].log.find("TCPStore"), std::string::npos) << results[0].log;
+  EXPECT_NE(results[0].log.find("--store-timeout"), std::string::npos) << results[0].log;
+  EXPECT_LT(seconds, 60);
+}
+
+TEST_F(WorkerProcessTest, BadFlagIsAUsageError) {
+  auto results = RunRanks(1, {"--model", "vgg"});
+  EXPECT_EQ(results[0].exit_code, 2);
+  EXPECT_NE(results[0].log.find("--model"), std::string::npos) << results[0].log;
+}
+
+TEST_F(WorkerProcessTest, ReportsArriveOnTheSocketAsWorkerReportJson) {
+  const std::string path = dir_ + "/report.sock";
+  const int listener = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  std::string received;
+  std::thread reader([&] {
+    const int conn = accept(listener, nullptr, nullptr);
+    char buf[4096];
+    ssize_t n;
+    while (conn >= 0 && (n = read(conn, buf, sizeof(buf))) > 0) received.append(buf, n);
+    if (conn >= 0) close(conn);
+  });
+  // 256 / 16 = 16 steps per epoch: reports at steps 4, 8, 12, the epoch end (16) and the end (18).
+  std::vector<std::string> args = MlpArgs(16, "0.01", 18);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--report-every") args[i + 1] = "4";
+    if (args[i] == "--no-eval") args[i] = "--seed";
+  }
+  auto results = RunRanks(1, args, {{"DLAUNCH_REPORT_SOCKET", path}});
+  ExpectAllSucceeded(results);
+  reader.join();
+  close(listener);
+
+  std::vector<dlaunch::v1::WorkerReport> reports;
+  std::istringstream lines(received);
+  for (std::string line; std::getline(lines, line);) {
+    dlaunch::v1::WorkerReport r;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &r).ok()) << line;
+    reports.push_back(r);
+  }
+  ASSERT_EQ(reports.size(), 5u) << received;
+  EXPECT_EQ(reports[0].kind(), dlaunch::v1::WorkerReport::STEP);
+  EXPECT_EQ(reports[0].step(), 4);
+  EXPECT_EQ(reports[0].samples(), 64);
+  EXPECT_GT(reports[0].samples_per_sec(), 0);
+  EXPECT_GT(reports[0].loss(), 0);
+  EXPECT_TRUE(reports[0].has_accuracy());
+  EXPECT_EQ(reports[3].kind(), dlaunch::v1::WorkerReport::EPOCH);
+  EXPECT_EQ(reports[3].step(), 16);
+  EXPECT_TRUE(reports[3].has_test_accuracy());
+  EXPECT_EQ(reports[4].kind(), dlaunch::v1::WorkerReport::FINAL);
+  EXPECT_EQ(reports[4].step(), 18);
+  // Without the socket nothing but the JSON lines would be on stdout; here stdout is quiet.
+  EXPECT_EQ(results[0].log.find("\"kind\""), std::string::npos);
+}
+
+TEST_F(WorkerProcessTest, TwoRanksCnnReachFashionMnistAccuracy) {
+  const char* slow = std::getenv("DLAUNCH_SLOW_TESTS");
+  if (slow == nullptr || std::string(slow) != "1") {
+    GTEST_SKIP() << "about 10 minutes on 2 cores; set DLAUNCH_SLOW_TESTS=1";
+  }
+  if (access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) != 0) {
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+  auto results = RunRanks(2, {"--model", "cnn", "--dataset", "fashion-mnist", "--epochs", "2",
+                              "--report-every", "100", "--summary-json", dir_ + "/s.json"},
+                          {}, std::chrono::seconds(3600));
+  ExpectAllSucceeded(results);
+  const std::string summary = ReadText(dir_ + "/s.json");
+  const size_t at = summary.find("\"test_accuracy\": ");
+  ASSERT_NE(at, std::string::npos) << summary;
+  const double accuracy = std::stod(summary.substr(at + 17));
+  EXPECT_GE(accuracy, 0.88) << summary;
+}
+
+}  // namespace
+}  // namespace dlaunch::worker
