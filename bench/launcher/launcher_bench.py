@@ -112,6 +112,20 @@ def SmapsByMapping(pid):
     return dict(sorted(((k, v) for k, v in sums.items() if v), key=lambda kv: -kv[1]))
 
 
+def SmapsRollup(pid):
+    """Returns Rss, Pss, Anonymous, Shared_Clean, Private_Dirty (kB) of a process."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("Rss", "Pss", "Anonymous", "Shared_Clean", "Private_Clean", "Private_Dirty"):
+                    out[key] = int(rest.split()[0])
+    except OSError:
+        pass
+    return out
+
+
 class Sampler(threading.Thread):
     """Polls /proc for the agents of a run until stopped; keeps each agent's peak numbers."""
 
@@ -122,6 +136,7 @@ class Sampler(threading.Thread):
         self.agents = {}  # pid -> {"hwm": kB, "rss": kB, "threads": n}
         self.launcher = {"hwm": 0, "rss": 0, "threads": 0}
         self.smaps = None
+        self.rollup = None
         self.stop = threading.Event()
         self.t0 = time.monotonic()
 
@@ -144,6 +159,7 @@ class Sampler(threading.Thread):
             if (self.smaps is None and self.smaps_after_s is not None
                     and time.monotonic() - self.t0 >= self.smaps_after_s and self.agents):
                 self.smaps = SmapsByMapping(min(self.agents))
+                self.rollup = SmapsRollup(min(self.agents))
             self.stop.wait(self.period_s)
 
     def Peak(self):
@@ -226,7 +242,7 @@ def RunOnce(kind, n, args, workdir, sleep_s=None, smaps_after_s=None):
            "first_start_s": (min(starts) - t0) if starts else None,
            "wall_s": (max(e for e in exited if e) - t0) if any(exited) else None,
            "agent_peak_kb": sampler.Peak(), "launcher_peak_kb": sampler.launcher if kind == "dlaunch" else None,
-           "smaps_kb": sampler.smaps, "log": log.name}
+           "smaps_kb": sampler.smaps, "rollup_kb": sampler.rollup, "log": log.name}
     if kind == "dlaunch":
         res["events"] = DlaunchEvents(os.path.join(workdir, "runs"))
     return res
@@ -330,7 +346,7 @@ def main():
         if args.rss_sleep > 0:
             Do("dlaunch", n, sleep_s=args.rss_sleep, smaps_after_s=args.rss_sleep / 2)
             if torchrun:
-                Do("torchrun", n, sleep_s=args.rss_sleep, smaps_after_s=None)
+                Do("torchrun", n, sleep_s=args.rss_sleep, smaps_after_s=args.rss_sleep / 2)
 
     machine_after = MachineLine()
     if args.json:
@@ -366,14 +382,19 @@ def main():
               f"| {Fmt(d['wall'])} | {Fmt(t['wall'])} | {Ratio(t['wall'], d['wall'])} "
               f"| {Fmt(d['hwm_mb'], digits=1)} | {Fmt(t['hwm_mb'], digits=1)} | {runs} |")
 
-    smaps = [r for r in results if r["kind"] == "dlaunch" and r["smaps_kb"]]
-    if smaps:
+    print()
+    for kind in ("dlaunch", "torchrun"):
+        smaps = [r for r in results if r["kind"] == kind and r["smaps_kb"]]
+        if not smaps:
+            continue
         r = smaps[-1]
-        total = sum(r["smaps_kb"].values())
-        top = ", ".join(f"{k} {v / 1024:.1f}" for k, v in list(r["smaps_kb"].items())[:8])
-        print(f"\ndlaunch-agent resident set by mapping (MB, n={r['n']}, total {total / 1024:.1f}): {top}")
-        print(f"dlaunch-agent threads (max): {r['agent_peak_kb']['threads']}; "
-              f"launcher max RSS {r['launcher_peak_kb']['hwm'] / 1024:.1f} MB")
+        top = ", ".join(f"{k} {v / 1024:.1f}" for k, v in list(r["smaps_kb"].items())[:10])
+        roll = ", ".join(f"{k} {v / 1024:.1f}" for k, v in (r["rollup_kb"] or {}).items())
+        print(f"{kind} agent (one of {r['n']} nodes, mid-run) resident MB: {roll}; "
+              f"threads {r['agent_peak_kb']['threads']}")
+        print(f"  largest mappings (Rss MB): {top}")
+        if kind == "dlaunch":
+            print(f"  dlaunch launcher max RSS {r['launcher_peak_kb']['hwm'] / 1024:.1f} MB")
     if args.keep:
         print(f"\nscratch: {workdir}", file=sys.stderr)
     else:
