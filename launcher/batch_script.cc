@@ -38,6 +38,12 @@ absl::Status CheckDirectiveKey(const std::string& key) {
   return CheckDirectiveValue(absl::StrCat("scheduler.directives key \"", key, "\""), rest);
 }
 
+// Mustache treats an empty string as true in sections, so optional values are left unset
+// instead: `{{#queue}}-q {{queue}}{{/queue}}` then disappears when there is no queue.
+void SetOptional(data* values, const std::string& key, const std::string& value) {
+  if (!value.empty()) values->set(key, value);
+}
+
 data StringList(const std::vector<std::string>& items) {
   data list{data::type::list};
   for (const auto& s : items) list.push_back(data{s});
@@ -158,11 +164,12 @@ absl::StatusOr<std::string> RenderBatchScript(const JobSpec& spec, const SitePro
   values.set("walltime_hms", FormatWalltimeHms(sched->walltime_s));
   values.set("walltime_minutes", std::to_string((sched->walltime_s + 59) / 60));
   values.set("walltime_seconds", std::to_string(sched->walltime_s));
-  values.set("queue", sched->queue);
-  values.set("account", sched->account);
-  values.set("filesystems", absl::StrJoin(sched->filesystems, profile.filesystems_separator));
-  values.set("gpus_per_node", profile.gpus_per_node > 0 ? std::to_string(profile.gpus_per_node)
-                                                        : std::string());
+  SetOptional(&values, "queue", sched->queue);
+  SetOptional(&values, "account", sched->account);
+  SetOptional(&values, "filesystems",
+              absl::StrJoin(sched->filesystems, profile.filesystems_separator));
+  SetOptional(&values, "gpus_per_node",
+              profile.gpus_per_node > 0 ? std::to_string(profile.gpus_per_node) : "");
   bool directives_use_job_dir = false;
   for (const auto& d : profile.directives) {
     if (absl::StrContains(d, "job_dir")) directives_use_job_dir = true;
@@ -214,9 +221,9 @@ absl::StatusOr<std::string> RenderBatchScript(const JobSpec& spec, const SitePro
   values.set("modules", StringList(modules));
   values.set("site_setup", StringList(profile.setup));
   values.set("setup", StringList(spec.scheduler.setup));
-  values.set("nodefile_var", profile.nodefile_var);
+  SetOptional(&values, "nodefile_var", profile.nodefile_var);
   values.set("launcher", profile.launcher);
-  values.set("launch", profile.launch);
+  SetOptional(&values, "launch", profile.launch);
   // Shell words: quoted here so a template cannot forget to.
   values.set("dlaunch", ShellQuote(ctx.dlaunch_binary));
   values.set("spec_path", ShellQuote(ctx.resolved_spec_path));

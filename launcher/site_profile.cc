@@ -409,7 +409,13 @@ absl::StatusOr<SiteProfile> LoadSiteProfile(const std::string& name, const SiteS
   if (!profile.ok()) return profile.status();
 
   std::vector<std::string> template_dirs;
-  template_dirs.push_back(fs::path(file).parent_path().string());
+  // The profile's own directory, then the one above it (a sites/ folder inside a templates
+  // folder), then the search path.
+  fs::path profile_dir = fs::path(file).parent_path();
+  template_dirs.push_back(profile_dir.empty() ? "." : profile_dir.string());
+  template_dirs.push_back((fs::absolute(profile_dir.empty() ? "." : profile_dir) / "..")
+                              .lexically_normal()
+                              .string());
   template_dirs.insert(template_dirs.end(), path.template_dirs.begin(), path.template_dirs.end());
   std::vector<std::string> template_tried;
   if (fs::path(profile->template_name).is_absolute()) {
