@@ -205,21 +205,27 @@ std::string LauncherView(const std::string& job_dir, std::vector<JobEvent>* even
   if (summary_text.ok()) {
     auto summary = ParseJsonObjectFields(*summary_text);
     if (summary.ok()) {
-      std::string state = summary->count("status") ? summary->at("status") : "finished";
+      std::string state = summary->count("result")   ? summary->at("result")
+                          : summary->count("status") ? summary->at("status")
+                                                     : "finished";
       if (summary->count("exit_code")) absl::StrAppend(&state, " (exit ", summary->at("exit_code"), ")");
       return state;
     }
   }
   if (events.empty()) return events_text.ok() ? "started, no events yet" : "not started";
-  int joined = 0, failed = 0;
+  int joined = 0, failed = 0, lost = 0;
   std::string last;
   for (const auto& e : events) {
     if (e.event == "node_joined") ++joined;
     if (e.event == "worker_failed") ++failed;
+    if (e.event == "node_lost") ++lost;
     last = e.event;
   }
   if (last == "job_finished") return "finished";
-  return absl::StrCat("running: ", joined, " node(s) joined, ", failed, " worker failure(s)");
+  std::string view =
+      absl::StrCat("running: ", joined, " node(s) joined, ", failed, " worker failure(s)");
+  if (lost > 0) absl::StrAppend(&view, ", ", lost, " node(s) lost");
+  return view;
 }
 
 }  // namespace

@@ -273,10 +273,10 @@ TEST_F(SubmitCommandsTest, StatusAndLogsReadTheJobDirectory) {
   EXPECT_THAT(out, HasSubstr("running: 2 node(s) joined, 1 worker failure(s)"));
   EXPECT_THAT(out, HasSubstr("worker_failed exit_code=1 rank=3"));
 
-  WriteFile(job_dir + "/summary.json", "{\"status\": \"failed\", \"exit_code\": 1}");
+  WriteFile(job_dir + "/summary.json", "{\"result\": \"failed\", \"exit_code\": 1}");
   ASSERT_EQ(Run(RunStatusCommand, {rec.job_id}, &out), 0);
   EXPECT_THAT(out, HasSubstr("dlaunch    failed (exit 1)"));
-  EXPECT_THAT(out, HasSubstr("summary:\n  exit_code: 1\n  status: failed\n"));
+  EXPECT_THAT(out, HasSubstr("summary:\n  exit_code: 1\n  result: failed\n"));
 
   ASSERT_EQ(Run(RunLogsCommand, {rec.job_id}, &out), 0);
   EXPECT_EQ(out,
