@@ -144,6 +144,7 @@ absl::Status NodeAgent::Start() {
   // Unix socket paths are limited to 107 bytes, so the socket lives in /tmp, not the job dir.
   std::string sock = absl::StrCat("/tmp/dlaunch-", getpid(), "-", RandomHex(6), ".sock");
   if (auto st = reports_->Listen(sock); !st.ok()) return st;
+  reports_->set_on_connection_closed([this] { FinishIfDone(); });
 
   supervisor_ = std::make_unique<WorkerSupervisor>(
       io_, log_dir, options_.tail_lines,
@@ -362,7 +363,23 @@ void NodeAgent::StopWorkers(const std::string& why, std::chrono::milliseconds gr
 
 void NodeAgent::FinishIfDone() {
   if (finished_ || !supervisor_ || supervisor_->running() > 0) return;
-  if (reports_) reports_->Sweep();
+  if (reports_ && !reports_drained_) {
+    // Read what the exited workers still have in their report connections (bounded: a
+    // connection held open by a stray grandchild must not keep the agent alive).
+    reports_->AcceptPending();
+    if (reports_->open_connections() > 0) {
+      if (!drain_timer_) {
+        drain_timer_.emplace(io_, std::chrono::seconds(2));
+        drain_timer_->async_wait([this](const boost::system::error_code& ec) {
+          if (ec) return;
+          reports_drained_ = true;
+          FinishIfDone();
+        });
+      }
+      return;
+    }
+  }
+  if (drain_timer_) drain_timer_->cancel();
   if (!pending_reports_.empty()) Heartbeat();
   finished_ = true;
   exit_code_ = failed_ ? 1 : 0;

@@ -59,6 +59,8 @@ class NodeAgent {
   std::unique_ptr<ReportServer> reports_;
   std::optional<boost::asio::signal_set> signals_;
   boost::asio::steady_timer heartbeat_timer_;
+  std::optional<boost::asio::steady_timer> drain_timer_;
+  bool reports_drained_ = false;
   v1::JoinResponse job_;
   std::string agent_id_;
   std::map<int, int> rank_of_pid_;

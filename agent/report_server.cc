@@ -27,22 +27,6 @@ class ReportServer::Connection : public std::enable_shared_from_this<Connection>
     Read();
   }
 
-  // Reads whatever the peer has written so far without blocking; bytes the pending async read
-  // already holds come first.
-  void ReadAvailable() {
-    std::string data(boost::asio::buffers_begin(buffer_.data()), boost::asio::buffers_end(buffer_.data()));
-    buffer_.consume(buffer_.size());
-    char chunk[8192];
-    ssize_t n;
-    while ((n = recv(socket_.native_handle(), chunk, sizeof(chunk), MSG_DONTWAIT)) > 0) data.append(chunk, n);
-    size_t start = 0, nl;
-    while ((nl = data.find('\n', start)) != std::string::npos) {
-      Handle(data.substr(start, nl - start));
-      start = nl + 1;
-    }
-    if (start < data.size()) Handle(data.substr(start));  // the peer exited without a newline
-  }
-
   void IdentifyPeer() {
     struct ucred cred {};
     socklen_t len = sizeof(cred);
@@ -51,14 +35,18 @@ class ReportServer::Connection : public std::enable_shared_from_this<Connection>
     }
   }
 
-  boost::asio::local::stream_protocol::socket& socket() { return socket_; }
-
  private:
   void Read() {
     auto self = shared_from_this();
     boost::asio::async_read_until(
         socket_, buffer_, '\n', [self](const boost::system::error_code& ec, size_t n) {
-          if (ec) return;  // worker closed its end
+          if (ec) {  // the worker closed its end (or exited)
+            if (ec != boost::asio::error::operation_aborted) {
+              --self->server_->open_;
+              if (self->server_->on_closed_) self->server_->on_closed_();
+            }
+            return;
+          }
           std::string line(boost::asio::buffers_begin(self->buffer_.data()),
                             boost::asio::buffers_begin(self->buffer_.data()) + n - 1);
           self->buffer_.consume(n);
@@ -117,29 +105,21 @@ void ReportServer::Accept() {
   acceptor_->async_accept([this](const boost::system::error_code& ec,
                                  boost::asio::local::stream_protocol::socket socket) {
     if (ec == boost::asio::error::operation_aborted) return;
-    if (!ec) {
-      auto c = std::make_shared<Connection>(this, std::move(socket));
-      Track(c);
-      c->Start();
-    }
+    if (!ec) Adopt(std::move(socket));
     Accept();
   });
 }
 
-void ReportServer::Track(const std::shared_ptr<Connection>& c) {
-  std::vector<std::weak_ptr<Connection>> live;
-  for (auto& w : connections_) {
-    if (!w.expired()) live.push_back(std::move(w));
-  }
-  live.push_back(c);
-  connections_ = std::move(live);
+void ReportServer::Adopt(boost::asio::local::stream_protocol::socket socket) {
+  ++open_;
+  std::make_shared<Connection>(this, std::move(socket))->Start();
 }
 
-void ReportServer::Sweep() {
+void ReportServer::AcceptPending() {
   if (!acceptor_) return;
   for (;;) {
     int fd = accept4(acceptor_->native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) break;
+    if (fd < 0) return;
     boost::asio::local::stream_protocol::socket s(io_);
     boost::system::error_code ec;
     s.assign(boost::asio::local::stream_protocol(), fd, ec);
@@ -147,12 +127,7 @@ void ReportServer::Sweep() {
       close(fd);
       continue;
     }
-    auto c = std::make_shared<Connection>(this, std::move(s));
-    c->IdentifyPeer();
-    c->ReadAvailable();
-  }
-  for (auto& w : connections_) {
-    if (auto c = w.lock()) c->ReadAvailable();
+    Adopt(std::move(s));
   }
 }
 

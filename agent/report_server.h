@@ -8,7 +8,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include <boost/asio.hpp>
 
@@ -29,16 +28,18 @@ class ReportServer {
   ~ReportServer();
 
   absl::Status Listen(const std::string& path);
-  // Handles every report already written: connections not yet accepted and bytes not yet
-  // read. Called when the last worker has exited, so a report sent just before exiting is
-  // not lost to the order in which the event loop sees the exit and the socket.
-  void Sweep();
+  // Accepts every connection already waiting. With open_connections() and the closed
+  // callback, the agent waits for the reports of exited workers to be read before it
+  // finishes: the exit and a report sent just before it race on the event loop.
+  void AcceptPending();
+  int open_connections() const { return open_; }
+  void set_on_connection_closed(std::function<void()> f) { on_closed_ = std::move(f); }
   const std::string& path() const { return path_; }
 
  private:
   class Connection;
   void Accept();
-  void Track(const std::shared_ptr<Connection>& c);
+  void Adopt(boost::asio::local::stream_protocol::socket socket);
 
   boost::asio::io_context& io_;
   RankOfPid rank_of_pid_;
@@ -46,7 +47,8 @@ class ReportServer {
   OnBadLine on_bad_line_;
   std::string path_;
   std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
-  std::vector<std::weak_ptr<Connection>> connections_;
+  std::function<void()> on_closed_;
+  int open_ = 0;
 };
 
 // Parses one report line (protobuf JSON mapping; unknown fields ignored).

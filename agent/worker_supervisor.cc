@@ -68,8 +68,10 @@ void WorkerSupervisor::ReadMore(pid_t pid, Stream& s) {
     auto it = workers_.find(pid);
     if (it == workers_.end()) return;  // already finished; `s` is gone
     if (ec) {
+      if (ec == boost::asio::error::operation_aborted) return;
       Consume(*it->second, s, nullptr, 0, /*flush=*/true);
       s.fd->close();
+      MaybeComplete(pid, false);
       return;
     }
     Consume(*it->second, s, s.buf.data(), n, false);
@@ -118,32 +120,42 @@ void WorkerSupervisor::WaitForSignal() {
 }
 
 void WorkerSupervisor::Reap() {
-  std::vector<std::pair<pid_t, int>> done;
   for (auto& [pid, w] : workers_) {
     int st = 0;
-    if (waitpid(pid, &st, WNOHANG) == pid) done.emplace_back(pid, st);
+    if (w->reaped || waitpid(pid, &st, WNOHANG) != pid) continue;
+    w->reaped = true;
+    w->wait_status = st;
+    // The leader is gone; anything it left in its group (helpers it forked) goes too, which
+    // also closes the pipes they inherited. Only the group: the pid itself may be reused now.
+    kill(-pid, SIGKILL);
+    w->linger = std::make_unique<boost::asio::steady_timer>(io_, std::chrono::seconds(2));
+    w->linger->async_wait([this, pid = pid](const boost::system::error_code& ec) {
+      if (!ec) MaybeComplete(pid, true);
+    });
+    boost::asio::post(io_, [this, pid = pid] { MaybeComplete(pid, false); });
   }
-  for (auto& [pid, st] : done) Finish(pid, st);
 }
 
-void WorkerSupervisor::Finish(pid_t pid, int wait_status) {
+void WorkerSupervisor::MaybeComplete(pid_t pid, bool force) {
   auto it = workers_.find(pid);
-  if (it == workers_.end()) return;
+  if (it == workers_.end() || !it->second->reaped) return;
+  Worker& ref = *it->second;
+  bool open = (ref.out.fd && ref.out.fd->is_open()) || (ref.err.fd && ref.err.fd->is_open());
+  if (open && !force) return;
   std::unique_ptr<Worker> w = std::move(it->second);
   workers_.erase(it);
-  // The leader is gone; anything it left in its group (helpers it forked) goes too.
-  SignalProcessGroup(pid, SIGKILL);
   Drain(*w, w->out);
   Drain(*w, w->err);
+  if (w->linger) w->linger->cancel();
   if (w->log_fd >= 0) close(w->log_fd);
   WorkerExit e;
   e.rank = w->rank;
   e.local_rank = w->local_rank;
   e.pid = pid;
-  e.wait_status = wait_status;
+  e.wait_status = w->wait_status;
   e.stopped = w->stopping;
   e.tail.assign(w->tail.begin(), w->tail.end());
-  // Pending async reads hold references into `w`; let them complete (cancelled) first.
+  // Pending async operations hold references into `w`; let them complete (cancelled) first.
   boost::asio::post(io_, [w = std::move(w)] {});
   if (workers_.empty()) kill_timer_.cancel();
   if (callbacks_.on_exit) callbacks_.on_exit(e);
@@ -153,7 +165,7 @@ void WorkerSupervisor::StopAll(std::chrono::milliseconds grace) {
   if (workers_.empty()) return;
   for (auto& [pid, w] : workers_) {
     w->stopping = true;
-    SignalProcessGroup(pid, SIGTERM);
+    if (!w->reaped) SignalProcessGroup(pid, SIGTERM);
   }
   kill_timer_.expires_after(grace);
   kill_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -164,7 +176,7 @@ void WorkerSupervisor::StopAll(std::chrono::milliseconds grace) {
 void WorkerSupervisor::KillAll() {
   for (auto& [pid, w] : workers_) {
     w->stopping = true;
-    SignalProcessGroup(pid, SIGKILL);
+    if (!w->reaped) SignalProcessGroup(pid, SIGKILL);
   }
 }
 

@@ -62,6 +62,9 @@ class WorkerSupervisor {
     pid_t pid = -1;
     int log_fd = -1;
     bool stopping = false;
+    bool reaped = false;
+    int wait_status = 0;
+    std::unique_ptr<boost::asio::steady_timer> linger;  // bounds the wait for output after exit
     Stream out, err;
     std::deque<std::string> tail;
   };
@@ -71,7 +74,9 @@ class WorkerSupervisor {
   void Drain(Worker& w, Stream& s);
   void WaitForSignal();
   void Reap();
-  void Finish(pid_t pid, int wait_status);
+  // A worker is done once it has been reaped and both its pipes reached end of file (or the
+  // linger timer gave up on them), so no output it wrote is lost.
+  void MaybeComplete(pid_t pid, bool force);
 
   boost::asio::io_context& io_;
   std::string log_dir_;
