@@ -129,16 +129,15 @@ def SmapsRollup(pid):
 class Sampler(threading.Thread):
     """Polls /proc for the agents of a run until stopped; keeps each agent's peak numbers."""
 
-    def __init__(self, agent_pids_fn, launcher_pid=None, period_s=0.02, smaps_after_s=None):
+    def __init__(self, agent_pids_fn, launcher_pid=None, period_s=0.02, smaps_when=None):
         super().__init__(daemon=True)
         self.agent_pids_fn, self.launcher_pid, self.period_s = agent_pids_fn, launcher_pid, period_s
-        self.smaps_after_s = smaps_after_s
+        self.smaps_when = smaps_when  # callable: True once the agents should be snapshotted
         self.agents = {}  # pid -> {"hwm": kB, "rss": kB, "threads": n}
         self.launcher = {"hwm": 0, "rss": 0, "threads": 0}
         self.smaps = None
         self.rollup = None
         self.stop = threading.Event()
-        self.t0 = time.monotonic()
 
     @staticmethod
     def _Merge(acc, st):
@@ -156,8 +155,7 @@ class Sampler(threading.Thread):
                 st = ReadStatus(self.launcher_pid)
                 if st:
                     self._Merge(self.launcher, st)
-            if (self.smaps is None and self.smaps_after_s is not None
-                    and time.monotonic() - self.t0 >= self.smaps_after_s and self.agents):
+            if self.smaps is None and self.smaps_when is not None and self.agents and self.smaps_when():
                 self.smaps = SmapsByMapping(min(self.agents))
                 self.rollup = SmapsRollup(min(self.agents))
             self.stop.wait(self.period_s)
@@ -187,7 +185,7 @@ def KillGroups(procs):
         p.wait()
 
 
-def RunOnce(kind, n, args, workdir, sleep_s=None, smaps_after_s=None):
+def RunOnce(kind, n, args, workdir, sleep_s=None):
     """Runs one job of N nodes with one launcher; returns a result dict (ok, start_s, wall_s, rss...)."""
     tag = f"{kind}-n{n}-{time.monotonic_ns()}"
     stamps = os.path.join(workdir, tag + ".stamps")
@@ -212,13 +210,16 @@ def RunOnce(kind, n, args, workdir, sleep_s=None, smaps_after_s=None):
     procs = [subprocess.Popen(c, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                               start_new_session=True) for c in cmds]
     roots = [p.pid for p in procs]
+    # With a sleeping worker, look inside an agent once every worker runs (torchrun's agent is
+    # still importing torch long before that).
+    smaps_when = (lambda: len(Stamps(stamps)) >= n) if sleep_s else None
     if kind == "dlaunch":
         def AgentPids():
             table = ProcTable()
             return [pid for pid in Descendants(roots, table) if table[pid][1] == "dlaunch-agent"]
-        sampler = Sampler(AgentPids, launcher_pid=roots[0], smaps_after_s=smaps_after_s)
+        sampler = Sampler(AgentPids, launcher_pid=roots[0], smaps_when=smaps_when)
     else:
-        sampler = Sampler(lambda: roots, smaps_after_s=smaps_after_s)
+        sampler = Sampler(lambda: roots, smaps_when=smaps_when)
     sampler.start()
 
     deadline = time.monotonic() + args.timeout
@@ -344,9 +345,9 @@ def main():
             if torchrun and i < t_reps:
                 Do("torchrun", n)
         if args.rss_sleep > 0:
-            Do("dlaunch", n, sleep_s=args.rss_sleep, smaps_after_s=args.rss_sleep / 2)
+            Do("dlaunch", n, sleep_s=args.rss_sleep)
             if torchrun:
-                Do("torchrun", n, sleep_s=args.rss_sleep, smaps_after_s=args.rss_sleep / 2)
+                Do("torchrun", n, sleep_s=args.rss_sleep)
 
     machine_after = MachineLine()
     if args.json:
@@ -390,7 +391,7 @@ def main():
         r = smaps[-1]
         top = ", ".join(f"{k} {v / 1024:.1f}" for k, v in list(r["smaps_kb"].items())[:10])
         roll = ", ".join(f"{k} {v / 1024:.1f}" for k, v in (r["rollup_kb"] or {}).items())
-        print(f"{kind} agent (one of {r['n']} nodes, mid-run) resident MB: {roll}; "
+        print(f"{kind} agent (one of {r['n']} nodes, all workers running) resident MB: {roll}; "
               f"threads {r['agent_peak_kb']['threads']}")
         print(f"  largest mappings (Rss MB): {top}")
         if kind == "dlaunch":
