@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# dlaunch-worker vs Python DDP (Debian python3-torch), side by side on this machine:
+# samples/s of the CNN and the MLP at 1 and 2 ranks (batch 64 per rank, one thread per rank,
+# SGD with momentum, Gloo on loopback, synthetic 1x28x28 data), time from process start to the
+# end of the first training step, and 2-rank scaling efficiency. Runs are interleaved
+# (C++, Python, C++, ...) so background load hits both alike; the table shows medians.
+#
+#   bench/worker/run.sh                 REPS=5 CNN_STEPS=40 MLP_STEPS=300 BUILD_DIR=build
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD_DIR=${BUILD_DIR:-build}
+WORKER=${WORKER:-$BUILD_DIR/bin/dlaunch-worker}
+PY=${PY:-/usr/bin/python3}
+REPS=${REPS:-5}
+CNN_STEPS=${CNN_STEPS:-40}
+MLP_STEPS=${MLP_STEPS:-300}
+OUT=${OUT:-$(mktemp -d /tmp/dlaunch-worker-bench.XXXXXX)}
+[ -x "$WORKER" ] || { echo "run.sh: $WORKER not built (cmake --build $BUILD_DIR --target dlaunch-worker)" >&2; exit 2; }
+"$PY" -c 'import torch' 2>/dev/null || { echo "run.sh: $PY cannot import torch (apt-get install python3-torch)" >&2; exit 2; }
+
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# run IMPL MODEL WORLD STEPS SUMMARY
+run() {
+  local impl=$1 model=$2 world=$3 steps=$4 summary=$5 port pids=()
+  port=$(free_port)
+  for ((r = 0; r < world; r++)); do
+    if [ "$impl" = cpp ]; then
+      cmd=("$WORKER" --model "$model" --dataset synthetic --steps "$steps" --batch-size 64
+           --lr 0.01 --no-eval --report-every 100000 --summary-json "$summary")
+    else
+      cmd=("$PY" bench/worker/ddp_reference.py --model "$model" --steps "$steps" --batch-size 64
+           --lr 0.01 --summary-json "$summary")
+    fi
+    RANK=$r LOCAL_RANK=$r WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      OMP_NUM_THREADS=1 "${cmd[@]}" >"$OUT/log.$impl.$model.$world.$r" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+}
+
+echo "results in $OUT" >&2
+for ((rep = 1; rep <= REPS; rep++)); do
+  for model in cnn mlp; do
+    steps=$CNN_STEPS; [ "$model" = mlp ] && steps=$MLP_STEPS
+    for world in 1 2; do
+      for impl in cpp py; do
+        echo "rep $rep/$REPS $impl $model x$world" >&2
+        run "$impl" "$model" "$world" "$steps" "$OUT/$impl.$model.$world.$rep.json"
+      done
+    done
+  done
+done
+
+"$PY" - "$OUT" <<'PYEOF'
+import glob, json, statistics, sys
+out = sys.argv[1]
+def med(impl, model, world, key):
+    vals = [json.load(open(f))[key] for f in sorted(glob.glob(f"{out}/{impl}.{model}.{world}.*.json"))]
+    return statistics.median(vals), len(vals)
+print(f"{'model':5} {'ranks':>5} | {'C++ samples/s':>13} {'Py samples/s':>12} {'C++/Py':>6} | "
+      f"{'C++ 1st step s':>14} {'Py 1st step s':>13} {'Py/C++':>6}")
+eff = {}
+for model in ("cnn", "mlp"):
+    for world in (1, 2):
+        c, n = med("cpp", model, world, "samples_per_sec_total")
+        p, _ = med("py", model, world, "samples_per_sec_total")
+        cf, _ = med("cpp", model, world, "time_to_first_step_s")
+        pf, _ = med("py", model, world, "time_to_first_step_s")
+        eff[(model, world)] = (c, p)
+        print(f"{model:5} {world:>5} | {c:13.1f} {p:12.1f} {c / p:6.2f} | {cf:14.2f} {pf:13.2f} {pf / cf:6.2f}")
+print(f"\n2-rank scaling efficiency (total samples/s at 2 ranks / (2 x 1 rank)), medians of {n} runs:")
+for model in ("cnn", "mlp"):
+    (c1, p1), (c2, p2) = eff[(model, 1)], eff[(model, 2)]
+    print(f"  {model}: C++ {100 * c2 / (2 * c1):.0f}%   Python DDP {100 * p2 / (2 * p1):.0f}%")
+PYEOF
