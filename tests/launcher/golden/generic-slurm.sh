@@ -14,8 +14,7 @@ set -eo pipefail
 
 # The directory sbatch ran in: relative paths in job.yaml resolve here.
 cd /home/user/proj
-
-
+# Setup: module loads, the site's lines, then the job's own scheduler.setup lines (verbatim).
 source /home/user/venv/bin/activate
 set -u
 

@@ -5,8 +5,7 @@
 set -eo pipefail
 
 cd /home/user/proj
-
-
+# Setup: module loads, the site's lines, then the job's own scheduler.setup lines (verbatim).
 source /home/user/venv/bin/activate
 set -u
 

@@ -16,7 +16,7 @@ set -eo pipefail
 
 # The directory qsub ran in (what PBS calls PBS_O_WORKDIR): relative paths in job.yaml resolve here.
 cd /home/user/proj
-
+# Setup: module loads, the site's lines, then the job's own scheduler.setup lines (verbatim).
 export NCCL_NET_GDR_LEVEL=PHB
 export NCCL_CROSS_NIC=1
 source /home/user/venv/bin/activate
