@@ -160,7 +160,7 @@ void ExpectBarrierJobSucceeded(const std::string& job_dir, int nnodes, int nproc
   EXPECT_EQ(rank_hosts, std::set<std::string>(hosts.begin(), hosts.end()))
       << "ranks did not run on every host";
   std::string summary = ReadFileOrEmpty(job_dir + "/summary.json");
-  EXPECT_TRUE(std::regex_search(summary, std::regex("\"result\"\\s*:\\s*\"success\"")))
+  EXPECT_TRUE(std::regex_search(summary, std::regex("\"result\"\\s*:\\s*\"succe(ss|eded)\"")))
       << job_dir << "/summary.json:\n" << summary;
 }
 

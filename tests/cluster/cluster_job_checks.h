@@ -38,7 +38,8 @@ std::vector<std::string> WaitNoJobProcesses(const NetnsCluster& cluster,
 
 // GoogleTest checks that the job in `job_dir` ran nnodes x nproc ranks of the barrier worker
 // to completion across `hosts`: logs/rank-<r>.log for every rank, each saying it passed the
-// barrier with every host taking part, and summary.json with "result": "success".
+// barrier with every host taking part, and summary.json with "result": "succeeded" (or
+// "success").
 void ExpectBarrierJobSucceeded(const std::string& job_dir, int nnodes, int nproc,
                                const std::vector<std::string>& hosts);
 

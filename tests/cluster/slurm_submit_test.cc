@@ -74,10 +74,26 @@ class SlurmSubmitTest : public ::testing::Test {
   std::string submit_dir_, job_root_;
 };
 
-bool LooksFinished(const std::string& status) {
-  static const std::regex finished("succe|complet|finished|\\bdone\\b|fail|cancel",
-                                   std::regex::icase);
-  return std::regex_search(status, finished);
+// What `dlaunch status JOB` says of the job: the scheduler's normalised state (from the line
+// "scheduler  job ID: STATE ...") and dlaunch's own view (the line "dlaunch    VIEW").
+struct StatusView {
+  std::string scheduler_state;
+  std::string dlaunch_view;
+};
+
+StatusView ParseStatus(const std::string& text) {
+  StatusView view;
+  std::smatch m;
+  if (std::regex_search(text, m, std::regex("scheduler +job [^:]+: ([a-z_]+)"))) {
+    view.scheduler_state = m[1];
+  }
+  if (std::regex_search(text, m, std::regex("\\ndlaunch +([^\\n]*)"))) view.dlaunch_view = m[1];
+  return view;
+}
+
+bool SchedulerDone(const StatusView& v) {
+  return v.scheduler_state == "finished" || v.scheduler_state == "failed" ||
+         v.scheduler_state == "cancelled" || v.scheduler_state == "not_in_queue";
 }
 
 TEST_F(SlurmSubmitTest, SubmittedJobRunsAcrossHostsAndStatusFollowsIt) {
@@ -86,25 +102,32 @@ TEST_F(SlurmSubmitTest, SubmittedJobRunsAcrossHostsAndStatusFollowsIt) {
   ASSERT_FALSE(job_id.empty());
   const std::string job_dir = job_root_ + "/" + job_id;
 
-  // Follow the job with `dlaunch status` until it says the job is over.
+  // Follow the job with `dlaunch status` until both Slurm and dlaunch say it is over.
   std::vector<std::string> seen;
   RunResult status;
+  StatusView view;
   absl::Time deadline = absl::Now() + absl::Seconds(120);
   while (absl::Now() < deadline) {
     status = Dlaunch("status " + job_id, absl::Seconds(30));
-    std::string text(absl::StripAsciiWhitespace(status.output));
-    if (seen.empty() || seen.back() != text) seen.push_back(text);
-    if (status.exit_code != 0 && status.exit_code != 1) break;  // usage or scheduler error
-    if (LooksFinished(text) && !ReadFileOrEmpty(job_dir + "/summary.json").empty()) break;
+    view = ParseStatus(status.output);
+    std::string line = absl::StrCat("exit ", status.exit_code, ": scheduler ",
+                                    view.scheduler_state, ", dlaunch ", view.dlaunch_view);
+    if (seen.empty() || seen.back() != line) seen.push_back(line);
+    if (SchedulerDone(view) && !absl::StartsWith(view.dlaunch_view, "running") &&
+        !absl::StrContains(view.dlaunch_view, "started")) {
+      break;
+    }
     usleep(300000);
   }
-  ASSERT_TRUE(LooksFinished(status.output))
-      << "dlaunch status never reported an end; it said, in turn:\n"
-      << absl::StrJoin(seen, "\n----\n") << "\nSlurm logs:\n" << SlurmLogs()
+  const std::string history = absl::StrJoin(seen, "\n");
+  ASSERT_TRUE(SchedulerDone(view))
+      << "dlaunch status never saw the job end; it said, in turn:\n" << history
+      << "\nlast output:\n" << status.output << "\nSlurm logs:\n" << SlurmLogs()
       << "\nscheduler.out:\n" << ReadFileOrEmpty(job_dir + "/scheduler.out");
   EXPECT_EQ(status.exit_code, 0) << status.output;
-  EXPECT_TRUE(std::regex_search(status.output, std::regex("succe|complet", std::regex::icase)))
-      << status.output;
+  EXPECT_EQ(view.scheduler_state, "finished") << history << "\n" << status.output;
+  EXPECT_TRUE(std::regex_search(view.dlaunch_view, std::regex("succe|finished")))
+      << history << "\n" << status.output;
   ExpectBarrierJobSucceeded(job_dir, kNodes, kProcsPerNode, cluster_->hosts());
   std::vector<std::string> left = WaitNoJobProcesses(*cluster_, job_id, absl::Seconds(15));
   EXPECT_TRUE(left.empty()) << absl::StrJoin(left, "\n");
@@ -142,8 +165,12 @@ TEST_F(SlurmSubmitTest, CancelStopsEveryProcessOnEveryHost) {
   std::vector<std::string> left = WaitNoJobProcesses(*cluster_, job_id, absl::Seconds(30));
   EXPECT_TRUE(left.empty()) << "left on the hosts after dlaunch cancel:\n"
                             << absl::StrJoin(left, "\n");
+  // Slurm no longer runs it, and dlaunch does not call it a success.
   RunResult status = Dlaunch("status " + job_id, absl::Seconds(30));
-  EXPECT_TRUE(std::regex_search(status.output, std::regex("cancel", std::regex::icase)))
+  StatusView view = ParseStatus(status.output);
+  EXPECT_TRUE(view.scheduler_state == "cancelled" || view.scheduler_state == "not_in_queue")
+      << "dlaunch status after cancel:\n" << status.output;
+  EXPECT_FALSE(std::regex_search(view.dlaunch_view, std::regex("succe")))
       << "dlaunch status after cancel:\n" << status.output;
 }
 
