@@ -418,13 +418,9 @@ absl::StatusOr<SiteProfile> LoadSiteProfile(const std::string& name, const SiteS
                               .string());
   template_dirs.insert(template_dirs.end(), path.template_dirs.begin(), path.template_dirs.end());
   std::vector<std::string> template_tried;
-  if (fs::path(profile->template_name).is_absolute()) {
-    template_dirs.clear();
-    template_dirs.push_back("");
-  }
+  if (fs::path(profile->template_name).is_absolute()) template_dirs = {"/"};
   for (const auto& dir : template_dirs) {
-    fs::path candidate = dir.empty() ? fs::path(profile->template_name)
-                                     : fs::path(dir.empty() ? "." : dir) / profile->template_name;
+    fs::path candidate = fs::path(dir) / profile->template_name;
     template_tried.push_back(candidate.string());
     std::error_code ec;
     if (fs::is_regular_file(candidate, ec)) {

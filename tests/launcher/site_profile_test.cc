@@ -88,6 +88,17 @@ TEST(SiteProfile, UserProfileShadowsBuiltinAndBringsItsOwnTemplate) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->template_path, kTemplates + "/slurm.sh.mustache");
   EXPECT_EQ(c->launcher, "srun");
+  // Or names a template anywhere by absolute path.
+  std::ofstream(dir.path() + "/abs.yaml")
+      << "scheduler: local\ntemplate: " << dir.path() << "/mine.sh.mustache\n";
+  absl::StatusOr<SiteProfile> a = LoadSiteProfile("abs", path);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->template_path, dir.path() + "/mine.sh.mustache");
+  // A template that is nowhere is reported with the places searched.
+  std::ofstream(dir.path() + "/gone.yaml") << "scheduler: local\ntemplate: gone.mustache\n";
+  absl::StatusOr<SiteProfile> g = LoadSiteProfile("gone", path);
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("template 'gone.mustache' not found"));
 }
 
 TEST(SiteProfile, ProfileByPath) {
