@@ -1,5 +1,6 @@
 #include "launcher/job_spec_parser.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -387,7 +388,10 @@ void SpecReader::Scheduler(const Field& field, SchedulerSpec* scheduler) {
       scheduler->walltime_s = 0;
     } else if (Scalar(walltime, "a walltime (\"HH:MM:SS\", \"MM:SS\" or minutes)", &text)) {
       absl::StatusOr<int> seconds = ParseJobWalltime(text);
-      if (seconds.ok()) {
+      if (seconds.ok() && *seconds == 0) {
+        Report(walltime.mark, walltime.path,
+               absl::StrCat("scheduler.walltime must be positive, got ", Describe(walltime.value)));
+      } else if (seconds.ok()) {
         scheduler->walltime_s = *seconds;
         scheduler->walltime = FormatWalltime(*seconds);
       } else {
@@ -524,6 +528,27 @@ void SpecReader::CheckValues(const JobSpec& spec, const YAML::Mark& root_mark) {
   }
 }
 
+// Sees only where documents start. yaml-cpp 0.7's LoadAll never returns on some malformed
+// input (a stray ',' in block context yields an empty document forever, allocating as it goes),
+// so documents are counted here with a guard before the first one is loaded.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 std::string Position(const std::string& file_name, const YAML::Mark& mark) {
   const int line = mark.is_null() ? 1 : mark.line + 1;
   const int column = mark.is_null() ? 1 : mark.column + 1;
@@ -535,23 +560,38 @@ std::string Position(const std::string& file_name, const YAML::Mark& mark) {
 absl::StatusOr<JobSpec> ParseJobSpec(const std::string& yaml_text, const std::string& file_name) {
   JobSpec spec;
   spec.source_path = file_name;
-  std::vector<YAML::Node> documents;
+  YAML::Node document;
   try {
-    documents = YAML::LoadAll(yaml_text);
+    std::istringstream stream(yaml_text);
+    YAML::Parser parser(stream);
+    DocumentStarts documents;
+    // Two documents are enough to know the file is wrong; a document that starts where the
+    // previous one did means the parser is stuck on a character it cannot use.
+    while (documents.starts.size() < 3 && parser.HandleNextDocument(documents)) {
+      const size_t n = documents.starts.size();
+      if (n >= 2 && documents.starts[n - 1].pos == documents.starts[n - 2].pos) {
+        const YAML::Mark& stuck = documents.starts[n - 1];
+        const size_t pos = static_cast<size_t>(stuck.pos);
+        return absl::InvalidArgumentError(absl::StrCat(
+            Position(file_name, stuck), "YAML syntax error: unexpected '",
+            pos < yaml_text.size() ? yaml_text.substr(pos, 1) : std::string(), "'"));
+      }
+    }
+    if (documents.starts.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Position(file_name, documents.starts[1]),
+          "a job file holds one YAML document, found a second one here"));
+    }
+    document = YAML::Load(yaml_text);
   } catch (const YAML::ParserException& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(Position(file_name, e.mark), "YAML syntax error: ", e.msg));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(Position(file_name, e.mark), e.msg));
   }
-  if (documents.size() > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Position(file_name, documents[1].Mark()),
-                     "a job file holds one YAML document, this one has ", documents.size()));
-  }
   SpecReader reader;
   try {
-    reader.Read(documents.empty() ? YAML::Node() : documents[0], &spec);
+    reader.Read(document, &spec);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(Position(file_name, e.mark), e.msg));
   }

@@ -230,6 +230,8 @@ TEST(ParseJobSpecTest, WrongTypesNameTheKeyAndTheValue) {
   EXPECT_EQ(Errors("command: [x]\nscheduler: {walltime: \"1 hour\"}\n"),
             "job.yaml:2:23: scheduler.walltime must be a walltime (\"HH:MM:SS\", \"MM:SS\" or "
             "minutes), got \"1 hour\"");
+  EXPECT_EQ(Errors("command: [x]\nscheduler: {walltime: \"0:00\"}\n"),
+            "job.yaml:2:23: scheduler.walltime must be positive, got \"0:00\"");
   EXPECT_EQ(Errors("command: [x]\nhosts: \"n[1-\"\n"),
             "job.yaml:2:8: hosts: bad hostlist \"n[1-\": '[' at offset 1 has no matching ']'");
 }
@@ -325,7 +327,11 @@ TEST(ParseJobSpecTest, YamlSyntaxAndShape) {
             "job.yaml:1:1: a job must be a mapping of keys (name:, nodes:, command: ...), got a "
             "list");
   EXPECT_EQ(Errors("command: [x]\n---\ncommand: [y]\n"),
-            "job.yaml:3:1: a job file holds one YAML document, this one has 2");
+            "job.yaml:2:1: a job file holds one YAML document, found a second one here");
+  // yaml-cpp alone loops forever on these.
+  EXPECT_EQ(Errors(", a\nb: 1\n"), "job.yaml:1:1: YAML syntax error: unexpected ','");
+  EXPECT_EQ(Errors("command: [x]\n---\n, b\n"),
+            "job.yaml:2:1: a job file holds one YAML document, found a second one here");
   EXPECT_THAT(Errors("command: [x]\n\"a\": &x\n  b: *y\n"), HasSubstr("job.yaml:"));
 }
 
