@@ -536,10 +536,12 @@ int RunCancelCommand(const std::vector<std::string>& args) {
       scheduler_failed = rec->scheduler != "local";
     }
   }
-  // The launcher stops its agents and workers on SIGTERM; this reaches it when it runs here
-  // (interactive jobs, the local scheduler, or cancel typed on the job's first node).
+  // Without a scheduler job to cancel (an interactive `dlaunch run`, or a scheduler that
+  // refused), SIGTERM the launcher itself when it runs here; it stops its agents and workers.
+  // Not both: the scheduler's cancel already signals the launcher, and a second SIGTERM tells
+  // it to skip the stop grace period.
   absl::StatusOr<std::string> info_text = ReadTextFile(*dir + "/launcher.json");
-  if (info_text.ok() && !fs::exists(*dir + "/summary.json")) {
+  if (!acted && info_text.ok() && !fs::exists(*dir + "/summary.json")) {
     absl::StatusOr<LauncherInfo> info = ParseLauncherInfo(*info_text);
     char host[256] = {0};
     ::gethostname(host, sizeof(host) - 1);

@@ -102,7 +102,10 @@ class SubmitCommandsTest : public ::testing::Test {
     fs::create_directories(dir_ + "/sites");
     // Stand-in dlaunch: the job script execs it; it stays up until signalled.
     WriteFile(dir_ + "/bin/dlaunch",
-              "#!/bin/bash\necho \"dlaunch $*\"\ntouch \"$4/launched\"\nsleep 60 & wait\n", 0755);
+              "#!/bin/bash\necho \"dlaunch $*\"\n"
+              "printf '{\"pid\": %d, \"host\": \"%s\"}' $$ \"$HOSTNAME\" > \"$4/launcher.json\"\n"
+              "touch \"$4/launched\"\nsleep 60 & wait\n",
+              0755);
     WriteFile(dir_ + "/job.yaml",
               "name: smoke\nnodes: 1\ncommand: [\"true\"]\n"
               "scheduler:\n  walltime: \"0:10:00\"\n");
@@ -309,6 +312,7 @@ TEST_F(SubmitCommandsTest, LocalSubmitRunsInBackgroundAndCancelStopsIt) {
   EXPECT_THAT(out, HasSubstr(": running"));
   ASSERT_EQ(Run(RunCancelCommand, {id}, &out, &err), 0) << err;
   EXPECT_THAT(out, HasSubstr("cancelled local job"));
+  EXPECT_THAT(out, Not(HasSubstr("sent SIGTERM to launcher")));
   EXPECT_TRUE(WaitFor(
       [&] {
         std::string o;
