@@ -175,7 +175,8 @@ absl::StatusOr<std::string> RenderBatchScript(const JobSpec& spec, const SitePro
     if (absl::StrContains(d, "job_dir")) directives_use_job_dir = true;
   }
   if (directives_use_job_dir) {
-    st = CheckDirectiveValue("job directory", ctx.job_dir, "/+@:,=");
+    // No ":" (PBS reads host:path in -o/-e) and no "," or "=" (option lists).
+    st = CheckDirectiveValue("job directory", ctx.job_dir, "/+@");
     if (!st.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           st.message(), " (site ", profile.name,

@@ -241,10 +241,17 @@ TEST(RenderBatchScript, RefusesUnsafeSchedulerValues) {
 
 TEST(RenderBatchScript, RefusesJobDirThatADirectiveCannotHold) {
   RenderContext ctx = GoldenContext();
+  for (const std::string dir : {"/home/user/my runs/x", "/home/user/a:b/x", "/h/$(id)/x"}) {
+    ctx.job_dir = dir;
+    absl::StatusOr<std::string> s = RenderBatchScript(TrainingJob(), Profile("polaris"), ctx);
+    ASSERT_FALSE(s.ok()) << dir;
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr("job directory"));
+  }
+  // The local site names no directory in a directive, so only quoting applies there.
   ctx.job_dir = "/home/user/my runs/x";
-  absl::StatusOr<std::string> s = RenderBatchScript(TrainingJob(), Profile("polaris"), ctx);
-  ASSERT_FALSE(s.ok());
-  EXPECT_THAT(std::string(s.status().message()), HasSubstr("job directory"));
+  JobSpec spec = TrainingJob();
+  spec.scheduler.account.clear();
+  EXPECT_TRUE(RenderBatchScript(spec, Profile("local"), ctx).ok());
 }
 
 TEST(RenderBatchScript, CommandAndEnvironmentNeverReachTheScript) {
