@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Configures and builds dlaunch into ${BUILD_DIR:-build}. Incremental and quick when up to date.
+#   scripts/build.sh [target...]     (default: everything, tests included)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+# Always configure (a few seconds): packages installed since the last run (GoogleTest after the
+# demo, LibTorch) are picked up.
+if [ -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  cmake -S . -B "$BUILD_DIR" >/dev/null
+else
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} >/dev/null
 fi
-cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" "${targets[@]}"

@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh build worker
-scripts/build.sh
+scripts/build.sh dlaunch dlaunch-agent dlaunch-worker
 exec build/bin/dlaunch run examples/local.yaml "$@"
