@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -425,6 +426,18 @@ std::map<int, std::string> RankLogs(const std::string& job_dir) {
   return logs;
 }
 
+// True when launcher.json names a process on this host that no longer exists.
+bool LauncherGoneHere(const std::string& job_dir) {
+  absl::StatusOr<std::string> text = ReadTextFile(job_dir + "/launcher.json");
+  if (!text.ok()) return false;
+  absl::StatusOr<LauncherInfo> info = ParseLauncherInfo(*text);
+  if (!info.ok()) return false;
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  if (!info->host.empty() && info->host != host) return false;
+  return ::kill(info->pid, 0) != 0 && errno == ESRCH;
+}
+
 // Prints the complete lines of `path` past `*offset` (prefixed), advancing the offset.
 void PrintNewLines(const std::string& path, const std::string& prefix, std::streamoff* offset) {
   std::ifstream in(path, std::ios::binary);
@@ -495,8 +508,9 @@ int RunLogsCommand(const std::vector<std::string>& args) {
     if (logs.empty()) std::cerr << "dlaunch: no rank logs yet in " << *dir << "/logs\n";
     return kExitOk;
   }
-  // Follow until the launcher has written its summary; a final pass picks up the last lines.
-  while (!fs::exists(*dir + "/summary.json")) {
+  // Follow until the launcher has written its summary, or until a launcher known to run here
+  // is gone without one (killed); a final pass picks up the last lines.
+  while (!fs::exists(*dir + "/summary.json") && !LauncherGoneHere(*dir)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
     print_all();
   }

@@ -322,6 +322,23 @@ TEST_F(SubmitCommandsTest, LocalSubmitRunsInBackgroundAndCancelStopsIt) {
       std::chrono::seconds(20)));
 }
 
+TEST_F(SubmitCommandsTest, FollowStopsWhenTheLauncherDiedWithoutASummary) {
+  const std::string job_dir = dir_ + "/runs/killed-20261121-101530-0002";
+  fs::create_directories(job_dir + "/logs");
+  WriteFile(job_dir + "/job.yaml", "name: killed\n");
+  WriteFile(job_dir + "/logs/rank-0.log", "step 1\n");
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // a pid that no longer exists
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  WriteFile(job_dir + "/launcher.json",
+            absl::StrCat("{\"pid\": ", child, ", \"host\": \"", host, "\"}"));
+  std::string out;
+  ASSERT_EQ(Run(RunLogsCommand, {job_dir, "--follow"}, &out), 0);
+  EXPECT_EQ(out, "[rank 0] step 1\n");
+}
+
 TEST_F(SubmitCommandsTest, CancelSignalsALauncherOnThisHost) {
   const std::string job_dir = dir_ + "/runs/interactive-20261121-101530-0001";
   fs::create_directories(job_dir);
