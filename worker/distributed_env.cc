@@ -43,6 +43,9 @@ absl::StatusOr<DistributedEnv> ReadDistributedEnv(
     return absl::InvalidArgumentError(
         absl::StrCat("WORLD_SIZE=", env.world_size, " needs MASTER_PORT (and MASTER_ADDR)"));
   }
+  if (const char* a = lookup("TORCHELASTIC_USE_AGENT_STORE"); a != nullptr) {
+    env.use_agent_store = std::string(a) == "True" || std::string(a) == "1";
+  }
   if (const char* r = lookup("DLAUNCH_REPORT_SOCKET"); r != nullptr) env.report_socket = r;
   return env;
 }

@@ -20,6 +20,9 @@ struct DistributedEnv {
   int master_port = 0;       // 0: not set (allowed only when world_size == 1)
   int omp_num_threads = 0;   // 0: not set
   std::string report_socket; // empty: report on stdout
+  // torchrun's agent already serves the TCPStore at MASTER_ADDR:MASTER_PORT and says so with
+  // TORCHELASTIC_USE_AGENT_STORE=True; rank 0 then connects as a client like everyone else.
+  bool use_agent_store = false;
 };
 
 // `lookup` returns nullptr for an unset variable (std::getenv fits).

@@ -1,6 +1,7 @@
 #include "worker/process_group.h"
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef USE_C10D_NCCL
@@ -72,11 +73,14 @@ absl::StatusOr<ProcessGroupHandle> CreateProcessGroup(const DistributedEnv& env,
     } else {
       c10d::TCPStoreOptions opts;
       opts.port = static_cast<std::uint16_t>(env.master_port);
-      opts.isServer = env.rank == 0;
+      opts.isServer = env.rank == 0 && !env.use_agent_store;
       opts.numWorkers = env.world_size;
       opts.waitWorkers = true;  // rank 0 returns only when everyone has connected
       opts.timeout = store_timeout;
-      handle.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+      // The prefix keeps the group's keys apart from a launcher agent's own keys in a shared
+      // store, as torch.distributed does.
+      handle.store = c10::make_intrusive<c10d::PrefixStore>(
+          "dlaunch_worker/", c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts));
     }
   } catch (const std::exception& e) {
     return absl::DeadlineExceededError(absl::StrCat(

@@ -37,6 +37,14 @@ TEST(DistributedEnvTest, ReadsTorchrunVariables) {
   EXPECT_EQ(env->master_port, 29500);
   EXPECT_EQ(env->omp_num_threads, 2);
   EXPECT_EQ(env->report_socket, "/run/r.sock");
+  EXPECT_FALSE(env->use_agent_store);
+}
+
+TEST(DistributedEnvTest, TorchrunAgentStore) {
+  absl::StatusOr<DistributedEnv> env = Read({{"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+  ASSERT_TRUE(env.ok());
+  EXPECT_TRUE(env->use_agent_store);
+  EXPECT_FALSE(Read({{"TORCHELASTIC_USE_AGENT_STORE", "False"}})->use_agent_store);
 }
 
 TEST(DistributedEnvTest, RejectsInconsistentValuesByName) {
