@@ -1,0 +1,69 @@
+# Spack recipe for dlaunch. Put this file at <repo>/packages/dlaunch/package.py in a Spack
+# package repository (`spack repo add <repo>`), then build from a checkout:
+#
+#   spack develop --path /path/to/dlaunch dlaunch@main
+#   spack install dlaunch@main +worker
+#
+# Needs Spack 0.22 or newer (language dependencies, zlib-api). The project has no published release archive yet, so the only version is the git branch;
+# add version("0.1.0", sha256=...) with a release tarball's URL once there is one.
+
+import os
+
+from spack.package import *
+
+
+class Dlaunch(CMakePackage):
+    """Job launcher for distributed (DDP) deep-learning training on HPC systems: renders and
+    submits PBS Pro, Cobalt and Slurm batch scripts, starts one agent per node, rendezvous over
+    gRPC, spawns workers with torchrun-compatible environment variables and streams their health
+    and throughput back. The optional dlaunch-worker is a LibTorch DDP trainer."""
+
+    version("main", branch="main")
+
+    variant("worker", default=False,
+            description="Build dlaunch-worker, the LibTorch DDP trainer (needs PyTorch)")
+
+    depends_on("cxx", type="build")
+    depends_on("cmake@3.22:", type="build")
+    depends_on("pkgconfig", type="build")  # gRPC's C++ library is found through grpc++.pc
+
+    depends_on("grpc@1.51:")      # libraries, and grpc_cpp_plugin at build time
+    depends_on("protobuf@3.21:")  # libprotobuf and protoc
+    depends_on("abseil-cpp@20220623:")
+    depends_on("boost@1.74:")     # header-only parts (Asio); no compiled Boost library is used
+    depends_on("yaml-cpp@0.7:")
+    depends_on("googletest@1.12: +gmock", type="test")
+
+    # The worker links LibTorch through Torch's CMake package, which py-torch installs under
+    # its site-packages. A site LibTorch (e.g. from a framework module) can instead be declared
+    # as an external py-torch in packages.yaml.
+    depends_on("py-torch@1.13: +distributed", when="+worker")
+    depends_on("zlib-api", when="+worker")
+
+    # The batch-script renderer uses kainjow/mustache (one header, Boost licence), which has no
+    # Spack package: fetch it next to the sources and put it on the include path.
+    resource(name="kainjow-mustache", git="https://github.com/kainjow/Mustache.git",
+             tag="v4.1", destination="spack-include", placement="kainjow")
+
+    def cmake_args(self):
+        spec = self.spec
+        include = join_path(self.stage.source_path, "spack-include")
+        args = [
+            self.define("DLAUNCH_BUILD_TESTS", self.run_tests),
+            self.define("DLAUNCH_BUILD_WORKER", "ON" if spec.satisfies("+worker") else "OFF"),
+            self.define("CMAKE_CXX_FLAGS", "-I" + include),
+        ]
+        if spec.satisfies("+worker"):
+            torch_cmake = join_path(spec["py-torch"].package.cmake_prefix_paths[0], "Torch")
+            args.append(self.define("Torch_DIR", torch_cmake))
+        return args
+
+    @run_after("install")
+    def check_installed_templates(self):
+        # dlaunch finds its templates relative to its own executable.
+        templates = join_path(self.prefix.share, "dlaunch", "templates")
+        if not os.path.isfile(join_path(templates, "pbs.sh.mustache")):
+            raise InstallError("templates were not installed in " + templates)
+
+    def setup_run_environment(self, env):
+        env.append_path("DLAUNCH_SITE_PATH", join_path(self.prefix, "etc", "dlaunch", "sites"))
