@@ -232,7 +232,7 @@ void JobController::HandleReport(int node, const v1::WorkerReport& r) {
   rs.loss = r.loss();
   rs.has_loss = true;
   if (r.has_test_accuracy()) rs.test_accuracy = r.test_accuracy();
-  window_samples_ += r.samples();
+  if (r.interval_s() > 0) rs.recent_rate = r.samples() / r.interval_s();
   JsonLine line;
   line.Add("time", NowRfc3339())
       .Add("node", node)
@@ -392,8 +392,6 @@ void JobController::Tick() {
 }
 
 void JobController::PrintSummaryLine() {
-  auto now = Clock::now();
-  double window = std::chrono::duration<double>(now - last_summary_).count();
   int up = 0, running = 0;
   for (const auto& [i, n] : nodes_) {
     if (n.session && !n.session_ended) {
@@ -401,17 +399,20 @@ void JobController::PrintSummaryLine() {
       running += n.workers_running;
     }
   }
+  // Global throughput: each rank's latest reported rate, so the line is steady even when
+  // reports come less often than summary lines.
   int64_t step = 0;
-  for (const auto& [rank, r] : ranks_) step = std::max(step, r.step);
+  double rate = 0;
+  for (const auto& [rank, r] : ranks_) {
+    step = std::max(step, r.step);
+    if (r.state != v1::WorkerEvent::SUCCEEDED && r.state != v1::WorkerEvent::FAILED) rate += r.recent_rate;
+  }
   int world = round_ ? round_->world_size : 0;
   std::string line = absl::StrFormat("%6.1fs  nodes %d/%d up  workers %d/%d running", Elapsed(),
                                      up, static_cast<int>(s_.hosts.size()), running, world);
-  if (window_samples_ > 0 || step > 0) {
-    line += absl::StrFormat("  step %d  %.1f samples/s", step, window > 0 ? window_samples_ / window : 0.0);
-  }
+  if (rate > 0 || step > 0) line += absl::StrFormat("  step %d  %.1f samples/s", step, rate);
   Say(line);
-  window_samples_ = 0;
-  last_summary_ = now;
+  last_summary_ = Clock::now();
 }
 
 void JobController::OnLauncherExit(const WorkerExit& e) {

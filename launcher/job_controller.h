@@ -73,6 +73,7 @@ class JobController : public SessionHandler {
     double loss = 0;
     bool has_loss = false;
     std::optional<double> test_accuracy;
+    double recent_rate = 0;        // samples/s of its latest report
   };
 
   void HandleMessage(int node, const v1::AgentMessage& msg);
@@ -112,7 +113,6 @@ class JobController : public SessionHandler {
   std::optional<RoundResult> round_;
   std::map<int, NodeState> nodes_;          // by node rank
   std::map<int, RankState> ranks_;          // by global rank
-  int64_t window_samples_ = 0;              // since the last summary line
   int launchers_running_ = 0;
   Outcome outcome_ = Outcome::kRunning;
   std::string failure_;
