@@ -6,15 +6,6 @@
 
 namespace dlaunch {
 
-std::string ChooseNodeLauncher(const std::string& requested, const std::string& scheduler,
-                               bool all_hosts_local) {
-  if (!requested.empty() && requested != "auto") return requested;
-  if (scheduler == "pbs") return "mpiexec";
-  if (scheduler == "cobalt") return "mpirun";
-  if (scheduler == "slurm") return "srun";
-  return all_hosts_local ? "local" : "ssh";
-}
-
 absl::StatusOr<std::vector<std::vector<std::string>>> BuildNodeLaunchCommands(
     const NodeLaunchInput& in) {
   if (in.hosts.empty()) return absl::InvalidArgumentError("no hosts to launch on");

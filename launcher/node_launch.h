@@ -23,10 +23,4 @@ struct NodeLaunchInput {
 absl::StatusOr<std::vector<std::vector<std::string>>> BuildNodeLaunchCommands(
     const NodeLaunchInput& in);
 
-// Picks the node launcher when the spec says "auto": the allocation's scheduler decides
-// (pbs -> mpiexec, cobalt -> mpirun, slurm -> srun); hosts that are all this machine -> local;
-// other hosts -> ssh.
-std::string ChooseNodeLauncher(const std::string& requested, const std::string& scheduler,
-                               bool all_hosts_local);
-
 }  // namespace dlaunch

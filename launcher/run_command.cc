@@ -71,10 +71,6 @@ std::string RandomHex(int n) {
   return out;
 }
 
-bool IsLocalHost(const std::string& h, const std::string& self) {
-  return h == "localhost" || h == "127.0.0.1" || ShortHostName(h) == ShortHostName(self);
-}
-
 // The address other nodes reach this one at: --control-addr, else the host name's IPv4
 // address if it is not loopback, else the first non-loopback interface address.
 std::string AdvertisedAddress(const std::string& host) {
@@ -310,9 +306,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   auto plan = ResolveHosts(spec, flags->hosts, *alloc, ShortHostName(self_host));
   if (!plan.ok()) return Fail(plan.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 3,
                               std::string(plan.status().message()));
-  bool all_local = true;
-  for (const auto& h : plan->hosts) all_local &= IsLocalHost(h, self_host);
-  std::string kind = ChooseNodeLauncher(spec.node_launcher, alloc->scheduler, all_local);
+  const std::string kind = plan->node_launcher;
 
   // Job directory, token, resolved spec.
   std::string job_id, job_dir;
@@ -349,7 +343,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
                                              : std::filesystem::absolute(spec.workdir).string();
 
   // Control endpoint.
-  std::string listen_host = all_local && kind == "local" ? "127.0.0.1" : "0.0.0.0";
+  std::string listen_host = kind == "local" ? "127.0.0.1" : "0.0.0.0";
   std::string advertised = !flags->control_addr.empty() ? flags->control_addr
                            : listen_host == "127.0.0.1"  ? "127.0.0.1"
                                                          : AdvertisedAddress(self_host);
