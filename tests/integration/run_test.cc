@@ -178,6 +178,18 @@ TEST_F(RunTest, KilledAgentIsNoticedAndNothingIsLeft) {
   EXPECT_TRUE(WaitFor([&] { return JobProcesses().empty(); }, seconds(5))) << Leftovers();
 }
 
+TEST_F(RunTest, KilledLauncherTakesAgentsAndWorkersWithIt) {
+  auto run = Start(2, 2, {"--sleep", "120"});
+  ASSERT_TRUE(WaitFor([&] { return WorkersStarted(); }, seconds(30))) << run->Stderr();
+  ASSERT_EQ(JobProcesses().size(), 6u);
+  run->Signal(SIGKILL);
+  auto code = run->Wait(seconds(10));
+  ASSERT_TRUE(code.has_value());
+  // Local agents die with the launcher (PR_SET_PDEATHSIG), their workers with them; remote
+  // agents see the session end. Both are asynchronous to the launcher's death.
+  EXPECT_TRUE(WaitFor([&] { return JobProcesses().empty(); }, seconds(10))) << Leftovers();
+}
+
 TEST_F(RunTest, TokenStaysOffCommandLinesAndWrongTokenIsRefused) {
   auto run = Start(1, 1, {"--sleep", "3"});
   ASSERT_TRUE(WaitFor([&] { return WorkersStarted(); }, seconds(30))) << run->Stderr();
