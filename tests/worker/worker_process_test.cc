@@ -349,7 +349,7 @@ TEST_F(WorkerProcessTest, ReportsArriveOnTheSocketAsWorkerReportJson) {
 TEST_F(WorkerProcessTest, TwoRanksCnnReachFashionMnistAccuracy) {
   const char* slow = std::getenv("DLAUNCH_SLOW_TESTS");
   if (slow == nullptr || std::string(slow) != "1") {
-    GTEST_SKIP() << "about 10 minutes on 2 cores; set DLAUNCH_SLOW_TESTS=1";
+    GTEST_SKIP() << "5 to 35 minutes on 2 cores; set DLAUNCH_SLOW_TESTS=1";
   }
   if (access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) != 0) {
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
