@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "worker/tcp_probe.h"
 
 namespace dlaunch::worker {
 namespace {
@@ -71,9 +72,19 @@ absl::StatusOr<ProcessGroupHandle> CreateProcessGroup(const DistributedEnv& env,
       // Alone and not asked to rendezvous: no port to take.
       handle.store = c10::make_intrusive<c10d::HashStore>();
     } else {
+      const bool serve = env.rank == 0 && !env.use_agent_store;
+      if (!serve) {
+        if (absl::Status s = WaitForTcpListener(env.master_addr, env.master_port, store_timeout);
+            !s.ok()) {
+          return absl::DeadlineExceededError(absl::StrCat(
+              "rank ", env.rank, ": cannot reach the TCPStore at ", env.master_addr, ":",
+              env.master_port, " (--store-timeout; are MASTER_ADDR/MASTER_PORT right and rank 0 "
+              "started?): ", s.message()));
+        }
+      }
       c10d::TCPStoreOptions opts;
       opts.port = static_cast<std::uint16_t>(env.master_port);
-      opts.isServer = env.rank == 0 && !env.use_agent_store;
+      opts.isServer = serve;
       opts.numWorkers = env.world_size;
       opts.waitWorkers = true;  // rank 0 returns only when everyone has connected
       opts.timeout = store_timeout;

@@ -33,10 +33,13 @@ run() {
            --lr 0.01 --summary-json "$summary")
     fi
     RANK=$r LOCAL_RANK=$r WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      OMP_NUM_THREADS=1 "${cmd[@]}" >"$OUT/log.$impl.$model.$world.$r" 2>&1 &
+      OMP_NUM_THREADS=1 timeout "${RUN_TIMEOUT:-900}" "${cmd[@]}" >"$OUT/log.$impl.$model.$world.$r" 2>&1 &
     pids+=($!)
   done
-  for p in "${pids[@]}"; do wait "$p"; done
+  local failed=0
+  for p in "${pids[@]}"; do wait "$p" || failed=1; done
+  # A hung or failed run costs its sample, not the whole study (summary JSONs are per run).
+  [ $failed = 0 ] || echo "run.sh: $impl $model x$world failed or timed out, logs $OUT/log.$impl.$model.$world.*" >&2
 }
 
 echo "results in $OUT" >&2
