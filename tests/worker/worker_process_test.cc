@@ -347,16 +347,18 @@ TEST_F(WorkerProcessTest, ReportsArriveOnTheSocketAsWorkerReportJson) {
 }
 
 TEST_F(WorkerProcessTest, TwoRanksCnnReachFashionMnistAccuracy) {
-  const char* slow = std::getenv("DLAUNCH_SLOW_TESTS");
-  if (slow == nullptr || std::string(slow) != "1") {
-    GTEST_SKIP() << "5 to 35 minutes on 2 cores; set DLAUNCH_SLOW_TESTS=1";
+  // The suite's one long test (about 4 minutes on 2 idle cores): real training to the
+  // accuracy the model is known to reach. DLAUNCH_QUICK_TESTS=1 leaves it out.
+  const char* quick = std::getenv("DLAUNCH_QUICK_TESTS");
+  if (quick != nullptr && std::string(quick) == "1") {
+    GTEST_SKIP() << "DLAUNCH_QUICK_TESTS=1: skipping the 2-epoch accuracy run";
   }
   if (access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) != 0) {
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   }
   auto results = RunRanks(2, {"--model", "cnn", "--dataset", "fashion-mnist", "--epochs", "2",
                               "--report-every", "100", "--summary-json", dir_ + "/s.json"},
-                          {}, std::chrono::seconds(3600));
+                          {}, std::chrono::seconds(2700));
   ExpectAllSucceeded(results);
   const std::string summary = ReadText(dir_ + "/s.json");
   const size_t at = summary.find("\"test_accuracy\": ");
