@@ -179,30 +179,37 @@ absl::Status NodeAgent::Start() {
   in.isolate_gpus = job_.worker().isolate_gpus();
   std::vector<std::string> argv(job_.worker().argv().begin(), job_.worker().argv().end());
 
+  std::vector<WorkerSupervisor::StartRequest> requests;
   for (const RankSlot& slot : *plan) {
     in.slot = slot;
-    int rank = job_.rank_offset() + slot.local_rank;
-    SpawnOptions opts;
-    opts.argv = argv;
-    opts.envp = ToEnvp(BuildWorkerEnv(in));
-    opts.workdir = job_.worker().workdir();
-    auto st = supervisor_->Start(rank, slot.local_rank, opts);
+    WorkerSupervisor::StartRequest r;
+    r.rank = job_.rank_offset() + slot.local_rank;
+    r.local_rank = slot.local_rank;
+    r.options.argv = argv;
+    r.options.envp = ToEnvp(BuildWorkerEnv(in));
+    r.options.workdir = job_.worker().workdir();
+    requests.push_back(std::move(r));
+  }
+  std::vector<absl::StatusOr<pid_t>> started = supervisor_->StartAll(requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const int rank = requests[i].rank;
+    const RankSlot& slot = (*plan)[i];
     v1::AgentMessage msg = Message();
     auto* ev = msg.mutable_worker();
     ev->set_rank(rank);
     ev->set_local_rank(slot.local_rank);
-    if (!st.ok()) {
+    if (!started[i].ok()) {
       // Counts as a failed worker: the launcher stops the job and names this rank.
       ev->set_state(v1::WorkerEvent::FAILED);
       ev->set_exit_code(127);
-      ev->add_last_lines(std::string(st.status().message()));
+      ev->add_last_lines(std::string(started[i].status().message()));
       client_->Send(std::move(msg));
       failed_ = true;
-      Log(absl::StrCat("rank ", rank, ": ", st.status().message()));
+      Log(absl::StrCat("rank ", rank, ": ", started[i].status().message()));
       StopWorkers("a worker could not start", std::chrono::milliseconds(job_.grace_ms()));
-      break;
+      continue;
     }
-    pid_t pid = *st;
+    pid_t pid = *started[i];
     rank_of_pid_[pid] = rank;
     ev->set_state(v1::WorkerEvent::STARTED);
     ev->set_pid(pid);

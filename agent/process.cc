@@ -25,7 +25,7 @@ bool MakePipe(int fds[2]) { return pipe2(fds, O_CLOEXEC) == 0; }
 
 }  // namespace
 
-absl::StatusOr<SpawnedProcess> SpawnProcess(const SpawnOptions& options) {
+absl::StatusOr<PendingProcess> ForkProcess(const SpawnOptions& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("empty command");
   int out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};
   if ((options.capture_output && (!MakePipe(out) || !MakePipe(err))) || !MakePipe(exec_err)) {
@@ -86,30 +86,45 @@ absl::StatusOr<SpawnedProcess> SpawnProcess(const SpawnOptions& options) {
   CloseIfOpen(out[1]);
   CloseIfOpen(err[1]);
   CloseIfOpen(exec_err[1]);
+  PendingProcess p;
+  p.pid = pid;
+  p.stdout_fd = out[0];
+  p.stderr_fd = err[0];
+  p.exec_status_fd = exec_err[0];
+  p.program = options.argv[0];
+  p.workdir = options.workdir;
+  return p;
+}
 
+absl::StatusOr<SpawnedProcess> AwaitExec(PendingProcess p) {
   char what = 0;
   int code = 0;
   ssize_t n;
-  do n = read(exec_err[0], &what, 1); while (n < 0 && errno == EINTR);
+  do n = read(p.exec_status_fd, &what, 1); while (n < 0 && errno == EINTR);
   if (n == 1) {
-    (void)!read(exec_err[0], &code, sizeof(code));
-    CloseIfOpen(exec_err[0]);
-    CloseIfOpen(out[0]);
-    CloseIfOpen(err[0]);
+    (void)!read(p.exec_status_fd, &code, sizeof(code));
+    CloseIfOpen(p.exec_status_fd);
+    CloseIfOpen(p.stdout_fd);
+    CloseIfOpen(p.stderr_fd);
     int st;
-    waitpid(pid, &st, 0);
+    waitpid(p.pid, &st, 0);
     if (what == 'c') {
       return absl::NotFoundError(
-          absl::StrCat("cannot enter working directory '", options.workdir, "': ", strerror(code)));
+          absl::StrCat("cannot enter working directory '", p.workdir, "': ", strerror(code)));
     }
-    return absl::NotFoundError(
-        absl::StrCat("cannot execute '", options.argv[0], "': ", strerror(code)));
+    return absl::NotFoundError(absl::StrCat("cannot execute '", p.program, "': ", strerror(code)));
   }
-  CloseIfOpen(exec_err[0]);
-  for (int fd : {out[0], err[0]}) {
+  CloseIfOpen(p.exec_status_fd);
+  for (int fd : {p.stdout_fd, p.stderr_fd}) {
     if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   }
-  return SpawnedProcess{pid, out[0], err[0]};
+  return SpawnedProcess{p.pid, p.stdout_fd, p.stderr_fd};
+}
+
+absl::StatusOr<SpawnedProcess> SpawnProcess(const SpawnOptions& options) {
+  auto pending = ForkProcess(options);
+  if (!pending.ok()) return pending.status();
+  return AwaitExec(std::move(*pending));
 }
 
 bool SignalProcessGroup(pid_t pgid, int sig) {

@@ -27,8 +27,25 @@ struct SpawnedProcess {
   int stderr_fd = -1;
 };
 
-// Forks and execs. An exec failure (missing program, no permission) is reported here as an
-// error naming the program, not as a child that exits 127.
+// A forked child not yet known to have reached exec.
+struct PendingProcess {
+  pid_t pid = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int exec_status_fd = -1;   // closes on exec; carries errno when exec (or chdir) failed
+  std::string program;
+  std::string workdir;
+};
+
+// Forks; the child sets itself up and execs. Finish with AwaitExec. Forking several children
+// before awaiting any lets them start in parallel instead of one scheduling delay after another.
+absl::StatusOr<PendingProcess> ForkProcess(const SpawnOptions& options);
+
+// Waits until the child has exec'd. An exec failure (missing program, no permission) is
+// reported here as an error naming the program, not as a child that exits 127.
+absl::StatusOr<SpawnedProcess> AwaitExec(PendingProcess pending);
+
+// ForkProcess + AwaitExec.
 absl::StatusOr<SpawnedProcess> SpawnProcess(const SpawnOptions& options);
 
 // Sends `sig` to the process group led by `pgid` (falls back to the process itself when the

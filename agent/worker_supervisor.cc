@@ -29,35 +29,50 @@ WorkerSupervisor::~WorkerSupervisor() {
   }
 }
 
-absl::StatusOr<pid_t> WorkerSupervisor::Start(int rank, int local_rank, SpawnOptions options) {
-  auto w = std::make_unique<Worker>();
-  w->rank = rank;
-  w->local_rank = local_rank;
-  if (!log_dir_.empty()) {
-    std::string path = absl::StrCat(log_dir_, "/", log_prefix_, rank, ".log");
-    w->log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (w->log_fd < 0) {
-      return absl::PermissionDeniedError(absl::StrCat("cannot open ", path, ": ", strerror(errno)));
+std::vector<absl::StatusOr<pid_t>> WorkerSupervisor::StartAll(std::vector<StartRequest> requests) {
+  std::vector<absl::StatusOr<pid_t>> results;
+  std::vector<std::unique_ptr<Worker>> workers(requests.size());
+  std::vector<absl::StatusOr<PendingProcess>> pending;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto w = std::make_unique<Worker>();
+    w->rank = requests[i].rank;
+    w->local_rank = requests[i].local_rank;
+    if (!log_dir_.empty()) {
+      std::string path = absl::StrCat(log_dir_, "/", log_prefix_, w->rank, ".log");
+      w->log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (w->log_fd < 0) {
+        pending.push_back(absl::PermissionDeniedError(
+            absl::StrCat("cannot open ", path, ": ", strerror(errno))));
+        continue;
+      }
     }
+    requests[i].options.capture_output = true;
+    requests[i].options.new_process_group = true;
+    pending.push_back(ForkProcess(requests[i].options));
+    workers[i] = std::move(w);
   }
-  options.capture_output = true;
-  options.new_process_group = true;
-  auto spawned = SpawnProcess(options);
-  if (!spawned.ok()) {
-    if (w->log_fd >= 0) close(w->log_fd);
-    return spawned.status();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    absl::StatusOr<SpawnedProcess> spawned =
+        pending[i].ok() ? AwaitExec(std::move(*pending[i])) : pending[i].status();
+    std::unique_ptr<Worker>& w = workers[i];
+    if (!spawned.ok()) {
+      if (w && w->log_fd >= 0) close(w->log_fd);
+      results.push_back(spawned.status());
+      continue;
+    }
+    w->pid = spawned->pid;
+    w->out.fd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, spawned->stdout_fd);
+    w->err.fd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, spawned->stderr_fd);
+    w->err.is_stderr = true;
+    Worker& ref = *w;
+    workers_[ref.pid] = std::move(w);
+    ReadMore(ref.pid, ref.out);
+    ReadMore(ref.pid, ref.err);
+    results.push_back(ref.pid);
   }
-  w->pid = spawned->pid;
-  w->out.fd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, spawned->stdout_fd);
-  w->err.fd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, spawned->stderr_fd);
-  w->err.is_stderr = true;
-  Worker& ref = *w;
-  workers_[w->pid] = std::move(w);
-  ReadMore(ref.pid, ref.out);
-  ReadMore(ref.pid, ref.err);
   // A child that exited before the SIGCHLD handler was armed is still found by the next Reap.
   boost::asio::post(io_, [this] { Reap(); });
-  return ref.pid;
+  return results;
 }
 
 void WorkerSupervisor::ReadMore(pid_t pid, Stream& s) {

@@ -41,8 +41,15 @@ class WorkerSupervisor {
                    Callbacks callbacks, std::string log_prefix = "rank-");
   ~WorkerSupervisor();
 
-  // Returns the worker's pid.
-  absl::StatusOr<pid_t> Start(int rank, int local_rank, SpawnOptions options);
+  struct StartRequest {
+    int rank = -1;
+    int local_rank = -1;
+    SpawnOptions options;
+  };
+  // Starts every process, forking all of them before waiting for any to exec, so N children
+  // cost one scheduling delay rather than N. One result (the pid, or why it could not start)
+  // per request, in order.
+  std::vector<absl::StatusOr<pid_t>> StartAll(std::vector<StartRequest> requests);
   // SIGTERM to every running worker's group now, SIGKILL to what is left after `grace`.
   void StopAll(std::chrono::milliseconds grace);
   void KillAll();

@@ -82,10 +82,14 @@ absl::Status JobController::Start(std::vector<std::vector<std::string>> launch_c
       io_, s_.job_dir + "/logs", 40,
       WorkerSupervisor::Callbacks{nullptr, [this](const WorkerExit& e) { OnLauncherExit(e); }},
       "agent-");
+  std::vector<WorkerSupervisor::StartRequest> requests;
   for (size_t i = 0; i < launch_commands_.size(); ++i) {
-    SpawnOptions opts;
-    opts.argv = launch_commands_[i];
-    auto pid = launchers_->Start(static_cast<int>(i), static_cast<int>(i), opts);
+    WorkerSupervisor::StartRequest r;
+    r.rank = r.local_rank = static_cast<int>(i);
+    r.options.argv = launch_commands_[i];
+    requests.push_back(std::move(r));
+  }
+  for (const auto& pid : launchers_->StartAll(std::move(requests))) {
     if (!pid.ok()) {
       launchers_->KillAll();
       return absl::FailedPreconditionError(absl::StrCat("cannot start the node launcher: ",
@@ -425,7 +429,7 @@ void JobController::OnLauncherExit(const WorkerExit& e) {
     if (!round_) {
       Fail(Outcome::kLaunchError, what + " before all nodes joined", e.tail);
     } else if (WIFSIGNALED(e.wait_status)) {
-      Fail(Outcome::kFailed, what, e.tail);
+      Fail(Outcome::kFailed, what + ": the node(s) it started are lost", e.tail);
     }
   }
   MaybeFinish();

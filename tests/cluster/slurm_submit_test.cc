@@ -165,9 +165,16 @@ TEST_F(SlurmSubmitTest, CancelStopsEveryProcessOnEveryHost) {
   std::vector<std::string> left = WaitNoJobProcesses(*cluster_, job_id, absl::Seconds(30));
   EXPECT_TRUE(left.empty()) << "left on the hosts after dlaunch cancel:\n"
                             << absl::StrJoin(left, "\n");
-  // Slurm no longer runs it, and dlaunch does not call it a success.
-  RunResult status = Dlaunch("status " + job_id, absl::Seconds(30));
-  StatusView view = ParseStatus(status.output);
+  // Slurm no longer runs it, and dlaunch does not call it a success. Slurm may show the job
+  // as completing for a moment after scancel, so follow the status until it settles.
+  RunResult status;
+  StatusView view;
+  for (absl::Time deadline = absl::Now() + absl::Seconds(30); absl::Now() < deadline;) {
+    status = Dlaunch("status " + job_id, absl::Seconds(30));
+    view = ParseStatus(status.output);
+    if (SchedulerDone(view)) break;
+    usleep(200000);
+  }
   EXPECT_TRUE(view.scheduler_state == "cancelled" || view.scheduler_state == "not_in_queue")
       << "dlaunch status after cancel:\n" << status.output;
   EXPECT_FALSE(std::regex_search(view.dlaunch_view, std::regex("succe")))

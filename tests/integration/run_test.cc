@@ -253,6 +253,19 @@ TEST_F(RunTest, JoinTimeoutNamesTheMissingNodes) {
   EXPECT_TRUE(JobProcesses().empty()) << Leftovers();
 }
 
+TEST_F(RunTest, MissingWorkerProgramIsNamed) {
+  ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2", "--job-dir",
+                    job_dir_, "--heartbeat", "0.25", "--", "/nonexistent/train"},
+                   tmp_);
+  auto code = run.Wait(seconds(60));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 1);
+  EXPECT_NE(run.Stderr().find("cannot execute '/nonexistent/train': No such file or directory"),
+            std::string::npos)
+      << run.Stderr();
+  EXPECT_TRUE(JobProcesses().empty()) << Leftovers();
+}
+
 TEST_F(RunTest, BadUsageExitsTwo) {
   ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "zero", "--", "/bin/true"}, tmp_);
   auto code = run.Wait(seconds(30));
