@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "launcher/site_profile.h"
+#include "tests/launcher/scratch_dir.h"
 
 namespace dlaunch {
 namespace {
@@ -76,21 +77,6 @@ int Shell(const std::string& command) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dlaunch-render-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // --- Golden scripts, one per built-in profile ------------------------------------------------
 
@@ -302,7 +288,7 @@ std::vector<std::string> Lines(const std::string& text) {
 }
 
 TEST(RenderedScript, HostilePathsStayInertUnderBash) {
-  TempDir tmp;
+  ScratchDir tmp("dlaunch-render");
   // Directory names a user could pick for the job root or working directory.
   const std::string hostile = "ru ns$(touch pwned1)`touch pwned2`;touch pwned3;'q'";
   const std::string cwd = tmp.path() + "/" + hostile;
@@ -349,7 +335,7 @@ class RenderedScriptExec : public ::testing::TestWithParam<ExecCase> {};
 
 TEST_P(RenderedScriptExec, PassesExpandedLaunchPrefix) {
   const ExecCase& c = GetParam();
-  TempDir tmp;
+  ScratchDir tmp("dlaunch-render");
   const std::string nodefile = tmp.path() + "/nodefile";
   WriteFile(nodefile, "node-a\nnode-b\nnode-c\n");
   RenderContext ctx;
@@ -404,7 +390,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(RenderedScript, FailsWithoutTheSchedulersNodefile) {
-  TempDir tmp;
+  ScratchDir tmp("dlaunch-render");
   RenderContext ctx;
   ctx.job_id = "j-20261121-101530-0001";
   ctx.job_dir = tmp.path() + "/runs/" + ctx.job_id;

@@ -1,6 +1,7 @@
 // Scheduler adapters: output parsers against recorded qsub/qstat/sbatch/squeue/scontrol output,
 // then the real adapter driving stand-in scheduler programs and a real background job.
 #include "launcher/scheduler_client.h"
+#include "tests/launcher/scratch_dir.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -22,21 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dlaunch-sched-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -148,7 +134,7 @@ TEST(RealCommandRunner, CollectsOutputAndExitCode) {
 
 // Stand-in PBS programs that record their arguments and answer like PBS Pro does.
 TEST(SchedulerClient, PbsSubmitQueryCancelWithStandInPrograms) {
-  TempDir tmp;
+  ScratchDir tmp("dlaunch-sched");
   const std::string log = tmp.path() + "/calls";
   WriteExecutable(tmp.path() + "/qsub",
                   "#!/bin/sh\necho \"qsub $*\" >> " + log +
@@ -170,7 +156,7 @@ TEST(SchedulerClient, PbsSubmitQueryCancelWithStandInPrograms) {
 }
 
 TEST(SchedulerClient, SlurmFallsBackToScontrolForFinishedJobs) {
-  TempDir tmp;
+  ScratchDir tmp("dlaunch-sched");
   WriteExecutable(tmp.path() + "/sbatch", "#!/bin/sh\n[ \"$1\" = --parsable ] || exit 9\n"
                                           "echo '77;cluster'\n");
   WriteExecutable(tmp.path() + "/squeue", "#!/bin/sh\nexit 0\n");  // job left the queue
@@ -188,7 +174,7 @@ TEST(SchedulerClient, SlurmFallsBackToScontrolForFinishedJobs) {
 }
 
 TEST(SchedulerClient, SubmitFailureIsUnavailableWithTheSchedulersMessage) {
-  TempDir tmp;
+  ScratchDir tmp("dlaunch-sched");
   WriteExecutable(tmp.path() + "/qsub",
                   "#!/bin/sh\necho 'qsub: Job violates queue and/or server resource limits' >&2\n"
                   "exit 188\n");
@@ -219,7 +205,7 @@ bool WaitFor(const std::function<bool()>& cond, std::chrono::seconds limit) {
 }
 
 TEST(SchedulerClient, LocalRunsTheScriptInTheBackgroundAndCancels) {
-  TempDir tmp;
+  ScratchDir tmp("dlaunch-sched");
   const std::string job_dir = tmp.path() + "/job";
   fs::create_directories(job_dir);
   const std::string script = job_dir + "/job.sh";

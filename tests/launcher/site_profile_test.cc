@@ -1,6 +1,7 @@
 // Site profiles: the built-in ones parse and carry their sites' facts; user profiles on
 // DLAUNCH_SITE_PATH take precedence and may bring their own template; mistakes are named.
 #include "launcher/site_profile.h"
+#include "tests/launcher/scratch_dir.h"
 
 #include <filesystem>
 #include <fstream>
@@ -20,21 +21,6 @@ const std::string kTemplates = std::string(DLAUNCH_SOURCE_DIR) + "/templates";
 
 SiteSearchPath BuiltinOnly() { return MakeSiteSearchPath("", "", "", {kTemplates}); }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dlaunch-sites-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 TEST(SiteProfile, EveryBuiltinProfileLoads) {
   std::vector<std::string> names = ListSiteProfiles(BuiltinOnly());
@@ -70,7 +56,7 @@ TEST(SiteProfile, PolarisAndThetaGpuFacts) {
 }
 
 TEST(SiteProfile, UserProfileShadowsBuiltinAndBringsItsOwnTemplate) {
-  TempDir dir;
+  ScratchDir dir("dlaunch-sites");
   std::ofstream(dir.path() + "/polaris.yaml") << "scheduler: pbs\n"
                                                  "template: mine.sh.mustache\n"
                                                  "launcher: mpiexec\n"
