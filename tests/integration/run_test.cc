@@ -266,6 +266,30 @@ TEST_F(RunTest, MissingWorkerProgramIsNamed) {
   EXPECT_TRUE(JobProcesses().empty()) << Leftovers();
 }
 
+TEST_F(RunTest, UnmodifiedPyTorchScriptRunsUnderDlaunch) {
+  // Debian's python3-torch is importable by /usr/bin/python3 (the python3 first on PATH may
+  // be another interpreter).
+  const std::string python = "/usr/bin/python3";
+  ChildProcess probe({python, "-c", "import torch.distributed"}, tmp_);
+  auto importable = probe.Wait(seconds(120));
+  if (!importable.has_value() || *importable != 0) {
+    GTEST_SKIP() << "python3-torch is not installed (scripts/install-deps.sh test installs it)";
+  }
+  ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2", "--job-dir",
+                    job_dir_, "--heartbeat", "0.5", "--", python,
+                    std::string(DLAUNCH_SOURCE_DIR) + "/tests/integration/torch_allreduce.py"},
+                   tmp_);
+  auto code = run.Wait(seconds(240));
+  ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish";
+  ASSERT_EQ(*code, 0) << run.Stdout() << run.Stderr();
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_NE(run.Stdout().find(absl::StrCat("rank ", rank, " of 4: all_reduce 6, DDP gradients agree")),
+              std::string::npos)
+        << run.Stdout();
+  }
+  EXPECT_TRUE(JobProcesses().empty()) << Leftovers();
+}
+
 TEST_F(RunTest, BadUsageExitsTwo) {
   ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "zero", "--", "/bin/true"}, tmp_);
   auto code = run.Wait(seconds(30));
