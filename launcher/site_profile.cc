@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "launcher/job_record.h"
 #include "launcher/shell_quote.h"
 
 namespace dlaunch {
@@ -141,18 +142,6 @@ absl::Status CheckLaunchLine(const std::string& launch) {
     }
   }
   return absl::OkStatus();
-}
-
-std::string ReadFile(const std::string& path, bool* ok) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *ok = false;
-    return "";
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *ok = true;
-  return ss.str();
 }
 
 }  // namespace
@@ -397,15 +386,15 @@ absl::StatusOr<SiteProfile> LoadSiteProfile(const std::string& name, const SiteS
       }
     }
   }
-  bool ok = false;
-  std::string text = file.empty() ? "" : ReadFile(file, &ok);
-  if (!ok) {
+  absl::StatusOr<std::string> text =
+      file.empty() ? absl::NotFoundError("no profile file") : ReadTextFile(file);
+  if (!text.ok()) {
     std::vector<std::string> known = ListSiteProfiles(path);
     return absl::NotFoundError(absl::StrCat(
         "site profile '", name, "' not found; looked in: ", absl::StrJoin(tried, ", "),
         known.empty() ? "" : absl::StrCat("; known sites: ", absl::StrJoin(known, ", "))));
   }
-  absl::StatusOr<SiteProfile> profile = ParseSiteProfile(text, profile_name, file);
+  absl::StatusOr<SiteProfile> profile = ParseSiteProfile(*text, profile_name, file);
   if (!profile.ok()) return profile.status();
 
   std::vector<std::string> template_dirs;
@@ -425,12 +414,12 @@ absl::StatusOr<SiteProfile> LoadSiteProfile(const std::string& name, const SiteS
     std::error_code ec;
     if (fs::is_regular_file(candidate, ec)) {
       profile->template_path = fs::absolute(candidate, ec).lexically_normal().string();
-      bool read_ok = false;
-      profile->template_text = ReadFile(profile->template_path, &read_ok);
-      if (!read_ok) {
+      absl::StatusOr<std::string> template_text = ReadTextFile(profile->template_path);
+      if (!template_text.ok()) {
         return absl::NotFoundError(
             absl::StrCat("cannot read template ", profile->template_path));
       }
+      profile->template_text = *std::move(template_text);
       return profile;
     }
   }

@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "launcher/site_profile.h"
-#include "tests/launcher/scratch_dir.h"
+#include "tests/launcher/test_files.h"
 
 namespace dlaunch {
 namespace {
@@ -57,18 +57,6 @@ RenderContext GoldenContext() {
   ctx.resolved_spec_path = ctx.job_dir + "/job.yaml";
   ctx.submit_cwd = "/home/user/proj";
   return ctx;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteFile(const std::string& path, const std::string& text, int mode = 0644) {
-  std::ofstream(path) << text;
-  ::chmod(path.c_str(), mode);
 }
 
 // Runs `command` with /bin/sh and returns its exit status.

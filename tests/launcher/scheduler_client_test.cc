@@ -1,7 +1,7 @@
 // Scheduler adapters: output parsers against recorded qsub/qstat/sbatch/squeue/scontrol output,
 // then the real adapter driving stand-in scheduler programs and a real background job.
 #include "launcher/scheduler_client.h"
-#include "tests/launcher/scratch_dir.h"
+#include "tests/launcher/test_files.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -23,13 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void WriteExecutable(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;

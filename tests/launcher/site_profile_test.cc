@@ -1,7 +1,7 @@
 // Site profiles: the built-in ones parse and carry their sites' facts; user profiles on
 // DLAUNCH_SITE_PATH take precedence and may bring their own template; mistakes are named.
 #include "launcher/site_profile.h"
-#include "tests/launcher/scratch_dir.h"
+#include "tests/launcher/test_files.h"
 
 #include <filesystem>
 #include <fstream>

@@ -27,6 +27,7 @@
 #include "launcher/job_record.h"
 #include "launcher/job_spec_parser.h"
 #include "launcher/site_profile.h"
+#include "tests/launcher/test_files.h"
 
 namespace dlaunch {
 namespace {
@@ -34,18 +35,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteFile(const std::string& path, const std::string& text, int mode = 0644) {
-  std::ofstream(path) << text;
-  ::chmod(path.c_str(), mode);
-}
 
 bool WaitFor(const std::function<bool()>& cond, std::chrono::seconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;

@@ -1,9 +1,13 @@
-// ScratchDir: a fresh directory under the system temp dir for one test, removed with it.
+// File helpers shared by the launcher tests: a scratch directory removed with the test, and
+// whole-file reads and writes.
 #pragma once
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace dlaunch {
@@ -25,5 +29,18 @@ class ScratchDir {
  private:
   std::string path_;
 };
+
+// The file's contents, "" when it cannot be read.
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void WriteFile(const std::string& path, const std::string& text, int mode = 0644) {
+  std::ofstream(path) << text;
+  ::chmod(path.c_str(), mode);
+}
 
 }  // namespace dlaunch
