@@ -15,16 +15,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/local_rank_plan.h"
+#include "agent/process.h"
 #include "agent/worker_env.h"
 
 namespace dlaunch {
 namespace {
-
-std::string HostName() {
-  char buf[256] = {0};
-  gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
 
 // The local address the kernel would use to reach the launcher: what other nodes reach us at.
 std::string RouteAddressTo(const std::string& control) {
@@ -70,21 +65,13 @@ int FreePort(const std::string& addr) {
   return port;
 }
 
-std::string RandomHex(int n) {
-  std::random_device rd;
-  std::string out;
-  const char* digits = "0123456789abcdef";
-  for (int i = 0; i < n; ++i) out.push_back(digits[rd() % 16]);
-  return out;
-}
-
 }  // namespace
 
 NodeAgent::NodeAgent(boost::asio::io_context& io, AgentOptions options)
     : io_(io),
       options_(std::move(options)),
       heartbeat_timer_(io) {
-  if (options_.host.empty()) options_.host = HostName();
+  if (options_.host.empty()) options_.host = LocalHostName();
   if (options_.addr.empty()) options_.addr = RouteAddressTo(options_.control);
   agent_id_ = absl::StrCat(options_.host, ":", getpid(), ":", RandomHex(6));
 }

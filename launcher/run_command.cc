@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "agent/process.h"
 #include "launcher/allocation.h"
 #include "launcher/control_service.h"
 #include "launcher/hostlist.h"
@@ -50,25 +51,12 @@ const char kRunUsage[] =
 
 namespace {
 
-std::string HostName() {
-  char buf[HOST_NAME_MAX + 1] = {0};
-  gethostname(buf, HOST_NAME_MAX);
-  return buf;
-}
-
 std::string SelfDir() {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0) return ".";
   buf[n] = 0;
   return std::filesystem::path(buf).parent_path().string();
-}
-
-std::string RandomHex(int n) {
-  std::random_device rd;
-  std::string out;
-  for (int i = 0; i < n; ++i) out.push_back("0123456789abcdef"[rd() % 16]);
-  return out;
 }
 
 // The address other nodes reach this one at: --control-addr, else the host name's IPv4
@@ -272,7 +260,7 @@ int RunValidateCommand(const std::vector<std::string>& args) {
   std::cout << ResolvedJobYaml(*spec);
   auto alloc = DetectAllocation();
   if (alloc.ok()) {
-    auto plan = ResolveHosts(*spec, {}, *alloc, ShortHostName(HostName()));
+    auto plan = ResolveHosts(*spec, {}, *alloc, ShortHostName(LocalHostName()));
     if (plan.ok()) {
       std::cout << "# resolved here: " << plan->hosts.size() << " node(s) from " << plan->source
                 << ": " << absl::StrJoin(plan->hosts, ",") << "\n";
@@ -300,7 +288,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   }
   JobSpec spec = *spec_or;
 
-  const std::string self_host = HostName();
+  const std::string self_host = LocalHostName();
   auto alloc = DetectAllocation();
   if (!alloc.ok()) return Fail(3, std::string(alloc.status().message()));
   auto plan = ResolveHosts(spec, flags->hosts, *alloc, ShortHostName(self_host));
