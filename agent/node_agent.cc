@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/local_rank_plan.h"
-#include "agent/process.h"
+#include "common/process.h"
 #include "agent/worker_env.h"
 
 namespace dlaunch {
@@ -133,13 +133,13 @@ absl::Status NodeAgent::Start() {
   if (auto st = reports_->Listen(sock); !st.ok()) return st;
   reports_->set_on_connection_closed([this] { FinishIfDone(); });
 
-  supervisor_ = std::make_unique<WorkerSupervisor>(
+  supervisor_ = std::make_unique<ChildSupervisor>(
       io_, log_dir, options_.tail_lines,
-      WorkerSupervisor::Callbacks{
+      ChildSupervisor::Callbacks{
           [this](int rank, bool err, std::vector<std::string> lines) {
             OnOutput(rank, err, std::move(lines));
           },
-          [this](const WorkerExit& e) { OnWorkerExit(e); }});
+          [this](const ChildExit& e) { OnChildExit(e); }});
 
   auto status = client_->OpenSession(
       [this](const v1::LauncherCommand& c) { boost::asio::post(io_, [this, c] { OnCommand(c); }); },
@@ -166,10 +166,10 @@ absl::Status NodeAgent::Start() {
   in.isolate_gpus = job_.worker().isolate_gpus();
   std::vector<std::string> argv(job_.worker().argv().begin(), job_.worker().argv().end());
 
-  std::vector<WorkerSupervisor::StartRequest> requests;
+  std::vector<ChildSupervisor::StartRequest> requests;
   for (const RankSlot& slot : *plan) {
     in.slot = slot;
-    WorkerSupervisor::StartRequest r;
+    ChildSupervisor::StartRequest r;
     r.rank = job_.rank_offset() + slot.local_rank;
     r.local_rank = slot.local_rank;
     r.options.argv = argv;
@@ -279,7 +279,7 @@ void NodeAgent::OnOutput(int rank, bool is_stderr, std::vector<std::string> line
   client_->Send(std::move(msg));
 }
 
-void NodeAgent::OnWorkerExit(const WorkerExit& e) {
+void NodeAgent::OnChildExit(const ChildExit& e) {
   bool ok = WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) == 0;
   v1::AgentMessage msg = Message();
   auto* ev = msg.mutable_worker();

@@ -14,7 +14,7 @@
 #include "agent/control_client.h"
 #include "agent/gpu_discovery.h"
 #include "agent/report_server.h"
-#include "agent/worker_supervisor.h"
+#include "common/child_supervisor.h"
 #include "dlaunch/control.pb.h"
 
 namespace dlaunch {
@@ -42,7 +42,7 @@ class NodeAgent {
  private:
   void OnCommand(const v1::LauncherCommand& cmd);
   void OnSessionClosed(const std::string& why);
-  void OnWorkerExit(const WorkerExit& e);
+  void OnChildExit(const ChildExit& e);
   void OnOutput(int rank, bool is_stderr, std::vector<std::string> lines);
   void OnReport(const v1::WorkerReport& r);
   void OnSignal(int sig);
@@ -55,7 +55,7 @@ class NodeAgent {
   boost::asio::io_context& io_;
   AgentOptions options_;
   std::unique_ptr<ControlClient> client_;
-  std::unique_ptr<WorkerSupervisor> supervisor_;
+  std::unique_ptr<ChildSupervisor> supervisor_;
   std::unique_ptr<ReportServer> reports_;
   std::optional<boost::asio::signal_set> signals_;
   boost::asio::steady_timer heartbeat_timer_;

@@ -1,0 +1,204 @@
+#include "common/child_supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace dlaunch {
+
+ChildSupervisor::ChildSupervisor(boost::asio::io_context& io, std::string log_dir,
+                                   int tail_lines, Callbacks callbacks, std::string log_prefix)
+    : io_(io),
+      log_dir_(std::move(log_dir)),
+      log_prefix_(std::move(log_prefix)),
+      tail_lines_(tail_lines),
+      callbacks_(std::move(callbacks)),
+      sigchld_(io, SIGCHLD),
+      kill_timer_(io) {
+  WaitForSignal();
+}
+
+ChildSupervisor::~ChildSupervisor() {
+  for (auto& [pid, w] : workers_) {
+    SignalProcessGroup(pid, SIGKILL);
+    if (w->log_fd >= 0) close(w->log_fd);
+  }
+}
+
+std::vector<absl::StatusOr<pid_t>> ChildSupervisor::StartAll(std::vector<StartRequest> requests) {
+  std::vector<absl::StatusOr<pid_t>> results;
+  std::vector<std::unique_ptr<Worker>> workers(requests.size());
+  std::vector<absl::StatusOr<PendingProcess>> pending;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto w = std::make_unique<Worker>();
+    w->rank = requests[i].rank;
+    w->local_rank = requests[i].local_rank;
+    if (!log_dir_.empty()) {
+      std::string path = absl::StrCat(log_dir_, "/", log_prefix_, w->rank, ".log");
+      w->log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (w->log_fd < 0) {
+        pending.push_back(absl::PermissionDeniedError(
+            absl::StrCat("cannot open ", path, ": ", strerror(errno))));
+        continue;
+      }
+    }
+    requests[i].options.capture_output = true;
+    requests[i].options.new_process_group = true;
+    pending.push_back(ForkProcess(requests[i].options));
+    workers[i] = std::move(w);
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    absl::StatusOr<SpawnedProcess> spawned =
+        pending[i].ok() ? AwaitExec(std::move(*pending[i])) : pending[i].status();
+    std::unique_ptr<Worker>& w = workers[i];
+    if (!spawned.ok()) {
+      if (w && w->log_fd >= 0) close(w->log_fd);
+      results.push_back(spawned.status());
+      continue;
+    }
+    w->pid = spawned->pid;
+    w->out.fd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, spawned->stdout_fd);
+    w->err.fd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, spawned->stderr_fd);
+    w->err.is_stderr = true;
+    Worker& ref = *w;
+    workers_[ref.pid] = std::move(w);
+    ReadMore(ref.pid, ref.out);
+    ReadMore(ref.pid, ref.err);
+    results.push_back(ref.pid);
+  }
+  // A child that exited before the SIGCHLD handler was armed is still found by the next Reap.
+  boost::asio::post(io_, [this] { Reap(); });
+  return results;
+}
+
+void ChildSupervisor::ReadMore(pid_t pid, Stream& s) {
+  if (!s.fd || !s.fd->is_open()) return;
+  s.fd->async_read_some(boost::asio::buffer(s.buf), [this, pid, &s](
+                                                        const boost::system::error_code& ec,
+                                                        size_t n) {
+    auto it = workers_.find(pid);
+    if (it == workers_.end()) return;  // already finished; `s` is gone
+    if (ec) {
+      if (ec == boost::asio::error::operation_aborted) return;
+      Consume(*it->second, s, nullptr, 0, /*flush=*/true);
+      s.fd->close();
+      MaybeComplete(pid, false);
+      return;
+    }
+    Consume(*it->second, s, s.buf.data(), n, false);
+    ReadMore(pid, s);
+  });
+}
+
+void ChildSupervisor::Consume(Worker& w, Stream& s, const char* data, size_t n, bool flush) {
+  if (n > 0 && w.log_fd >= 0) (void)!write(w.log_fd, data, n);
+  s.partial.append(data, n);
+  std::vector<std::string> lines;
+  size_t start = 0, nl;
+  while ((nl = s.partial.find('\n', start)) != std::string::npos) {
+    lines.emplace_back(s.partial, start, nl - start);
+    start = nl + 1;
+  }
+  s.partial.erase(0, start);
+  if (flush && !s.partial.empty()) {
+    if (w.log_fd >= 0) (void)!write(w.log_fd, "\n", 1);
+    lines.push_back(std::move(s.partial));
+    s.partial.clear();
+  }
+  for (const auto& l : lines) {
+    w.tail.push_back(l);
+    if (static_cast<int>(w.tail.size()) > tail_lines_) w.tail.pop_front();
+  }
+  if (!lines.empty() && callbacks_.on_output) callbacks_.on_output(w.rank, s.is_stderr, std::move(lines));
+}
+
+void ChildSupervisor::Drain(Worker& w, Stream& s) {
+  if (!s.fd || !s.fd->is_open()) return;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(s.fd->native_handle(), buf, sizeof(buf))) > 0) Consume(w, s, buf, n, false);
+  Consume(w, s, nullptr, 0, true);
+  s.fd->cancel();
+  s.fd->close();
+}
+
+void ChildSupervisor::WaitForSignal() {
+  sigchld_.async_wait([this](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    Reap();
+    WaitForSignal();
+  });
+}
+
+void ChildSupervisor::Reap() {
+  for (auto& [pid, w] : workers_) {
+    int st = 0;
+    if (w->reaped || waitpid(pid, &st, WNOHANG) != pid) continue;
+    w->reaped = true;
+    w->wait_status = st;
+    // The leader is gone; anything it left in its group (helpers it forked) goes too, which
+    // also closes the pipes they inherited. Only the group: the pid itself may be reused now.
+    kill(-pid, SIGKILL);
+    w->linger = std::make_unique<boost::asio::steady_timer>(io_, std::chrono::seconds(2));
+    w->linger->async_wait([this, pid = pid](const boost::system::error_code& ec) {
+      if (!ec) MaybeComplete(pid, true);
+    });
+    boost::asio::post(io_, [this, pid = pid] { MaybeComplete(pid, false); });
+  }
+}
+
+void ChildSupervisor::MaybeComplete(pid_t pid, bool force) {
+  auto it = workers_.find(pid);
+  if (it == workers_.end() || !it->second->reaped) return;
+  Worker& ref = *it->second;
+  bool open = (ref.out.fd && ref.out.fd->is_open()) || (ref.err.fd && ref.err.fd->is_open());
+  if (open && !force) return;
+  std::unique_ptr<Worker> w = std::move(it->second);
+  workers_.erase(it);
+  Drain(*w, w->out);
+  Drain(*w, w->err);
+  if (w->linger) w->linger->cancel();
+  if (w->log_fd >= 0) close(w->log_fd);
+  ChildExit e;
+  e.rank = w->rank;
+  e.local_rank = w->local_rank;
+  e.pid = pid;
+  e.wait_status = w->wait_status;
+  e.stopped = w->stopping;
+  e.tail.assign(w->tail.begin(), w->tail.end());
+  // Pending async operations hold references into `w`; let them complete (cancelled) first.
+  boost::asio::post(io_, [w = std::move(w)] {});
+  if (workers_.empty()) kill_timer_.cancel();
+  if (callbacks_.on_exit) callbacks_.on_exit(e);
+}
+
+void ChildSupervisor::StopAll(std::chrono::milliseconds grace) {
+  if (workers_.empty()) return;
+  for (auto& [pid, w] : workers_) {
+    w->stopping = true;
+    if (!w->reaped) SignalProcessGroup(pid, SIGTERM);
+  }
+  kill_timer_.expires_after(grace);
+  kill_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) KillAll();
+  });
+}
+
+void ChildSupervisor::KillAll() {
+  for (auto& [pid, w] : workers_) {
+    w->stopping = true;
+    if (!w->reaped) SignalProcessGroup(pid, SIGKILL);
+  }
+}
+
+std::vector<pid_t> ChildSupervisor::pids() const {
+  std::vector<pid_t> out;
+  for (const auto& [pid, w] : workers_) out.push_back(pid);
+  return out;
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,58 @@
+#include "launcher/run/node_launch.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/shell_quote.h"
+
+namespace dlaunch {
+
+absl::StatusOr<std::vector<std::vector<std::string>>> BuildNodeLaunchCommands(
+    const NodeLaunchInput& in) {
+  if (in.hosts.empty()) return absl::InvalidArgumentError("no hosts to launch on");
+  if (in.agent_argv.empty()) return absl::InvalidArgumentError("no agent command");
+  const std::string n = std::to_string(in.hosts.size());
+  std::vector<std::vector<std::string>> out;
+  auto with_prefix = [&](std::vector<std::string> prefix) {
+    if (!in.prefix.empty()) prefix = in.prefix;
+    prefix.insert(prefix.end(), in.agent_argv.begin(), in.agent_argv.end());
+    out.push_back(std::move(prefix));
+  };
+  if (in.kind == "local") {
+    for (size_t i = 0; i < in.hosts.size(); ++i) out.push_back(in.agent_argv);
+  } else if (in.kind == "ssh") {
+    std::vector<std::string> quoted;
+    for (const auto& w : in.agent_argv) quoted.push_back(ShellQuote(w));
+    std::string remote = absl::StrJoin(quoted, " ");
+    if (!in.workdir.empty()) remote = absl::StrCat("cd ", ShellQuote(in.workdir), " && exec ", remote);
+    for (const auto& h : in.hosts) {
+      std::vector<std::string> cmd;
+      if (in.prefix.empty()) {
+        cmd = {in.ssh, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new"};
+      } else {
+        cmd = in.prefix;
+      }
+      cmd.push_back(h);
+      cmd.push_back(remote);
+      out.push_back(std::move(cmd));
+    }
+  } else if (in.kind == "mpiexec") {
+    // PALS (Polaris) and MPICH's hydra both take this form.
+    std::vector<std::string> p = {"mpiexec", "-n", n, "--ppn", "1"};
+    if (!in.hostfile.empty()) p.insert(p.end(), {"--hostfile", in.hostfile});
+    with_prefix(p);
+  } else if (in.kind == "mpirun") {
+    // Open MPI (ThetaGPU): one process per node.
+    std::vector<std::string> p = {"mpirun", "-n", n, "-npernode", "1"};
+    if (!in.hostfile.empty()) p.insert(p.end(), {"-hostfile", in.hostfile});
+    with_prefix(p);
+  } else if (in.kind == "srun") {
+    with_prefix({"srun", "-N", n, "--ntasks-per-node=1", "--ntasks=" + n,
+                 "--nodelist=" + absl::StrJoin(in.hosts, ",")});
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown node launcher '", in.kind, "' (expected local, ssh, mpiexec, mpirun or srun)"));
+  }
+  return out;
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,227 @@
+// Scalar forms used in job.yaml and on the command line: durations, walltimes, command lines.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "launcher/spec/job_spec_parser.h"
+
+namespace dlaunch {
+namespace {
+
+// Shortest plain decimal (no exponent, which durations do not accept) that reads back as
+// exactly `value`.
+std::string ShortestDecimal(double value) {
+  std::string text;
+  for (int precision = 0; precision <= 40; ++precision) {
+    text = absl::StrFormat("%.*f", precision, value);
+    double back = 0;
+    if (absl::SimpleAtod(text, &back) && back == value) break;
+  }
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<double> ParseDuration(std::string_view text_view) {
+  absl::string_view text(text_view.data(), text_view.size());
+  const absl::string_view original = text;
+  text = absl::StripAsciiWhitespace(text);
+  auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", original, "\" is not a duration (seconds, or e.g. \"30s\", \"5m\", \"1h\", \"250ms\")"));
+  };
+  bool negative = false;
+  if (!text.empty() && text[0] == '-') {
+    negative = true;
+    text.remove_prefix(1);
+  }
+  if (text.empty()) return bad();
+  double plain = 0;
+  if (absl::ascii_isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.') {
+    // A bare number is seconds.
+    bool only_number = true;
+    for (char c : text) {
+      if (!absl::ascii_isdigit(static_cast<unsigned char>(c)) && c != '.') only_number = false;
+    }
+    if (only_number) {
+      if (!absl::SimpleAtod(text, &plain) || !std::isfinite(plain)) return bad();
+      return negative ? -plain : plain;
+    }
+  }
+  double total = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t number_start = i;
+    while (i < text.size() &&
+           (absl::ascii_isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+      ++i;
+    }
+    double number = 0;
+    if (i == number_start || !absl::SimpleAtod(text.substr(number_start, i - number_start), &number)) {
+      return bad();
+    }
+    const size_t unit_start = i;
+    while (i < text.size() && absl::ascii_isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    const absl::string_view unit = text.substr(unit_start, i - unit_start);
+    if (unit == "ms") {
+      total += number / 1000;
+    } else if (unit == "s") {
+      total += number;
+    } else if (unit == "m") {
+      total += number * 60;
+    } else if (unit == "h") {
+      total += number * 3600;
+    } else {
+      return bad();
+    }
+  }
+  if (!std::isfinite(total)) return bad();
+  return negative ? -total : total;
+}
+
+std::string FormatDuration(double seconds) {
+  if (!std::isfinite(seconds)) return absl::StrCat(seconds);
+  if (seconds < 0) return absl::StrCat("-", FormatDuration(-seconds));
+  if (seconds == 0) return "0s";
+  // Prefer the largest unit that states the value exactly, then check it reads back the same.
+  struct Unit {
+    double scale;
+    const char* suffix;
+  };
+  for (const Unit unit : {Unit{3600, "h"}, Unit{60, "m"}, Unit{1, "s"}, Unit{0.001, "ms"}}) {
+    const double count = unit.scale >= 1 ? seconds / unit.scale : seconds * 1000;
+    if (count < 1 || count != std::floor(count) || count > 1e15) continue;
+    std::string text = absl::StrCat(static_cast<long long>(count), unit.suffix);
+    absl::StatusOr<double> back = ParseDuration(text);
+    if (back.ok() && *back == seconds) return text;
+  }
+  return absl::StrCat(ShortestDecimal(seconds), "s");
+}
+
+absl::StatusOr<int> ParseJobWalltime(std::string_view text_view) {
+  absl::string_view text(text_view.data(), text_view.size());
+  const absl::string_view original = text;
+  text = absl::StripAsciiWhitespace(text);
+  auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", original, "\" is not a walltime (\"HH:MM:SS\", \"MM:SS\", minutes, or e.g. \"2h\")"));
+  };
+  if (text.empty()) return bad();
+  int days = 0;
+  absl::string_view clock = text;
+  if (const size_t dash = text.find('-'); dash != absl::string_view::npos) {
+    if (!absl::SimpleAtoi(text.substr(0, dash), &days) || days < 0 ||
+        text.substr(0, dash).find_first_not_of("0123456789") != absl::string_view::npos) {
+      return bad();
+    }
+    clock = text.substr(dash + 1);
+    if (std::count(clock.begin(), clock.end(), ':') != 2) return bad();
+  }
+  const std::vector<absl::string_view> parts = absl::StrSplit(clock, ':');
+  if (parts.size() == 1 && clock.find_first_not_of("0123456789") != absl::string_view::npos) {
+    absl::StatusOr<double> duration = ParseDuration(std::string_view(clock.data(), clock.size()));
+    if (!duration.ok() || *duration < 0 || *duration != std::floor(*duration) ||
+        *duration > 1e9) {
+      return bad();
+    }
+    return static_cast<int>(*duration);
+  }
+  if (parts.size() > 3) return bad();
+  long long fields[3] = {0, 0, 0};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].empty() || parts[i].size() > 9 ||
+        parts[i].find_first_not_of("0123456789") != absl::string_view::npos) {
+      return bad();
+    }
+    absl::SimpleAtoi(parts[i], &fields[i]);
+    // Every field after the first is a 0..59 clock field.
+    if (i > 0 && fields[i] > 59) return bad();
+  }
+  long long seconds = 0;
+  if (parts.size() == 1) {
+    seconds = fields[0] * 60;  // bare number: minutes
+  } else if (parts.size() == 2) {
+    seconds = fields[0] * 60 + fields[1];  // MM:SS
+  } else {
+    seconds = fields[0] * 3600 + fields[1] * 60 + fields[2];
+  }
+  seconds += static_cast<long long>(days) * 86400;
+  if (seconds > 1000000000) return bad();
+  return static_cast<int>(seconds);
+}
+
+std::string FormatWalltime(int seconds) {
+  return absl::StrFormat("%02d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60);
+}
+
+absl::StatusOr<std::vector<std::string>> SplitCommandLine(std::string_view text_view) {
+  const absl::string_view text(text_view.data(), text_view.size());
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  auto refuse = [&](char c) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", std::string(1, c),
+        "' needs a shell, and dlaunch runs the program directly; write the command as a list, "
+        "e.g. [bash, -c, \"...\"]"));
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      ++i;
+    } else if (c == '\'') {
+      const size_t close = text.find('\'', i + 1);
+      if (close == absl::string_view::npos) {
+        return absl::InvalidArgumentError("unterminated single quote");
+      }
+      absl::StrAppend(&word, text.substr(i + 1, close - i - 1));
+      in_word = true;
+      i = close + 1;
+    } else if (c == '"') {
+      in_word = true;
+      ++i;
+      while (true) {
+        if (i >= text.size()) return absl::InvalidArgumentError("unterminated double quote");
+        const char q = text[i];
+        if (q == '"') {
+          ++i;
+          break;
+        }
+        if (q == '$' || q == '`') return refuse(q);
+        if (q == '\\' && i + 1 < text.size() &&
+            (text[i + 1] == '"' || text[i + 1] == '\\' || text[i + 1] == '$' ||
+             text[i + 1] == '`')) {
+          word.push_back(text[i + 1]);
+          i += 2;
+          continue;
+        }
+        word.push_back(q);
+        ++i;
+      }
+    } else if (c == '\\') {
+      if (i + 1 >= text.size()) return absl::InvalidArgumentError("trailing backslash");
+      word.push_back(text[i + 1]);
+      in_word = true;
+      i += 2;
+    } else if (absl::string_view("|&;<>()$`").find(c) != absl::string_view::npos) {
+      return refuse(c);
+    } else {
+      word.push_back(c);
+      in_word = true;
+      ++i;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
+}  // namespace dlaunch

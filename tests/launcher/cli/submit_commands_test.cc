@@ -1,0 +1,355 @@
+// dlaunch script/submit/status/logs/cancel, called as the CLI calls them, against real job
+// directories, stand-in scheduler programs and a real background job.
+#include "launcher/cli/submit_commands.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "launcher/submit/batch_script.h"
+#include "launcher/jobdir/job_record.h"
+#include "launcher/spec/job_spec_parser.h"
+#include "launcher/submit/site_profile.h"
+#include "tests/testing/test_files.h"
+
+namespace dlaunch {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+bool WaitFor(const std::function<bool()>& cond, std::chrono::seconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return cond();
+}
+
+// --- The examples render as shipped ----------------------------------------------------------
+
+class ExampleTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExampleTest, LoadsAndRendersWithoutEdits) {
+  const std::string path = absl::StrCat(DLAUNCH_SOURCE_DIR, "/examples/", GetParam(), ".yaml");
+  absl::StatusOr<JobSpec> spec = LoadJobSpec(path);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<SiteProfile> profile = LoadSiteProfile(
+      DefaultSiteName(spec->scheduler.site, spec->scheduler.type),
+      MakeSiteSearchPath("", "", "", {std::string(DLAUNCH_SOURCE_DIR) + "/templates"}));
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  RenderContext ctx;
+  ctx.job_id = MakeJobId(spec->name, absl::Now(), 0xa3f9);
+  ctx.job_dir = "/home/user/proj/runs/" + ctx.job_id;
+  ctx.resolved_spec_path = ctx.job_dir + "/job.yaml";
+  ctx.dlaunch_binary = "/opt/dlaunch/bin/dlaunch";
+  ctx.submit_cwd = "/home/user/proj";
+  absl::StatusOr<std::string> script = RenderBatchScript(*spec, *profile, ctx);
+  ASSERT_TRUE(script.ok()) << script.status();
+  EXPECT_THAT(*script, HasSubstr(" run /home/user/proj/runs/"));
+  // The resolved spec the job directory keeps parses back to the same job.
+  absl::StatusOr<JobSpec> again = ParseJobSpec(ResolvedJobYaml(*spec), "job.yaml");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->scheduler.site, spec->scheduler.site);
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, ExampleTest,
+                         ::testing::Values("polaris", "thetagpu", "slurm"));
+
+// --- Commands against a scratch directory ----------------------------------------------------
+
+class SubmitCommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "dlaunch-cmds-XXXXXX").string();
+    dir_ = ::mkdtemp(tmpl.data());
+    old_cwd_ = fs::current_path();
+    fs::current_path(dir_);
+    SetEnv("DLAUNCH_JOB_ROOT", dir_ + "/runs");
+    SetEnv("DLAUNCH_SITE_PATH", dir_ + "/sites");
+    SetEnv("DLAUNCH_BIN", dir_ + "/bin/dlaunch");
+    fs::create_directories(dir_ + "/bin");
+    fs::create_directories(dir_ + "/sites");
+    // Stand-in dlaunch: the job script execs it; it stays up until signalled.
+    WriteFile(dir_ + "/bin/dlaunch",
+              "#!/bin/bash\necho \"dlaunch $*\"\n"
+              "printf '{\"pid\": %d, \"host\": \"%s\"}' $$ \"$HOSTNAME\" > \"$4/launcher.json\"\n"
+              "touch \"$4/launched\"\nsleep 60 & wait\n",
+              0755);
+    WriteFile(dir_ + "/job.yaml",
+              "name: smoke\nnodes: 1\ncommand: [\"true\"]\n"
+              "scheduler:\n  walltime: \"0:10:00\"\n");
+  }
+
+  void TearDown() override {
+    fs::current_path(old_cwd_);
+    for (const auto& [name, value] : saved_env_) {
+      if (value.has_value()) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  void SetEnv(const std::string& name, const std::string& value) {
+    if (!saved_env_.count(name)) {
+      const char* old = std::getenv(name.c_str());
+      saved_env_[name] = old ? std::optional<std::string>(old) : std::nullopt;
+    }
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+
+  // Runs a command function, returning its exit code and what it printed.
+  int Run(const std::function<int(const std::vector<std::string>&)>& fn,
+          const std::vector<std::string>& args, std::string* out, std::string* err = nullptr) {
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    int rc = fn(args);
+    std::cout.flush();
+    std::cerr.flush();
+    *out = ::testing::internal::GetCapturedStdout();
+    std::string e = ::testing::internal::GetCapturedStderr();
+    if (err != nullptr) *err = e;
+    return rc;
+  }
+
+  std::string dir_;
+  fs::path old_cwd_;
+  std::map<std::string, std::optional<std::string>> saved_env_;
+};
+
+TEST_F(SubmitCommandsTest, ScriptPrintsTheScriptAndWritesNothing) {
+  std::string out, err;
+  ASSERT_EQ(Run(RunScriptCommand, {"job.yaml", "--site", "generic-pbs"}, &out, &err), 0) << err;
+  EXPECT_THAT(out, ::testing::StartsWith("#!/bin/bash\n#PBS -N smoke\n"));
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("exec ", dir_, "/bin/dlaunch run ", dir_, "/runs/smoke-")));
+  EXPECT_THAT(out, HasSubstr("#PBS -l walltime=0:10:00\n"));
+  EXPECT_FALSE(fs::exists(dir_ + "/runs"));
+}
+
+TEST_F(SubmitCommandsTest, BadUsageExitsTwoWithUsage) {
+  std::string out, err;
+  EXPECT_EQ(Run(RunScriptCommand, {}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("usage: dlaunch script"));
+  EXPECT_EQ(Run(RunSubmitCommand, {"job.yaml", "--bogus"}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("unknown option '--bogus'"));
+  EXPECT_EQ(Run(RunLogsCommand, {"x", "--rank", "one"}, &out, &err), 2);
+  EXPECT_EQ(Run(RunCancelCommand, {}, &out, &err), 2);
+  EXPECT_EQ(Run(RunStatusCommand, {"a", "b"}, &out, &err), 2);
+  EXPECT_EQ(Run(RunScriptCommand, {"job.yaml", "--site", "nowhere"}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("site profile 'nowhere' not found"));
+  EXPECT_EQ(Run(RunSubmitCommand, {"--help"}, &out, &err), 0);
+  EXPECT_THAT(out, HasSubstr("--dry-run"));
+}
+
+TEST_F(SubmitCommandsTest, DryRunWritesTheJobDirectory) {
+  std::string out, err;
+  ASSERT_EQ(Run(RunSubmitCommand, {"job.yaml", "--site", "generic-slurm", "--dry-run"}, &out,
+                &err),
+            0)
+      << err;
+  std::string id(absl::StripAsciiWhitespace(out));
+  EXPECT_THAT(id, ::testing::MatchesRegex("smoke-[0-9]{8}-[0-9]{6}-[0-9a-f]{4}"));
+  const std::string job_dir = dir_ + "/runs/" + id;
+  EXPECT_TRUE(fs::is_directory(job_dir + "/logs"));
+  struct stat st;
+  ASSERT_EQ(::stat((job_dir + "/job.sh").c_str(), &st), 0);
+  EXPECT_TRUE(st.st_mode & S_IXUSR);
+  EXPECT_THAT(ReadFile(job_dir + "/job.sh"), HasSubstr("#SBATCH -J smoke\n"));
+  absl::StatusOr<JobSpec> resolved = LoadJobSpec(job_dir + "/job.yaml");
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->name, "smoke");
+  absl::StatusOr<SubmitRecord> rec = ParseSubmitRecord(ReadFile(job_dir + "/submit.json"));
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ(rec->job_id, id);
+  EXPECT_TRUE(rec->dry_run);
+  EXPECT_EQ(rec->site, "generic-slurm");
+  EXPECT_EQ(rec->scheduler, "slurm");
+  EXPECT_EQ(rec->cwd, dir_);
+  // status lists it; status JOB says it was not submitted.
+  ASSERT_EQ(Run(RunStatusCommand, {}, &out), 0);
+  EXPECT_THAT(out, HasSubstr(id + "\tgeneric-slurm\t(dry run)"));
+  ASSERT_EQ(Run(RunStatusCommand, {id}, &out), 0);
+  EXPECT_THAT(out, HasSubstr("not submitted (dry run)"));
+  EXPECT_THAT(out, HasSubstr("dlaunch    not started"));
+}
+
+TEST_F(SubmitCommandsTest, SubmitsThroughQsubAndRecordsItsId) {
+  WriteFile(dir_ + "/bin/qsub",
+            "#!/bin/sh\ncp \"$1\" \"" + dir_ + "/submitted.sh\"\necho 901.pbs-server\n", 0755);
+  WriteFile(dir_ + "/bin/qstat",
+            "#!/bin/sh\nprintf 'Job Id: %s\\n    job_state = Q\\n' \"$2\"\n", 0755);
+  SetEnv("DLAUNCH_QSUB", dir_ + "/bin/qsub");
+  SetEnv("DLAUNCH_QSTAT", dir_ + "/bin/qstat");
+  std::string out, err;
+  ASSERT_EQ(Run(RunSubmitCommand, {"job.yaml", "--site", "generic-pbs"}, &out, &err), 0) << err;
+  std::string id(absl::StripAsciiWhitespace(out));
+  const std::string job_dir = dir_ + "/runs/" + id;
+  EXPECT_THAT(err, HasSubstr("pbs job 901.pbs-server"));
+  EXPECT_EQ(ReadFile(dir_ + "/submitted.sh"), ReadFile(job_dir + "/job.sh"));
+  absl::StatusOr<SubmitRecord> rec = ParseSubmitRecord(ReadFile(job_dir + "/submit.json"));
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->scheduler_job_id, "901.pbs-server");
+  EXPECT_FALSE(rec->dry_run);
+  ASSERT_EQ(Run(RunStatusCommand, {job_dir}, &out), 0);
+  EXPECT_THAT(out, HasSubstr("scheduler  job 901.pbs-server: queued (Q)"));
+}
+
+TEST_F(SubmitCommandsTest, SchedulerRefusalExitsThree) {
+  WriteFile(dir_ + "/bin/qsub", "#!/bin/sh\necho 'qsub: Unauthorized Request' >&2\nexit 159\n",
+            0755);
+  SetEnv("DLAUNCH_QSUB", dir_ + "/bin/qsub");
+  std::string out, err;
+  EXPECT_EQ(Run(RunSubmitCommand, {"job.yaml", "--site", "generic-pbs"}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("Unauthorized Request"));
+}
+
+TEST_F(SubmitCommandsTest, PrecheckProblemsAreListedAndNothingIsWritten) {
+  WriteFile(dir_ + "/bad.yaml",
+            "name: big\nnodes: 5000\ncommand: [./no-such-trainer]\n"
+            "scheduler:\n  walltime: \"30:00:00\"\n");
+  std::string out, err;
+  EXPECT_EQ(Run(RunSubmitCommand, {"bad.yaml", "--site", "polaris"}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("no-such-trainer' does not exist"));
+  EXPECT_THAT(err, HasSubstr("site polaris allows at most 560"));
+  EXPECT_THAT(err, HasSubstr("allows at most 24:00:00"));
+  EXPECT_THAT(err, HasSubstr("requires a project account"));
+  EXPECT_FALSE(fs::exists(dir_ + "/runs"));
+}
+
+TEST_F(SubmitCommandsTest, StatusAndLogsReadTheJobDirectory) {
+  const std::string job_dir = dir_ + "/runs/fmnist-20261121-101530-a3f9";
+  fs::create_directories(job_dir + "/logs");
+  SubmitRecord rec;
+  rec.job_id = "fmnist-20261121-101530-a3f9";
+  rec.scheduler = "local";
+  rec.scheduler_job_id = "999999999";  // no such process
+  rec.site = "local";
+  rec.submit_time = "2026-11-21T10:15:30Z";
+  WriteFile(job_dir + "/submit.json", SubmitRecordToJson(rec));
+  WriteFile(job_dir + "/events.jsonl",
+            "{\"time\": 1.5, \"event\": \"job_started\", \"nodes\": 2}\n"
+            "{\"time\": 2.0, \"event\": \"node_joined\", \"host\": \"n0\"}\n"
+            "{\"time\": 2.1, \"event\": \"node_joined\", \"host\": \"n1\"}\n"
+            "{\"time\": 9.0, \"event\": \"worker_failed\", \"rank\": 3, \"exit_code\": 1}\n"
+            "{\"time\": 9.5, \"ev");  // torn last line
+  WriteFile(job_dir + "/logs/rank-0.log", "epoch 1 loss 0.5\nepoch 2 loss 0.4\n");
+  WriteFile(job_dir + "/logs/rank-1.log", "epoch 1 loss 0.6\npartial");
+  WriteFile(job_dir + "/logs/rank-10.log", "ten\n");
+
+  std::string out;
+  ASSERT_EQ(Run(RunStatusCommand, {rec.job_id}, &out), 0);
+  EXPECT_THAT(out, HasSubstr("scheduler  job 999999999: not_in_queue"));
+  EXPECT_THAT(out, HasSubstr("running: 2 node(s) joined, 1 worker failure(s)"));
+  EXPECT_THAT(out, HasSubstr("worker_failed exit_code=1 rank=3"));
+
+  WriteFile(job_dir + "/summary.json", "{\"result\": \"failed\", \"exit_code\": 1}");
+  ASSERT_EQ(Run(RunStatusCommand, {rec.job_id}, &out), 0);
+  EXPECT_THAT(out, HasSubstr("dlaunch    failed (exit 1)"));
+  EXPECT_THAT(out, HasSubstr("summary:\n  exit_code: 1\n  result: failed\n"));
+
+  ASSERT_EQ(Run(RunLogsCommand, {rec.job_id}, &out), 0);
+  EXPECT_EQ(out,
+            "[rank 0] epoch 1 loss 0.5\n[rank 0] epoch 2 loss 0.4\n[rank 1] epoch 1 loss 0.6\n"
+            "[rank 10] ten\n");
+  ASSERT_EQ(Run(RunLogsCommand, {job_dir, "--rank", "1"}, &out), 0);
+  EXPECT_EQ(out, "epoch 1 loss 0.6\n");
+  // --follow returns once summary.json is there.
+  ASSERT_EQ(Run(RunLogsCommand, {rec.job_id, "--rank=0", "--follow"}, &out), 0);
+  EXPECT_EQ(out, "epoch 1 loss 0.5\nepoch 2 loss 0.4\n");
+  std::string err;
+  EXPECT_EQ(Run(RunLogsCommand, {rec.job_id, "--rank", "7"}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("no log for rank 7"));
+  EXPECT_EQ(Run(RunLogsCommand, {"no-such-job"}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("no job 'no-such-job'"));
+}
+
+TEST_F(SubmitCommandsTest, LocalSubmitRunsInBackgroundAndCancelStopsIt) {
+  std::string out, err;
+  ASSERT_EQ(Run(RunSubmitCommand, {"job.yaml", "--site", "local"}, &out, &err), 0) << err;
+  std::string id(absl::StripAsciiWhitespace(out));
+  const std::string job_dir = dir_ + "/runs/" + id;
+  // The script ran and exec'd "dlaunch run <job.yaml> --job-dir <dir> ...".
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(job_dir + "/launched"); }, std::chrono::seconds(20)))
+      << ReadFile(job_dir + "/scheduler.out");
+  EXPECT_THAT(ReadFile(job_dir + "/scheduler.out"),
+              HasSubstr(absl::StrCat("dlaunch run ", job_dir, "/job.yaml --job-dir ", job_dir,
+                                     " --launcher local")));
+  ASSERT_EQ(Run(RunStatusCommand, {id}, &out), 0);
+  EXPECT_THAT(out, HasSubstr(": running"));
+  ASSERT_EQ(Run(RunCancelCommand, {id}, &out, &err), 0) << err;
+  EXPECT_THAT(out, HasSubstr("cancelled local job"));
+  EXPECT_THAT(out, Not(HasSubstr("sent SIGTERM to launcher")));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        std::string o;
+        Run(RunStatusCommand, {id}, &o);
+        return o.find("not_in_queue") != std::string::npos;
+      },
+      std::chrono::seconds(20)));
+}
+
+TEST_F(SubmitCommandsTest, FollowStopsWhenTheLauncherDiedWithoutASummary) {
+  const std::string job_dir = dir_ + "/runs/killed-20261121-101530-0002";
+  fs::create_directories(job_dir + "/logs");
+  WriteFile(job_dir + "/job.yaml", "name: killed\n");
+  WriteFile(job_dir + "/logs/rank-0.log", "step 1\n");
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // a pid that no longer exists
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  WriteFile(job_dir + "/launcher.json",
+            absl::StrCat("{\"pid\": ", child, ", \"host\": \"", host, "\"}"));
+  std::string out;
+  ASSERT_EQ(Run(RunLogsCommand, {job_dir, "--follow"}, &out), 0);
+  EXPECT_EQ(out, "[rank 0] step 1\n");
+}
+
+TEST_F(SubmitCommandsTest, CancelSignalsALauncherOnThisHost) {
+  const std::string job_dir = dir_ + "/runs/interactive-20261121-101530-0001";
+  fs::create_directories(job_dir);
+  WriteFile(job_dir + "/job.yaml", "name: interactive\n");
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::execlp("sleep", "sleep", "60", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  WriteFile(job_dir + "/launcher.json",
+            absl::StrCat("{\"pid\": ", child, ", \"host\": \"", host,
+                         "\", \"address\": \"10.0.0.1:4000\"}"));
+  std::string out, err;
+  ASSERT_EQ(Run(RunCancelCommand, {job_dir}, &out, &err), 0) << err;
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("sent SIGTERM to launcher pid ", child)));
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+}
+
+}  // namespace
+}  // namespace dlaunch

@@ -1,0 +1,133 @@
+#include "launcher/spec/hostlist.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "launcher/spec/did_you_mean.h"
+
+namespace dlaunch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::vector<std::string> Expand(std::string_view text) {
+  absl::StatusOr<std::vector<std::string>> hosts = ExpandHostlist(text);
+  EXPECT_TRUE(hosts.ok()) << hosts.status();
+  return hosts.ok() ? *hosts : std::vector<std::string>{};
+}
+
+std::string ExpandError(std::string_view text) {
+  absl::StatusOr<std::vector<std::string>> hosts = ExpandHostlist(text);
+  EXPECT_FALSE(hosts.ok()) << text;
+  EXPECT_EQ(hosts.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(hosts.status().message());
+}
+
+TEST(ExpandHostlistTest, PlainNames) {
+  EXPECT_THAT(Expand("a"), ElementsAre("a"));
+  EXPECT_THAT(Expand("a,b,c"), ElementsAre("a", "b", "c"));
+  EXPECT_THAT(Expand(" a , b "), ElementsAre("a", "b"));
+  EXPECT_THAT(Expand("x3004c0s1b0n0.hsn.cm.polaris.alcf.anl.gov"),
+              ElementsAre("x3004c0s1b0n0.hsn.cm.polaris.alcf.anl.gov"));
+}
+
+TEST(ExpandHostlistTest, RangesKeepZeroPadding) {
+  EXPECT_THAT(Expand("nid[001-004,007]"),
+              ElementsAre("nid001", "nid002", "nid003", "nid004", "nid007"));
+  EXPECT_THAT(Expand("n[08-11]"), ElementsAre("n08", "n09", "n10", "n11"));
+  EXPECT_THAT(Expand("n[9-11]"), ElementsAre("n9", "n10", "n11"));
+  EXPECT_THAT(Expand("n[099-100]"), ElementsAre("n099", "n100"));
+  EXPECT_THAT(Expand("n[5]"), ElementsAre("n5"));
+  EXPECT_THAT(Expand("n[3-3]"), ElementsAre("n3"));
+}
+
+TEST(ExpandHostlistTest, SuffixAfterBracket) {
+  EXPECT_THAT(Expand("node[1-3]-ib"), ElementsAre("node1-ib", "node2-ib", "node3-ib"));
+  EXPECT_THAT(Expand("[1-2]x"), ElementsAre("1x", "2x"));
+}
+
+TEST(ExpandHostlistTest, SeveralGroupsMultiplyLeftmostSlowest) {
+  EXPECT_THAT(Expand("rack[1-2]-n[01-02]"),
+              ElementsAre("rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"));
+}
+
+TEST(ExpandHostlistTest, CommasInsideBracketsDoNotSplitItems) {
+  EXPECT_THAT(Expand("a[1,3],b[2-3,5],c"),
+              ElementsAre("a1", "a3", "b2", "b3", "b5", "c"));
+}
+
+TEST(ExpandHostlistTest, MalformedInputNamesTheProblem) {
+  EXPECT_EQ(ExpandError(""), "bad hostlist \"\": no hosts");
+  EXPECT_EQ(ExpandError("nid[001-004"),
+            "bad hostlist \"nid[001-004\": '[' at offset 3 has no matching ']'");
+  EXPECT_EQ(ExpandError("nid001]"), "bad hostlist \"nid001]\": ']' at offset 6 has no matching '['");
+  EXPECT_EQ(ExpandError("n[1-[2]]"), "bad hostlist \"n[1-[2]]\": nested '[' at offset 4");
+  EXPECT_EQ(ExpandError("a,,b"), "bad hostlist \"a,,b\": empty host name");
+  EXPECT_EQ(ExpandError("a,"), "bad hostlist \"a,\": empty host name");
+  EXPECT_EQ(ExpandError("n[]"), "bad hostlist \"n[]\": empty brackets");
+  EXPECT_EQ(ExpandError("n[4-1]"), "bad hostlist \"n[4-1]\": range '4-1' runs backwards");
+  EXPECT_EQ(ExpandError("n[a-c]"),
+            "bad hostlist \"n[a-c]\": 'a-c' is not a number or a lo-hi range of numbers");
+  EXPECT_EQ(ExpandError("n[1-]"),
+            "bad hostlist \"n[1-]\": '1-' is not a number or a lo-hi range of numbers");
+  EXPECT_EQ(ExpandError("n[1,,2]"),
+            "bad hostlist \"n[1,,2]\": '' is not a number or a lo-hi range of numbers");
+  EXPECT_EQ(ExpandError("a b"), "bad hostlist \"a b\": 'a b' contains whitespace");
+  EXPECT_THAT(ExpandError("n[0-999999999]"), HasSubstr("more than 1000000 hosts"));
+  EXPECT_THAT(ExpandError("a[0-999]b[0-999]c[0-9]"), HasSubstr("more than 1000000 hosts"));
+  EXPECT_THAT(ExpandError("n[1-99999999999999999999]"), HasSubstr("out of range"));
+}
+
+TEST(CompressHostlistTest, MergesRunsAndKeepsOrder) {
+  EXPECT_EQ(CompressHostlist({}), "");
+  EXPECT_EQ(CompressHostlist({"login"}), "login");
+  EXPECT_EQ(CompressHostlist({"nid007"}), "nid007");
+  EXPECT_EQ(CompressHostlist({"nid001", "nid002", "nid003", "nid004", "nid007"}),
+            "nid[001-004,007]");
+  EXPECT_EQ(CompressHostlist({"n9", "n10", "n11"}), "n[9-11]");
+  EXPECT_EQ(CompressHostlist({"n099", "n100"}), "n[099-100]");
+  EXPECT_EQ(CompressHostlist({"a1", "a2", "b1", "a3"}), "a[1-2],b1,a3");
+  EXPECT_EQ(CompressHostlist({"x", "n1", "n2"}), "x,n[1-2]");
+}
+
+TEST(CompressHostlistTest, ExpandsBackToTheSameList) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"n01", "n1", "n02"},
+      {"n3", "n2", "n1"},
+      {"h1", "h1", "h2"},
+      {"node1-ib", "node2-ib"},
+      {"a", "b10", "b11", "b012", "b13"},
+  };
+  for (const auto& hosts : cases) {
+    const std::string compressed = CompressHostlist(hosts);
+    absl::StatusOr<std::vector<std::string>> back = ExpandHostlist(compressed);
+    ASSERT_TRUE(back.ok()) << compressed << ": " << back.status();
+    EXPECT_EQ(*back, hosts) << compressed;
+  }
+}
+
+TEST(EditDistanceTest, CountsEditsAndAdjacentSwaps) {
+  EXPECT_EQ(EditDistance("", ""), 0);
+  EXPECT_EQ(EditDistance("nodes", "nodes"), 0);
+  EXPECT_EQ(EditDistance("nodez", "nodes"), 1);
+  EXPECT_EQ(EditDistance("ndoes", "nodes"), 1);
+  EXPECT_EQ(EditDistance("node", "nodes"), 1);
+  EXPECT_EQ(EditDistance("", "abc"), 3);
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3);
+}
+
+TEST(ClosestMatchTest, SuggestsOnlyPlausibleTypos) {
+  const std::vector<std::string> keys = {"name", "nodes", "nproc_per_node", "command", "env"};
+  EXPECT_EQ(ClosestMatch("nodez", keys), "nodes");
+  EXPECT_EQ(ClosestMatch("Nodes", keys), "nodes");
+  EXPECT_EQ(ClosestMatch("comand", keys), "command");
+  EXPECT_EQ(ClosestMatch("nproc_per_nodes", keys), "nproc_per_node");
+  EXPECT_EQ(ClosestMatch("xyz", keys), "");
+  EXPECT_EQ(ClosestMatch("ev", keys), "env");
+  EXPECT_EQ(ClosestMatch("na", keys), "");  // two edits are too many for a short word
+  EXPECT_EQ(ClosestMatch("walltime", keys), "");
+}
+
+}  // namespace
+}  // namespace dlaunch

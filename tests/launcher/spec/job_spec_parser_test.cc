@@ -1,0 +1,561 @@
+#include "launcher/spec/job_spec_parser.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace dlaunch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+JobSpec Parse(const std::string& text) {
+  absl::StatusOr<JobSpec> spec = ParseJobSpec(text, "job.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.ok() ? *spec : JobSpec{};
+}
+
+// The whole error message (every problem, one per line).
+std::string Errors(const std::string& text) {
+  absl::StatusOr<JobSpec> spec = ParseJobSpec(text, "job.yaml");
+  EXPECT_FALSE(spec.ok()) << text;
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(spec.status().message());
+}
+
+TEST(ParseJobSpecTest, MinimalJobGetsDefaults) {
+  const JobSpec spec = Parse("command: [python, train.py]\n");
+  EXPECT_THAT(spec.command, ElementsAre("python", "train.py"));
+  EXPECT_EQ(spec.name, "dlaunch-job");
+  EXPECT_TRUE(spec.nodes_auto);
+  EXPECT_EQ(spec.min_nodes, 1);
+  EXPECT_EQ(spec.max_nodes, 1);
+  EXPECT_EQ(spec.nproc_per_node, 0);
+  EXPECT_EQ(spec.node_launcher, "auto");
+  EXPECT_EQ(spec.join_timeout_s, 300);
+  EXPECT_EQ(spec.last_call_s, 10);
+  EXPECT_EQ(spec.heartbeat_interval_s, 2);
+  EXPECT_EQ(spec.heartbeat_misses, 3);
+  EXPECT_EQ(spec.stop_grace_s, 10);
+  EXPECT_EQ(spec.job_root, "runs");
+  EXPECT_TRUE(spec.show_all_ranks);
+  EXPECT_EQ(spec.tail_lines, 20);
+  EXPECT_FALSE(spec.isolate_gpus);
+  EXPECT_EQ(spec.scheduler.type, "");
+  EXPECT_EQ(spec.source_path, "job.yaml");
+}
+
+TEST(ParseJobSpecTest, FullJob) {
+  const JobSpec spec = Parse(R"(
+name: resnet50-scaling
+nodes: {min: 2, max: 8}
+nproc_per_node: 4
+command: [python3, train.py, --epochs, 90]
+args: [--lr, 0.1]
+env:
+  NCCL_DEBUG: WARN
+  EMPTY:
+workdir: /lus/eagle/projects/demo
+hosts: ["nid[001-002]", login1]
+launcher: mpiexec
+rendezvous: {port: 29400, master_port: 29500, join_timeout: 10m, last_call: 30s}
+heartbeat: {interval: 500ms, misses: 5}
+stop: {grace: 1m30s}
+max_restarts: 3
+logs: {dir: /tmp/runs, ranks: [0, 7], tail_lines: 50, summary_interval: 0}
+gpus: {binding: isolate, per_proc: 2}
+scheduler:
+  type: pbs
+  site: polaris
+  account: MyProject
+  queue: debug
+  walltime: 90
+  filesystems: home:eagle
+  modules: [conda/2023-10-04]
+  setup: |
+    conda activate base
+    export FOO=1
+  directives: {place: scatter}
+)");
+  EXPECT_EQ(spec.name, "resnet50-scaling");
+  EXPECT_FALSE(spec.nodes_auto);
+  EXPECT_EQ(spec.min_nodes, 2);
+  EXPECT_EQ(spec.max_nodes, 8);
+  EXPECT_EQ(spec.nproc_per_node, 4);
+  EXPECT_THAT(spec.command, ElementsAre("python3", "train.py", "--epochs", "90", "--lr", "0.1"));
+  EXPECT_THAT(spec.env, UnorderedElementsAre(Pair("NCCL_DEBUG", "WARN"), Pair("EMPTY", "")));
+  EXPECT_EQ(spec.workdir, "/lus/eagle/projects/demo");
+  EXPECT_THAT(spec.hosts, ElementsAre("nid001", "nid002", "login1"));
+  EXPECT_EQ(spec.node_launcher, "mpiexec");
+  EXPECT_EQ(spec.control_port, 29400);
+  EXPECT_EQ(spec.master_port, 29500);
+  EXPECT_EQ(spec.join_timeout_s, 600);
+  EXPECT_EQ(spec.last_call_s, 30);
+  EXPECT_EQ(spec.heartbeat_interval_s, 0.5);
+  EXPECT_EQ(spec.heartbeat_misses, 5);
+  EXPECT_EQ(spec.stop_grace_s, 90);
+  EXPECT_EQ(spec.max_restarts, 3);
+  EXPECT_EQ(spec.job_root, "/tmp/runs");
+  EXPECT_FALSE(spec.show_all_ranks);
+  EXPECT_THAT(spec.show_ranks, ElementsAre(0, 7));
+  EXPECT_EQ(spec.tail_lines, 50);
+  EXPECT_EQ(spec.summary_interval_s, 0);
+  EXPECT_TRUE(spec.isolate_gpus);
+  EXPECT_EQ(spec.gpus_per_proc, 2);
+  EXPECT_EQ(spec.scheduler.type, "pbs");
+  EXPECT_EQ(spec.scheduler.site, "polaris");
+  EXPECT_EQ(spec.scheduler.account, "MyProject");
+  EXPECT_EQ(spec.scheduler.queue, "debug");
+  EXPECT_EQ(spec.scheduler.walltime, "01:30:00");
+  EXPECT_EQ(spec.scheduler.walltime_s, 5400);
+  EXPECT_THAT(spec.scheduler.filesystems, ElementsAre("home", "eagle"));
+  EXPECT_THAT(spec.scheduler.modules, ElementsAre("conda/2023-10-04"));
+  EXPECT_THAT(spec.scheduler.setup, ElementsAre("conda activate base", "export FOO=1"));
+  EXPECT_THAT(spec.scheduler.extra, ElementsAre(Pair("place", "scatter")));
+}
+
+TEST(ParseJobSpecTest, NodesForms) {
+  EXPECT_EQ(Parse("nodes: 4\ncommand: [x]\n").min_nodes, 4);
+  EXPECT_EQ(Parse("nodes: 4\ncommand: [x]\n").max_nodes, 4);
+  EXPECT_FALSE(Parse("nodes: 4\ncommand: [x]\n").nodes_auto);
+  EXPECT_TRUE(Parse("nodes: auto\ncommand: [x]\n").nodes_auto);
+  const JobSpec range = Parse("nodes: \"2:6\"\ncommand: [x]\n");
+  EXPECT_EQ(range.min_nodes, 2);
+  EXPECT_EQ(range.max_nodes, 6);
+  const JobSpec only_min = Parse("nodes: {min: 3}\ncommand: [x]\n");
+  EXPECT_EQ(only_min.min_nodes, 3);
+  EXPECT_EQ(only_min.max_nodes, 3);
+  const JobSpec only_max = Parse("nodes: {max: 5}\ncommand: [x]\n");
+  EXPECT_EQ(only_max.min_nodes, 1);
+  EXPECT_EQ(only_max.max_nodes, 5);
+}
+
+TEST(ParseJobSpecTest, NprocPerNodeForms) {
+  EXPECT_EQ(Parse("nproc_per_node: 3\ncommand: [x]\n").nproc_per_node, 3);
+  EXPECT_EQ(Parse("nproc_per_node: gpu\ncommand: [x]\n").nproc_per_node, 0);
+  EXPECT_EQ(Parse("nproc_per_node: auto\ncommand: [x]\n").nproc_per_node, 0);
+}
+
+TEST(ParseJobSpecTest, CommandAsOneStringIsSplitLikeAShell) {
+  EXPECT_THAT(Parse("command: python3 train.py --name 'my run' \"a b\" c\\ d\n").command,
+              ElementsAre("python3", "train.py", "--name", "my run", "a b", "c d"));
+  EXPECT_THAT(Parse("command: x\nargs: --steps 10\n").command, ElementsAre("x", "--steps", "10"));
+}
+
+TEST(ParseJobSpecTest, HostsAsHostlistString) {
+  EXPECT_THAT(Parse("hosts: nid[001-003],login\ncommand: [x]\n").hosts,
+              ElementsAre("nid001", "nid002", "nid003", "login"));
+}
+
+TEST(ParseJobSpecTest, LogRanksForms) {
+  const JobSpec one = Parse("logs: {ranks: 3}\ncommand: [x]\n");
+  EXPECT_FALSE(one.show_all_ranks);
+  EXPECT_THAT(one.show_ranks, ElementsAre(3));
+  EXPECT_TRUE(Parse("logs: {ranks: all}\ncommand: [x]\n").show_all_ranks);
+}
+
+TEST(ParseJobSpecTest, SchedulerExtraIsAnAliasOfDirectives) {
+  EXPECT_THAT(Parse("command: [x]\nscheduler: {extra: {a: b}}\n").scheduler.extra,
+              ElementsAre(Pair("a", "b")));
+  EXPECT_EQ(Errors("command: [x]\nscheduler: {directives: {a: b}, extra: {a: c}}\n"),
+            "job.yaml:2:40: scheduler.extra and scheduler.directives are the same setting; "
+            "give one");
+}
+
+TEST(ParseJobSpecTest, WalltimeForms) {
+  auto walltime = [](const std::string& value) {
+    return Parse("command: [x]\nscheduler: {walltime: " + value + "}\n").scheduler;
+  };
+  EXPECT_EQ(walltime("\"01:00:00\"").walltime_s, 3600);
+  EXPECT_EQ(walltime("\"01:00:00\"").walltime, "01:00:00");
+  EXPECT_EQ(walltime("\"30:00\"").walltime_s, 1800);
+  EXPECT_EQ(walltime("60").walltime_s, 3600);
+  EXPECT_EQ(walltime("2h").walltime, "02:00:00");
+  EXPECT_EQ(walltime("\"1-00:00:00\"").walltime, "24:00:00");
+  EXPECT_EQ(walltime("\"\"").walltime_s, 0);
+  EXPECT_EQ(walltime("\"\"").walltime, "");
+}
+
+TEST(ParseJobSpecTest, UnknownKeysSuggestTheNearestKey) {
+  EXPECT_EQ(Errors("command: [x]\nnodez: 2\n"),
+            "job.yaml:2:1: unknown key 'nodez' (did you mean 'nodes'?)");
+  EXPECT_EQ(Errors("command: [x]\nrendezvous:\n  prot: 1\n"),
+            "job.yaml:3:3: unknown key 'prot' in 'rendezvous' (did you mean 'port'?)");
+  EXPECT_EQ(Errors("command: [x]\nport: 1\n"),
+            "job.yaml:2:1: unknown key 'port' (did you mean 'rendezvous.port'?)");
+  EXPECT_EQ(Errors("command: [x]\nnproc: 2\n"),
+            "job.yaml:2:1: unknown key 'nproc' (did you mean 'nproc_per_node'?)");
+  EXPECT_EQ(Errors("command: [x]\nbanana: 2\n"), "job.yaml:2:1: unknown key 'banana'");
+  EXPECT_EQ(Errors("command: [x]\nlogs: {max_restarts: 1}\n"),
+            "job.yaml:2:8: unknown key 'max_restarts' in 'logs' (did you mean 'max_restarts'?)");
+}
+
+TEST(ParseJobSpecTest, WrongTypesNameTheKeyAndTheValue) {
+  EXPECT_EQ(Errors("command: [x]\n\n\n\nnproc_per_node:   \"two\"\n"),
+            "job.yaml:5:19: nproc_per_node must be a positive integer or \"gpu\", got \"two\"");
+  EXPECT_EQ(Errors("command: [x]\nnproc_per_node: 0\n"),
+            "job.yaml:2:17: nproc_per_node must be a positive integer or \"gpu\", got 0");
+  EXPECT_EQ(Errors("command: [x]\nnodes: many\n"),
+            "job.yaml:2:8: nodes must be a positive integer, \"auto\", \"MIN:MAX\" or a mapping "
+            "{min, max}, got \"many\"");
+  EXPECT_EQ(Errors("command: [x]\nmax_restarts: [1]\n"),
+            "job.yaml:2:15: max_restarts must be an integer, got a list");
+  EXPECT_EQ(Errors("command: [x]\nmax_restarts:\n"),
+            "job.yaml:2:1: max_restarts must be an integer, got nothing");
+  EXPECT_EQ(Errors("command: [x]\nheartbeat: {interval: soon}\n"),
+            "job.yaml:2:23: heartbeat.interval must be a duration (seconds, or a string such as "
+            "\"30s\", \"5m\", \"1h\", \"250ms\"), got \"soon\"");
+  EXPECT_EQ(Errors("command: [x]\nenv: [A, B]\n"),
+            "job.yaml:2:6: env must be a mapping of names to values, got a list");
+  EXPECT_EQ(Errors("command: [x]\nenv: {A: [1]}\n"),
+            "job.yaml:2:10: env.A must be a string, got a list");
+  EXPECT_EQ(Errors("command: [x, {a: b}]\n"),
+            "job.yaml:1:14: command[1] must be a string, got a mapping");
+  EXPECT_EQ(Errors("command: [x]\nrendezvous: 5\n"),
+            "job.yaml:2:13: rendezvous must be a mapping with keys port, master_port, "
+            "join_timeout, last_call, got 5");
+  EXPECT_EQ(Errors("command: [x]\nname: {a: 1}\n"),
+            "job.yaml:2:7: name must be a string, got a mapping");
+  EXPECT_EQ(Errors("command: [x]\ngpus: {binding: isolated}\n"),
+            "job.yaml:2:17: gpus.binding must be \"shared\" or \"isolate\", got \"isolated\" "
+            "(did you mean 'isolate'?)");
+  EXPECT_EQ(Errors("command: [x]\nlogs: {ranks: [0, x]}\n"),
+            "job.yaml:2:19: logs.ranks must be \"all\" or a list of ranks, got \"x\"");
+  EXPECT_EQ(Errors("command: [x]\nscheduler: {walltime: \"1 hour\"}\n"),
+            "job.yaml:2:23: scheduler.walltime must be a walltime (\"HH:MM:SS\", \"MM:SS\" or "
+            "minutes), got \"1 hour\"");
+  EXPECT_EQ(Errors("command: [x]\nscheduler: {walltime: \"0:00\"}\n"),
+            "job.yaml:2:23: scheduler.walltime must be positive, got \"0:00\"");
+  EXPECT_EQ(Errors("command: [x]\nhosts: \"n[1-\"\n"),
+            "job.yaml:2:8: hosts: bad hostlist \"n[1-\": '[' at offset 1 has no matching ']'");
+}
+
+TEST(ParseJobSpecTest, RangesAndValues) {
+  EXPECT_EQ(Errors("command: [x]\nnodes: {min: 4, max: 2}\n"),
+            "job.yaml:2:22: nodes.max (2) must not be less than nodes.min (4)");
+  EXPECT_EQ(Errors("command: [x]\nnodes: \"4:2\"\n"),
+            "job.yaml:2:8: nodes.max (2) must not be less than nodes.min (4)");
+  EXPECT_EQ(Errors("command: [x]\nnodes: 0\n"), "job.yaml:2:8: nodes must be at least 1, got 0");
+  EXPECT_EQ(Errors("command: [x]\nnodes: {min: 0, max: 2}\n"),
+            "job.yaml:2:14: nodes.min must be at least 1, got 0");
+  EXPECT_EQ(Errors("command: [x]\nrendezvous: {port: 70000, master_port: -1}\n"),
+            "job.yaml:2:20: rendezvous.port must be in 0..65535, got 70000\n"
+            "job.yaml:2:40: rendezvous.master_port must be in 0..65535, got -1");
+  EXPECT_EQ(Errors("command: [x]\nrendezvous: {port: 29500, master_port: 29500}\n"),
+            "job.yaml:2:40: rendezvous.master_port must differ from rendezvous.port (both 29500)");
+  EXPECT_EQ(Errors("command: [x]\nrendezvous: {join_timeout: 0, last_call: -1s}\n"),
+            "job.yaml:2:28: rendezvous.join_timeout must be positive, got 0s\n"
+            "job.yaml:2:42: rendezvous.last_call must not be negative, got -1s");
+  EXPECT_EQ(Errors("command: [x]\nheartbeat: {misses: 0}\n"),
+            "job.yaml:2:21: heartbeat.misses must be at least 1, got 0");
+  EXPECT_EQ(Errors("command: [x]\nstop: {grace: -250ms}\n"),
+            "job.yaml:2:15: stop.grace must not be negative, got -250ms");
+  EXPECT_EQ(Errors("command: [x]\nmax_restarts: -1\n"),
+            "job.yaml:2:15: max_restarts must not be negative, got -1");
+  EXPECT_EQ(Errors("command: [x]\nname: my job\n"),
+            "job.yaml:2:7: name must be letters, digits, '.', '_' or '-', got \"my job\"");
+  EXPECT_EQ(Errors("command: [x]\nlauncher: mpiexe\n"),
+            "job.yaml:2:11: launcher must be one of auto, local, ssh, mpiexec, mpirun, srun, "
+            "got \"mpiexe\" (did you mean 'mpiexec'?)");
+  EXPECT_EQ(Errors("command: [x]\nscheduler: {type: pbspro}\n"),
+            "job.yaml:2:19: scheduler.type must be one of pbs, cobalt, slurm, local, got "
+            "\"pbspro\"");
+  EXPECT_EQ(Errors("command: [x]\nenv:\n  OK: 1\n  BAD-NAME: 2\n"),
+            "job.yaml:4:3: env name 'BAD-NAME' is not a valid environment variable name");
+  EXPECT_EQ(Errors("command: [x]\nlogs: {ranks: [], tail_lines: -1}\n"),
+            "job.yaml:2:15: logs.ranks must be \"all\" or a non-empty list of ranks\n"
+            "job.yaml:2:31: logs.tail_lines must not be negative, got -1");
+  EXPECT_EQ(Errors("command: [x]\nlogs:\n  ranks:\n    - 0\n    - -2\n"),
+            "job.yaml:5:7: logs.ranks[1] must be a rank (0 or more), got -2");
+  EXPECT_EQ(Errors("command: [x]\ngpus: {per_proc: -1}\n"),
+            "job.yaml:2:18: gpus.per_proc must not be negative, got -1");
+  EXPECT_EQ(Errors("command: [x]\nlogs: {dir: \"\"}\n"), "job.yaml:2:13: logs.dir must not be empty");
+}
+
+TEST(ParseJobSpecTest, CommandProblems) {
+  EXPECT_EQ(Errors("name: a\n"), "job.yaml:1:1: missing required key 'command'");
+  EXPECT_EQ(Errors(""), "job.yaml:1:1: missing required key 'command'");
+  EXPECT_EQ(Errors("# only a comment\n"), "job.yaml:1:1: missing required key 'command'");
+  EXPECT_EQ(Errors("command: []\n"), "job.yaml:1:10: command must not be empty");
+  EXPECT_EQ(Errors("command:\n"), "job.yaml:1:1: command must not be empty");
+  EXPECT_EQ(Errors("command: ['', a]\n"),
+            "job.yaml:1:10: command[0] (the program) must not be empty");
+  EXPECT_EQ(Errors("command: python train.py > log\n"),
+            "job.yaml:1:10: command: '>' needs a shell, and dlaunch runs the program directly; "
+            "write the command as a list, e.g. [bash, -c, \"...\"]");
+  EXPECT_EQ(Errors("command: echo 'unterminated\n"),
+            "job.yaml:1:10: command: unterminated single quote");
+}
+
+TEST(ParseJobSpecTest, EveryProblemIsReportedInFileOrder) {
+  const std::string text =
+      "nodez: 2\n"                    // 1
+      "nproc_per_node: two\n"         // 2
+      "rendezvous:\n"                 // 3
+      "  port: 99999\n"               // 4
+      "  join_timout: 5m\n"           // 5
+      "heartbeat: {interval: 0}\n"    // 6
+      "launcher: bogus\n";            // 7
+  EXPECT_EQ(Errors(text),
+            "job.yaml:1:1: unknown key 'nodez' (did you mean 'nodes'?)\n"
+            "job.yaml:1:1: missing required key 'command'\n"
+            "job.yaml:2:17: nproc_per_node must be a positive integer or \"gpu\", got \"two\"\n"
+            "job.yaml:4:9: rendezvous.port must be in 0..65535, got 99999\n"
+            "job.yaml:5:3: unknown key 'join_timout' in 'rendezvous' (did you mean "
+            "'join_timeout'?)\n"
+            "job.yaml:6:23: heartbeat.interval must be positive, got 0s\n"
+            "job.yaml:7:11: launcher must be one of auto, local, ssh, mpiexec, mpirun, srun, got "
+            "\"bogus\"");
+}
+
+TEST(ParseJobSpecTest, DuplicateKeys) {
+  EXPECT_EQ(Errors("command: [x]\nnodes: 1\nnodes: 2\n"),
+            "job.yaml:3:1: duplicate key 'nodes' (first given on line 2)");
+  EXPECT_EQ(Errors("command: [x]\nenv: {A: 1, A: 2}\n"), "job.yaml:2:13: duplicate key 'env.A'");
+}
+
+TEST(ParseJobSpecTest, YamlSyntaxAndShape) {
+  EXPECT_EQ(Errors("command: [x\n"),
+            "job.yaml:2:1: YAML syntax error: end of sequence flow not found");
+  EXPECT_EQ(Errors("- a\n- b\n"),
+            "job.yaml:1:1: a job must be a mapping of keys (name:, nodes:, command: ...), got a "
+            "list");
+  EXPECT_EQ(Errors("command: [x]\n---\ncommand: [y]\n"),
+            "job.yaml:2:1: a job file holds one YAML document, found a second one here");
+  // yaml-cpp alone loops forever on these.
+  EXPECT_EQ(Errors(", a\nb: 1\n"), "job.yaml:1:1: YAML syntax error: unexpected ','");
+  EXPECT_EQ(Errors("command: [x]\n---\n, b\n"),
+            "job.yaml:2:1: a job file holds one YAML document, found a second one here");
+  EXPECT_THAT(Errors("command: [x]\n\"a\": &x\n  b: *y\n"), HasSubstr("job.yaml:"));
+}
+
+TEST(ParseJobSpecTest, ErrorsUseTheGivenFileName) {
+  absl::StatusOr<JobSpec> spec = ParseJobSpec("nodez: 1\ncommand: [x]\n", "examples/a.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(),
+            "examples/a.yaml:1:1: unknown key 'nodez' (did you mean 'nodes'?)");
+}
+
+TEST(LoadJobSpecTest, ReadsFilesAndReportsMissingOnes) {
+  const std::string path = testing::TempDir() + "/load_job_spec_test.yaml";
+  std::ofstream(path) << "name: loaded\ncommand: [x]\n";
+  absl::StatusOr<JobSpec> spec = LoadJobSpec(path);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name, "loaded");
+  EXPECT_EQ(spec->source_path, path);
+  std::remove(path.c_str());
+  absl::StatusOr<JobSpec> missing = LoadJobSpec(path);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(),
+            "cannot read job file '" + path + "': No such file or directory");
+}
+
+TEST(LoadJobSpecTest, ShippedExampleIsValid) {
+  absl::StatusOr<JobSpec> spec = LoadJobSpec(DLAUNCH_SOURCE_DIR "/examples/local.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->min_nodes, 2);
+  EXPECT_EQ(spec->nproc_per_node, 2);
+  EXPECT_EQ(spec->node_launcher, "local");
+  EXPECT_EQ(spec->command[0], "dlaunch-worker");
+}
+
+TEST(LoadJobSpecTest, DocumentedExampleIsValid) {
+  std::ifstream doc(DLAUNCH_SOURCE_DIR "/docs/job-spec.md");
+  std::stringstream text;
+  text << doc.rdbuf();
+  const std::string markdown = text.str();
+  const size_t start = markdown.find("```yaml\n");
+  ASSERT_NE(start, std::string::npos);
+  const size_t end = markdown.find("```", start + 8);
+  const std::string example = markdown.substr(start + 8, end - start - 8);
+  const JobSpec spec = Parse(example);
+  EXPECT_EQ(spec.name, "resnet50-scaling");
+  EXPECT_EQ(spec.max_nodes, 8);
+  EXPECT_THAT(spec.command, ElementsAre("python3", "train.py", "--epochs", "90", "--lr", "0.1"));
+  EXPECT_THAT(spec.hosts, ElementsAre("x3004c0s1b0n0", "x3004c0s2b0n0", "x3004c0s3b0n0",
+                                      "x3004c0s4b0n0"));
+  EXPECT_EQ(spec.scheduler.walltime_s, 3600);
+  EXPECT_THAT(spec.show_ranks, ElementsAre(0));
+}
+
+TEST(ResolvedJobYamlTest, RoundTripsToAnEqualSpec) {
+  const std::vector<std::string> jobs = {
+      "command: [x]\n",
+      "name: full\nnodes: {min: 2, max: 8}\nnproc_per_node: 4\n"
+      "command: [python3, \"-c\", \"print('hi there')\", \"\", \"yes\", \"#x\", \"a: b\", "
+      "\"quote\\\"s\\\\\", \"tab\\there\", \"01\", \"~\", \"-\"]\n"
+      "env: {A: \"1\", B: \"\", C: \"x y\", D: \"null\"}\nworkdir: /w d\n"
+      "hosts: n[1-3]\nlauncher: ssh\n"
+      "rendezvous: {port: 1, master_port: 2, join_timeout: 0.1, last_call: 1.25}\n"
+      "heartbeat: {interval: 250ms, misses: 9}\nstop: {grace: 1h}\nmax_restarts: 2\n"
+      "logs: {dir: \"out dir\", ranks: [3, 1], tail_lines: 0, summary_interval: 0}\n"
+      "gpus: {binding: isolate, per_proc: 1}\n"
+      "scheduler: {type: slurm, site: s, account: a, queue: q, walltime: \"30:00\", "
+      "filesystems: [home], modules: [m1, m2], setup: [\"echo $HOME\", \"cd /x\"], "
+      "directives: {\"--gres\": \"gpu:4\", place: scatter}}\n",
+      "nodes: 3\nnproc_per_node: gpu\ncommand: a b c\n",
+  };
+  for (const std::string& text : jobs) {
+    const JobSpec spec = Parse(text);
+    const std::string resolved = ResolvedJobYaml(spec);
+    absl::StatusOr<JobSpec> again = ParseJobSpec(resolved, "job.yaml");
+    ASSERT_TRUE(again.ok()) << again.status() << "\n" << resolved;
+    EXPECT_TRUE(*again == spec) << resolved;
+    EXPECT_EQ(ResolvedJobYaml(*again), resolved);
+  }
+}
+
+TEST(ResolvedJobYamlTest, WritesEveryKey) {
+  const std::string resolved = ResolvedJobYaml(Parse("command: [x]\n"));
+  EXPECT_EQ(resolved,
+            "# Resolved job: every setting of docs/job-spec.md, defaults filled in.\n"
+            "name: dlaunch-job\n"
+            "nodes: auto\n"
+            "nproc_per_node: gpu\n"
+            "command: [x]\n"
+            "env: {}\n"
+            "workdir: \"\"\n"
+            "hosts: []\n"
+            "launcher: auto\n"
+            "rendezvous:\n"
+            "  port: 0\n"
+            "  master_port: 0\n"
+            "  join_timeout: 5m\n"
+            "  last_call: 10s\n"
+            "heartbeat:\n"
+            "  interval: 2s\n"
+            "  misses: 3\n"
+            "stop:\n"
+            "  grace: 10s\n"
+            "max_restarts: 0\n"
+            "logs:\n"
+            "  dir: runs\n"
+            "  ranks: all\n"
+            "  tail_lines: 20\n"
+            "  summary_interval: 5s\n"
+            "gpus:\n"
+            "  binding: shared\n"
+            "  per_proc: 0\n"
+            "scheduler:\n"
+            "  type: \"\"\n"
+            "  site: \"\"\n"
+            "  account: \"\"\n"
+            "  queue: \"\"\n"
+            "  walltime: \"\"\n"
+            "  filesystems: []\n"
+            "  modules: []\n"
+            "  setup: []\n"
+            "  directives: {}\n");
+}
+
+TEST(ValidateJobSpecTest, FlagBuiltSpecs) {
+  JobSpec spec;
+  spec.command = {"train"};
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+  spec.command.clear();
+  spec.min_nodes = 3;
+  spec.max_nodes = 2;
+  spec.control_port = -5;
+  spec.node_launcher = "srn";
+  spec.heartbeat_interval_s = 0;
+  const absl::Status status = ValidateJobSpec(spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "nodes.max (2) must not be less than nodes.min (3)\n"
+            "command must not be empty\n"
+            "launcher must be one of auto, local, ssh, mpiexec, mpirun, srun, got \"srn\" (did "
+            "you mean 'srun'?)\n"
+            "rendezvous.port must be in 0..65535, got -5\n"
+            "heartbeat.interval must be positive, got 0s");
+}
+
+TEST(ValidateJobSpecTest, NodesAutoSkipsTheCountChecks) {
+  JobSpec spec;
+  spec.command = {"train"};
+  spec.nodes_auto = true;
+  spec.min_nodes = 0;
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+}
+
+TEST(DurationTest, ParsesUnitsAndNumbers) {
+  auto seconds = [](std::string_view text) {
+    absl::StatusOr<double> value = ParseDuration(text);
+    EXPECT_TRUE(value.ok()) << text << ": " << value.status();
+    return value.ok() ? *value : -12345.0;
+  };
+  EXPECT_EQ(seconds("30"), 30);
+  EXPECT_EQ(seconds("0.5"), 0.5);
+  EXPECT_EQ(seconds("30s"), 30);
+  EXPECT_EQ(seconds("5m"), 300);
+  EXPECT_EQ(seconds("1h"), 3600);
+  EXPECT_EQ(seconds("250ms"), 0.25);
+  EXPECT_EQ(seconds("1h30m"), 5400);
+  EXPECT_EQ(seconds("1.5s"), 1.5);
+  EXPECT_EQ(seconds(" 2m "), 120);
+  EXPECT_EQ(seconds("-3s"), -3);
+  for (std::string_view bad : {"", "s", "5x", "5 m", "m5", "1e3", "nan", "inf", "--1", "5m5"}) {
+    EXPECT_FALSE(ParseDuration(bad).ok()) << bad;
+  }
+  EXPECT_EQ(ParseDuration("abc").status().message(),
+            "\"abc\" is not a duration (seconds, or e.g. \"30s\", \"5m\", \"1h\", \"250ms\")");
+}
+
+TEST(DurationTest, FormatsReadBackExactly) {
+  EXPECT_EQ(FormatDuration(0), "0s");
+  EXPECT_EQ(FormatDuration(0.25), "250ms");
+  EXPECT_EQ(FormatDuration(30), "30s");
+  EXPECT_EQ(FormatDuration(300), "5m");
+  EXPECT_EQ(FormatDuration(7200), "2h");
+  EXPECT_EQ(FormatDuration(90), "90s");
+  EXPECT_EQ(FormatDuration(1.5), "1500ms");
+  EXPECT_EQ(FormatDuration(-10), "-10s");
+  for (double value : {0.1, 1.0 / 3, 1e-7, 123456.789, 0.0005, 86400.0 * 365}) {
+    absl::StatusOr<double> back = ParseDuration(FormatDuration(value));
+    ASSERT_TRUE(back.ok()) << FormatDuration(value);
+    EXPECT_EQ(*back, value) << FormatDuration(value);
+  }
+}
+
+TEST(WalltimeTest, ParsesSchedulerForms) {
+  EXPECT_EQ(*ParseJobWalltime("01:00:00"), 3600);
+  EXPECT_EQ(*ParseJobWalltime("1:02:03"), 3723);
+  EXPECT_EQ(*ParseJobWalltime("30:00"), 1800);
+  EXPECT_EQ(*ParseJobWalltime("45"), 2700);
+  EXPECT_EQ(*ParseJobWalltime("2-01:00:00"), 2 * 86400 + 3600);
+  EXPECT_EQ(*ParseJobWalltime("90m"), 5400);
+  EXPECT_EQ(*ParseJobWalltime("100:00:00"), 360000);
+  for (std::string_view bad : {"", "1:60:00", "1:2:3:4", "a:b", "1.5", "1-2", "-5", "0.5s", ":30"}) {
+    EXPECT_FALSE(ParseJobWalltime(bad).ok()) << bad;
+  }
+  EXPECT_EQ(FormatWalltime(3723), "01:02:03");
+  EXPECT_EQ(FormatWalltime(360000), "100:00:00");
+  EXPECT_EQ(FormatWalltime(0), "00:00:00");
+}
+
+TEST(SplitCommandLineTest, QuotesAndEscapes) {
+  EXPECT_THAT(*SplitCommandLine("  a   b\tc "), ElementsAre("a", "b", "c"));
+  EXPECT_THAT(*SplitCommandLine("a'b c'd"), ElementsAre("ab cd"));
+  EXPECT_THAT(*SplitCommandLine("'' \"\""), ElementsAre("", ""));
+  EXPECT_THAT(*SplitCommandLine("\"a \\\" \\\\ b\""), ElementsAre("a \" \\ b"));
+  EXPECT_THAT(*SplitCommandLine("'$HOME'"), ElementsAre("$HOME"));
+  EXPECT_THAT(*SplitCommandLine(""), ElementsAre());
+  EXPECT_EQ(SplitCommandLine("a \"b").status().message(), "unterminated double quote");
+  EXPECT_EQ(SplitCommandLine("a\\").status().message(), "trailing backslash");
+  EXPECT_THAT(std::string(SplitCommandLine("run $HOME/x").status().message()),
+              HasSubstr("'$' needs a shell"));
+  EXPECT_THAT(std::string(SplitCommandLine("a \"$X\"").status().message()),
+              HasSubstr("'$' needs a shell"));
+  EXPECT_THAT(std::string(SplitCommandLine("a | b").status().message()),
+              HasSubstr("'|' needs a shell"));
+  EXPECT_THAT(std::string(SplitCommandLine("a; b").status().message()),
+              HasSubstr("';' needs a shell"));
+}
+
+}  // namespace
+}  // namespace dlaunch

@@ -1,0 +1,158 @@
+// Site profiles: the built-in ones parse and carry their sites' facts; user profiles on
+// DLAUNCH_SITE_PATH take precedence and may bring their own template; mistakes are named.
+#include "launcher/submit/site_profile.h"
+#include "tests/testing/test_files.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace dlaunch {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsSupersetOf;
+
+const std::string kTemplates = std::string(DLAUNCH_SOURCE_DIR) + "/templates";
+
+SiteSearchPath BuiltinOnly() { return MakeSiteSearchPath("", "", "", {kTemplates}); }
+
+
+TEST(SiteProfile, EveryBuiltinProfileLoads) {
+  std::vector<std::string> names = ListSiteProfiles(BuiltinOnly());
+  EXPECT_THAT(names, IsSupersetOf({"polaris", "thetagpu", "generic-pbs", "generic-slurm",
+                                   "local"}));
+  for (const auto& n : names) {
+    absl::StatusOr<SiteProfile> p = LoadSiteProfile(n, BuiltinOnly());
+    ASSERT_TRUE(p.ok()) << n << ": " << p.status();
+    EXPECT_FALSE(p->template_text.empty()) << n;
+    EXPECT_TRUE(fs::path(p->template_path).is_absolute());
+  }
+}
+
+TEST(SiteProfile, PolarisAndThetaGpuFacts) {
+  absl::StatusOr<SiteProfile> polaris = LoadSiteProfile("polaris", BuiltinOnly());
+  ASSERT_TRUE(polaris.ok()) << polaris.status();
+  EXPECT_EQ(polaris->scheduler, "pbs");
+  EXPECT_EQ(polaris->gpus_per_node, 4);
+  EXPECT_EQ(polaris->gpu_model, "A100");
+  EXPECT_EQ(polaris->nodefile_var, "PBS_NODEFILE");
+  EXPECT_EQ(polaris->launch, "mpiexec -n ${NNODES} --ppn 1 --hostfile ${PBS_NODEFILE}");
+  EXPECT_THAT(polaris->default_filesystems, ElementsAre("home", "eagle"));
+  EXPECT_TRUE(polaris->requires_account);
+  EXPECT_EQ(polaris->queue_limits.at("debug").max_nodes, 2);
+  EXPECT_EQ(polaris->limits.max_walltime_s, 24 * 3600);
+
+  absl::StatusOr<SiteProfile> theta = LoadSiteProfile("thetagpu", BuiltinOnly());
+  ASSERT_TRUE(theta.ok()) << theta.status();
+  EXPECT_EQ(theta->scheduler, "cobalt");
+  EXPECT_EQ(theta->gpus_per_node, 8);
+  EXPECT_EQ(theta->launch, "mpirun -hostfile ${COBALT_NODEFILE} -n ${NNODES} -npernode 1");
+  EXPECT_EQ(theta->filesystems_separator, ",");
+}
+
+TEST(SiteProfile, UserProfileShadowsBuiltinAndBringsItsOwnTemplate) {
+  ScratchDir dir("dlaunch-sites");
+  std::ofstream(dir.path() + "/polaris.yaml") << "scheduler: pbs\n"
+                                                 "template: mine.sh.mustache\n"
+                                                 "launcher: mpiexec\n"
+                                                 "launch: mpiexec -n ${NNODES}\n";
+  std::ofstream(dir.path() + "/mine.sh.mustache") << "#!/bin/bash\n# mine {{job_id}}\n";
+  SiteSearchPath path = MakeSiteSearchPath(dir.path(), "", "", {kTemplates});
+  absl::StatusOr<SiteProfile> p = LoadSiteProfile("polaris", path);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->source_path, dir.path() + "/polaris.yaml");
+  EXPECT_EQ(p->template_path, dir.path() + "/mine.sh.mustache");
+  EXPECT_EQ(p->template_text, "#!/bin/bash\n# mine {{job_id}}\n");
+  // A user profile without a template of its own uses the built-in one for its scheduler.
+  std::ofstream(dir.path() + "/cluster9.yaml") << "scheduler: slurm\nlaunch: srun -N ${NNODES}\n";
+  absl::StatusOr<SiteProfile> c = LoadSiteProfile("cluster9", path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->template_path, kTemplates + "/slurm.sh.mustache");
+  EXPECT_EQ(c->launcher, "srun");
+  // Or names a template anywhere by absolute path.
+  std::ofstream(dir.path() + "/abs.yaml")
+      << "scheduler: local\ntemplate: " << dir.path() << "/mine.sh.mustache\n";
+  absl::StatusOr<SiteProfile> a = LoadSiteProfile("abs", path);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->template_path, dir.path() + "/mine.sh.mustache");
+  // A template that is nowhere is reported with the places searched.
+  std::ofstream(dir.path() + "/gone.yaml") << "scheduler: local\ntemplate: gone.mustache\n";
+  absl::StatusOr<SiteProfile> g = LoadSiteProfile("gone", path);
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("template 'gone.mustache' not found"));
+}
+
+TEST(SiteProfile, ProfileByPath) {
+  absl::StatusOr<SiteProfile> p = LoadSiteProfile(kTemplates + "/sites/local.yaml", {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->name, "local");
+}
+
+TEST(SiteProfile, MissingProfileListsWhereItLookedAndWhatExists) {
+  absl::StatusOr<SiteProfile> p = LoadSiteProfile("frontier", BuiltinOnly());
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr(kTemplates + "/sites/frontier.yaml"));
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("polaris"));
+}
+
+TEST(SiteProfile, ParseErrorsNameKeyAndPosition) {
+  absl::StatusOr<SiteProfile> p = ParseSiteProfile(
+      "scheduler: pbs\nlauncher: mpiexec\nlaunch: \"mpiexec $(id)\"\nmax_nodez: 3\n"
+      "defaults: {walltime: forever}\n",
+      "x", "x.yaml");
+  ASSERT_FALSE(p.ok());
+  std::string m(p.status().message());
+  EXPECT_THAT(m, HasSubstr("x.yaml:3:"));
+  EXPECT_THAT(m, HasSubstr("command substitution"));
+  EXPECT_THAT(m, HasSubstr("x.yaml:4:1: unknown key 'max_nodez'"));
+  EXPECT_THAT(m, HasSubstr("walltime"));
+}
+
+TEST(SiteProfile, LaunchLineMayNotQuoteOrChain) {
+  for (const char* bad : {"mpiexec \"-n\" 2", "mpiexec; id", "mpiexec `id`", "a | b"}) {
+    std::string yaml = std::string("scheduler: pbs\nlauncher: mpiexec\nlaunch: '") + bad + "'\n";
+    EXPECT_FALSE(ParseSiteProfile(yaml, "x", "x.yaml").ok()) << bad;
+  }
+}
+
+TEST(SiteSearchPath, Order) {
+  SiteSearchPath p = MakeSiteSearchPath("/a:/b", "/home/u", "/opt/dl/bin/dlaunch",
+                                        {"/src/templates", "/usr/share/dlaunch/templates"});
+  EXPECT_THAT(p.site_dirs,
+              ElementsAre("/a", "/b", "/home/u/.config/dlaunch/sites",
+                          "/opt/dl/share/dlaunch/templates/sites", "/src/templates/sites",
+                          "/usr/share/dlaunch/templates/sites"));
+  EXPECT_THAT(p.template_dirs,
+              ElementsAre("/a", "/b", "/home/u/.config/dlaunch/sites",
+                          "/opt/dl/share/dlaunch/templates", "/src/templates",
+                          "/usr/share/dlaunch/templates"));
+}
+
+TEST(DefaultSiteName, FromSpec) {
+  EXPECT_EQ(DefaultSiteName("polaris", "pbs"), "polaris");
+  EXPECT_EQ(DefaultSiteName("", "pbs"), "generic-pbs");
+  EXPECT_EQ(DefaultSiteName("", "cobalt"), "thetagpu");
+  EXPECT_EQ(DefaultSiteName("", "slurm"), "generic-slurm");
+  EXPECT_EQ(DefaultSiteName("", ""), "local");
+}
+
+TEST(ParseWalltime, Forms) {
+  EXPECT_EQ(*ParseWalltime("01:00:00"), 3600);
+  EXPECT_EQ(*ParseWalltime("0:30:00"), 1800);
+  EXPECT_EQ(*ParseWalltime("30:00"), 1800);
+  EXPECT_EQ(*ParseWalltime("10"), 600);
+  EXPECT_EQ(*ParseWalltime("1-02:00:00"), 93600);
+  EXPECT_EQ(*ParseWalltime("72:00:00"), 72 * 3600);
+  for (const char* bad : {"", "abc", "1:60:00", "1::0", "-5", "0", "1:00:00\nid", "1h"}) {
+    EXPECT_FALSE(ParseWalltime(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace dlaunch
