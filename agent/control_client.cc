@@ -1,15 +1,12 @@
 #include "agent/control_client.h"
 
 #include "absl/strings/str_cat.h"
+#include "proto/grpc_status.h"
 
 namespace dlaunch {
 namespace {
 
 constexpr size_t kMaxQueuedMessages = 20000;
-
-absl::Status FromGrpc(const grpc::Status& s) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-}
 
 }  // namespace
 
@@ -33,7 +30,7 @@ absl::StatusOr<v1::JoinResponse> ControlClient::Join(const v1::JoinRequest& requ
   ctx.set_wait_for_ready(true);  // the launcher may still be starting its server
   v1::JoinResponse response;
   grpc::Status s = stub_->Join(&ctx, request, &response);
-  if (!s.ok()) return FromGrpc(s);
+  if (!s.ok()) return FromGrpcStatus(s);
   return response;
 }
 

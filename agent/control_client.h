@@ -19,8 +19,6 @@
 
 namespace dlaunch {
 
-inline constexpr char kTokenMetadataKey[] = "x-dlaunch-token";
-
 class ControlClient {
  public:
   using OnCommand = std::function<void(const v1::LauncherCommand&)>;

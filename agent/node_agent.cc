@@ -15,55 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/local_rank_plan.h"
+#include "common/host_identity.h"
 #include "common/process.h"
 #include "agent/worker_env.h"
 
 namespace dlaunch {
 namespace {
-
-// The local address the kernel would use to reach the launcher: what other nodes reach us at.
-std::string RouteAddressTo(const std::string& control) {
-  auto colon = control.rfind(':');
-  std::string host = control.substr(0, colon);
-  std::string port = colon == std::string::npos ? "1" : control.substr(colon + 1);
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_DGRAM;
-  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0 || !res) return "127.0.0.1";
-  std::string out = "127.0.0.1";
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
-    sockaddr_in local{};
-    socklen_t len = sizeof(local);
-    char text[INET_ADDRSTRLEN];
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
-        inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text))) {
-      out = text;
-    }
-  }
-  if (fd >= 0) close(fd);
-  freeaddrinfo(res);
-  return out;
-}
-
-// A port that is free now on `addr`; node 0's becomes the workers' MASTER_PORT (as torchrun does,
-// there is a window between closing it and rank 0's store binding it).
-int FreePort(const std::string& addr) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = 0;
-  inet_pton(AF_INET, addr.c_str(), &sa.sin_addr);
-  int port = 0;
-  socklen_t len = sizeof(sa);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
-    port = ntohs(sa.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 }  // namespace
 

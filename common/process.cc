@@ -137,19 +137,6 @@ bool SignalProcessGroup(pid_t pgid, int sig) {
 
 bool ProcessGroupAlive(pid_t pgid) { return pgid > 0 && kill(-pgid, 0) == 0; }
 
-std::string LocalHostName() {
-  char buf[HOST_NAME_MAX + 1] = {0};
-  gethostname(buf, HOST_NAME_MAX);
-  return buf;
-}
-
-std::string RandomHex(int n) {
-  std::random_device rd;
-  std::string out;
-  for (int i = 0; i < n; ++i) out.push_back("0123456789abcdef"[rd() % 16]);
-  return out;
-}
-
 std::string DescribeWaitStatus(int st) {
   if (WIFEXITED(st)) return absl::StrCat("exit code ", WEXITSTATUS(st));
   if (WIFSIGNALED(st)) {

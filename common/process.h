@@ -58,10 +58,4 @@ std::string DescribeWaitStatus(int wait_status);
 // True while any process of the group still exists (zombies included).
 bool ProcessGroupAlive(pid_t pgid);
 
-// This machine's host name as gethostname() reports it.
-std::string LocalHostName();
-
-// `n` random hex digits from std::random_device (job tokens, unique names).
-std::string RandomHex(int n);
-
 }  // namespace dlaunch

@@ -8,31 +8,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/host_identity.h"
 
 namespace dlaunch {
 namespace {
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// Nodefiles often hold fully qualified names (x3005c0s13b0n0.hsn.cm.polaris...) while
-// gethostname() gives the short one, and hostnames are case-insensitive; an address entry
-// ("10.0.0.2") must not be shortened at its first dot.
-std::string ShortHost(const std::string& host) {
-  std::string lower = Lower(host);
-  bool numeric = !lower.empty() && std::all_of(lower.begin(), lower.end(), [](char c) {
-    return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == ':';
-  });
-  if (numeric) return lower;
-  return lower.substr(0, lower.find('.'));
-}
-
 bool HostMatches(const std::string& entry, const Participant& p) {
   if (entry.empty()) return false;
-  std::string e = ShortHost(entry);
-  return e == ShortHost(p.host) || (!p.addr.empty() && e == ShortHost(p.addr));
+  std::string e = ShortHostName(entry);
+  return e == ShortHostName(p.host) || (!p.addr.empty() && e == ShortHostName(p.addr));
 }
 
 std::string FormatSeconds(double s) {

@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/host_identity.h"
 #include "common/process.h"
 #include "launcher/run/allocation.h"
 #include "launcher/run/control_service.h"
@@ -57,39 +58,6 @@ std::string SelfDir() {
   if (n <= 0) return ".";
   buf[n] = 0;
   return std::filesystem::path(buf).parent_path().string();
-}
-
-// The address other nodes reach this one at: --control-addr, else the host name's IPv4
-// address if it is not loopback, else the first non-loopback interface address.
-std::string AdvertisedAddress(const std::string& host) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_family = AF_INET;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) == 0) {
-    for (addrinfo* p = res; p; p = p->ai_next) {
-      char text[INET_ADDRSTRLEN];
-      auto* sa = reinterpret_cast<sockaddr_in*>(p->ai_addr);
-      if (inet_ntop(AF_INET, &sa->sin_addr, text, sizeof(text)) && std::string(text).rfind("127.", 0) != 0) {
-        freeaddrinfo(res);
-        return text;
-      }
-    }
-    freeaddrinfo(res);
-  }
-  ifaddrs* ifs = nullptr;
-  std::string out = "127.0.0.1";
-  if (getifaddrs(&ifs) == 0) {
-    for (ifaddrs* i = ifs; i; i = i->ifa_next) {
-      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-      char text[INET_ADDRSTRLEN];
-      auto* sa = reinterpret_cast<sockaddr_in*>(i->ifa_addr);
-      if (inet_ntop(AF_INET, &sa->sin_addr, text, sizeof(text)) && std::string(text).rfind("127.", 0) != 0) {
-        out = text;
-        break;
-      }
-    }
-    freeifaddrs(ifs);
-  }
-  return out;
 }
 
 absl::Status WriteSecretFile(const std::string& path, const std::string& text) {

@@ -1,15 +1,14 @@
 #include "launcher/run/control_service.h"
 
+#include "common/host_identity.h"
+#include "proto/grpc_status.h"
+
 #include <arpa/inet.h>
 
 #include "absl/strings/str_cat.h"
 
 namespace dlaunch {
 namespace {
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-}
 
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
@@ -19,12 +18,6 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
-
-std::string ShortHostName(const std::string& host) {
-  in_addr a;
-  if (inet_pton(AF_INET, host.c_str(), &a) == 1) return host;  // an address, not a name
-  return host.substr(0, host.find('.'));
-}
 
 bool AgentSession::Send(const v1::LauncherCommand& cmd) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -53,7 +46,7 @@ double ControlService::Now() const {
 
 bool ControlService::Authorized(grpc::ServerContext* ctx, const char* method) {
   const auto& md = ctx->client_metadata();
-  auto it = md.find("x-dlaunch-token");
+  auto it = md.find(kTokenMetadataKey);
   if (it != md.end() && ConstantTimeEquals(std::string(it->second.data(), it->second.size()), token_)) {
     return true;
   }
@@ -98,14 +91,14 @@ grpc::Status ControlService::Join(grpc::ServerContext* ctx, const v1::JoinReques
   p.worker_port = req->worker_port();
 
   std::unique_lock<std::mutex> lock(mu_);
-  if (auto st = state_.Join(p, Now()); !st.ok()) return ToGrpc(st);
+  if (auto st = state_.Join(p, Now()); !st.ok()) return ToGrpcStatus(st);
   handler_->OnJoined(p, state_.joined(), state_.config().max_nodes);
   cv_.notify_all();
   for (;;) {
     RendezvousPhase phase = state_.Poll(Now());
     ReportOutcomeLocked();
     if (phase == RendezvousPhase::kClosed) break;
-    if (phase == RendezvousPhase::kFailed) return ToGrpc(state_.failure());
+    if (phase == RendezvousPhase::kFailed) return ToGrpcStatus(state_.failure());
     if (shutting_down_) return grpc::Status(grpc::StatusCode::CANCELLED, "launcher is stopping");
     if (ctx->IsCancelled()) {
       state_.Leave(p.agent_id, Now());

@@ -80,7 +80,4 @@ class ControlService final : public v1::Control::Service {
   bool shutting_down_ = false;
 };
 
-// Host names compare by their first label, so a nodefile's FQDN matches gethostname().
-std::string ShortHostName(const std::string& host);
-
 }  // namespace dlaunch
