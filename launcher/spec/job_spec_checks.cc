@@ -5,7 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "launcher/spec/did_you_mean.h"
+#include "common/did_you_mean.h"
 #include "launcher/spec/job_spec_parser.h"
 
 namespace dlaunch {

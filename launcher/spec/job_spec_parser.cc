@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "launcher/spec/did_you_mean.h"
+#include "common/did_you_mean.h"
 #include "launcher/spec/hostlist.h"
 #include "launcher/spec/job_spec_checks.h"
 

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "launcher/spec/did_you_mean.h"
+#include "common/did_you_mean.h"
 
 namespace dlaunch {
 namespace {

@@ -1,4 +1,4 @@
-#include "launcher/spec/did_you_mean.h"
+#include "common/did_you_mean.h"
 
 #include <algorithm>
 #include <cctype>
