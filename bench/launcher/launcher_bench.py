@@ -11,7 +11,9 @@ torchrun is started the way a multi-node job is: one torchrun process per node, 
 meeting at a c10d rendezvous endpoint on 127.0.0.1.
 
 Configurations are interleaved (dlaunch N, torchrun N, dlaunch N, ...) so that a change in the
-machine's load affects both alike; the table reports medians. Only the Python standard library
+machine's load affects both alike; the table reports medians. With --baseline PATH, a second
+dlaunch binary (an older build) runs interleaved with the first, and a second table compares the
+two (start, exit, agent and launcher memory and threads). Only the Python standard library
 is used; run it with /usr/bin/python3 (see run.sh).
 """
 
@@ -195,8 +197,9 @@ def RunOnce(kind, n, args, workdir, sleep_s=None):
     if sleep_s is not None:
         env["DLAUNCH_BENCH_SLEEP"] = str(sleep_s)
 
-    if kind == "dlaunch":
-        cmds = [[args.dlaunch, "run", "--nnodes", str(n), "--nproc-per-node", "1",
+    if kind in ("dlaunch", "baseline"):
+        binary = args.dlaunch if kind == "dlaunch" else args.baseline
+        cmds = [[binary, "run", "--nnodes", str(n), "--nproc-per-node", "1",
                  "--heartbeat", str(args.heartbeat), "--job-root", os.path.join(workdir, "runs"),
                  "--", WORKER]]
     else:
@@ -213,7 +216,7 @@ def RunOnce(kind, n, args, workdir, sleep_s=None):
     # With a sleeping worker, look inside an agent once every worker runs (torchrun's agent is
     # still importing torch long before that).
     smaps_when = (lambda: len(Stamps(stamps)) >= n) if sleep_s else None
-    if kind == "dlaunch":
+    if kind != "torchrun":
         def AgentPids():
             table = ProcTable()
             return [pid for pid in Descendants(roots, table) if table[pid][1] == "dlaunch-agent"]
@@ -242,9 +245,9 @@ def RunOnce(kind, n, args, workdir, sleep_s=None):
            "start_s": (max(starts) - t0) if starts else None,
            "first_start_s": (min(starts) - t0) if starts else None,
            "wall_s": (max(e for e in exited if e) - t0) if any(exited) else None,
-           "agent_peak_kb": sampler.Peak(), "launcher_peak_kb": sampler.launcher if kind == "dlaunch" else None,
+           "agent_peak_kb": sampler.Peak(), "launcher_peak_kb": sampler.launcher if kind != "torchrun" else None,
            "smaps_kb": sampler.smaps, "rollup_kb": sampler.rollup, "log": log.name}
-    if kind == "dlaunch":
+    if kind != "torchrun":
         res["events"] = DlaunchEvents(os.path.join(workdir, "runs"))
     return res
 
@@ -298,6 +301,37 @@ def MachineLine():
     return f"{model}, {os.cpu_count()} CPUs, {platform.release()}; load average {load}"
 
 
+def PrintBaselineTable(results, nodes, args):
+    """dlaunch (this build) against --baseline, medians of the interleaved runs."""
+    def Med(kind, n, key, rss_runs=False):
+        rs = [r for r in results if r["kind"] == kind and r["n"] == n and r["ok"] and (rss_runs or not r["rss_run"])]
+        return Median([key(r) for r in rs]), len(rs)
+
+    def Peak(kind, n, key):
+        vals = [key(r) for r in results if r["kind"] == kind and r["n"] == n and r["ok"]]
+        vals = [v for v in vals if v]
+        return max(vals) if vals else None
+
+    print()
+    print(f"baseline: {args.baseline}")
+    print()
+    print("| nodes | all started (s) | baseline (s) | ratio | exit (s) | baseline (s) | ratio "
+          "| agent max RSS MB (this/baseline) | launcher max RSS MB | launcher max threads | runs |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n in nodes:
+        ds, dn = Med("dlaunch", n, lambda r: r["start_s"])
+        bs, bn = Med("baseline", n, lambda r: r["start_s"])
+        dw, _ = Med("dlaunch", n, lambda r: r["wall_s"])
+        bw, _ = Med("baseline", n, lambda r: r["wall_s"])
+        a = [Peak(k, n, lambda r: (r["agent_peak_kb"] or {}).get("hwm")) for k in ("dlaunch", "baseline")]
+        lr = [Peak(k, n, lambda r: (r["launcher_peak_kb"] or {}).get("hwm")) for k in ("dlaunch", "baseline")]
+        lt = [Peak(k, n, lambda r: (r["launcher_peak_kb"] or {}).get("threads")) for k in ("dlaunch", "baseline")]
+        mb = lambda x: Fmt(x / 1024 if x else None, digits=1)
+        print(f"| {n} | {Fmt(ds)} | {Fmt(bs)} | {Fmt(ds / bs if ds and bs else None)} "
+              f"| {Fmt(dw)} | {Fmt(bw)} | {Fmt(dw / bw if dw and bw else None)} "
+              f"| {mb(a[0])} / {mb(a[1])} | {mb(lr[0])} / {mb(lr[1])} | {lt[0]} / {lt[1]} | {dn}/{bn} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", default="1,2,4,8,16,32", help="comma-separated node counts")
@@ -310,12 +344,15 @@ def main():
                     help="seconds the worker sleeps in the one RSS run per launcher and node count (0: none)")
     ap.add_argument("--no-torchrun", action="store_true", help="measure dlaunch only")
     ap.add_argument("--dlaunch", help="dlaunch binary (default: $DLAUNCH_BIN, else build/bin/dlaunch)")
+    ap.add_argument("--baseline", help="a second dlaunch binary to compare with, run interleaved")
     ap.add_argument("--heartbeat", type=float, default=0.5, help="dlaunch --heartbeat")
     ap.add_argument("--timeout", type=float, default=300, help="per-run limit in seconds")
     ap.add_argument("--json", help="also write every run's raw result to this file")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory (logs, stamps)")
     args = ap.parse_args()
     args.dlaunch = os.path.abspath(FindDlaunch(args.dlaunch))
+    if args.baseline:
+        args.baseline = os.path.abspath(args.baseline)
     nodes = [int(x) for x in args.nodes.split(",") if x]
     torchrun = not args.no_torchrun
     if torchrun and subprocess.run([TORCH_PYTHON, "-c", "import torch.distributed.run"],
@@ -342,10 +379,14 @@ def main():
         for i in range(max(args.reps, t_reps if torchrun else 0)):
             if i < args.reps:
                 Do("dlaunch", n)
+                if args.baseline:
+                    Do("baseline", n)
             if torchrun and i < t_reps:
                 Do("torchrun", n)
         if args.rss_sleep > 0:
             Do("dlaunch", n, sleep_s=args.rss_sleep)
+            if args.baseline:
+                Do("baseline", n, sleep_s=args.rss_sleep)
             if torchrun:
                 Do("torchrun", n, sleep_s=args.rss_sleep)
 
@@ -383,6 +424,8 @@ def main():
               f"| {Fmt(d['wall'])} | {Fmt(t['wall'])} | {Ratio(t['wall'], d['wall'])} "
               f"| {Fmt(d['hwm_mb'], digits=1)} | {Fmt(t['hwm_mb'], digits=1)} | {runs} |")
 
+    if args.baseline:
+        PrintBaselineTable(results, nodes, args)
     print()
     for kind in ("dlaunch", "torchrun"):
         smaps = [r for r in results if r["kind"] == kind and r["smaps_kb"]]

@@ -24,21 +24,15 @@ namespace {
 constexpr int kNodes = 3;
 constexpr int kProcsPerNode = 2;
 
-class BatchScriptTest : public ::testing::Test {
+class BatchScriptTest : public DlaunchClusterTest {
  protected:
+  BatchScriptTest() : DlaunchClusterTest(kNodes) {}
+
   void SetUp() override {
-    NETNS_CLUSTER_SKIP_IF_UNAVAILABLE();
-    std::string missing = MissingDlaunchBinaries();
-    if (!missing.empty()) GTEST_SKIP() << missing;
-    auto started = NetnsCluster::Start(kNodes);
-    ASSERT_TRUE(started.ok()) << started.status();
-    cluster_ = std::move(*started);
-    submit_dir_ = cluster_->dir() + "/submit";
-    job_root_ = cluster_->dir() + "/runs";
-    tools_dir_ = cluster_->dir() + "/site-bin";
-    for (const std::string& d : {submit_dir_, job_root_, tools_dir_}) {
-      ASSERT_EQ(mkdir(d.c_str(), 0755), 0) << d;
-    }
+    DlaunchClusterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    submit_dir_ = MakeDir("submit");
+    tools_dir_ = MakeDir("site-bin");
     nodefile_ = cluster_->dir() + "/nodefile";
     std::string nodes;
     for (const std::string& h : cluster_->hosts()) nodes += h + "\n";
@@ -93,8 +87,7 @@ class BatchScriptTest : public ::testing::Test {
                               << absl::StrJoin(left, "\n");
   }
 
-  std::unique_ptr<NetnsCluster> cluster_;
-  std::string submit_dir_, job_root_, tools_dir_, nodefile_;
+  std::string submit_dir_, tools_dir_, nodefile_;
 };
 
 TEST_F(BatchScriptTest, PolarisPbsScriptRunsAcrossHostsWithMpiexec) {

@@ -3,9 +3,13 @@
 // any host.
 #pragma once
 
+#include <sys/stat.h>
+
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "netns_cluster.h"
 
 namespace dlaunch {
@@ -48,6 +52,35 @@ void ExpectBarrierJobSucceeded(const std::string& job_dir, int nnodes, int nproc
 std::string BarrierJobYaml(const std::string& name, int nnodes, int nproc,
                            const std::vector<std::string>& worker_args,
                            const std::string& scheduler_yaml);
+
+// Base of the tests that run dlaunch on a NetnsCluster: skips where namespaces or the dlaunch
+// binaries are missing, starts the cluster and makes `job_root_`. A subclass's SetUp calls this
+// one first and returns when it skipped or failed (`if (IsSkipped() || HasFatalFailure())`).
+class DlaunchClusterTest : public ::testing::Test {
+ protected:
+  explicit DlaunchClusterTest(int nodes) : nodes_(nodes) {}
+
+  void SetUp() override {
+    NETNS_CLUSTER_SKIP_IF_UNAVAILABLE();
+    std::string missing = MissingDlaunchBinaries();
+    if (!missing.empty()) GTEST_SKIP() << missing;
+    auto started = NetnsCluster::Start(nodes_);
+    ASSERT_TRUE(started.ok()) << started.status();
+    cluster_ = std::move(*started);
+    job_root_ = MakeDir("runs");
+  }
+
+  // Makes <cluster dir>/<name> and returns its path.
+  std::string MakeDir(const std::string& name) {
+    std::string path = cluster_->dir() + "/" + name;
+    EXPECT_EQ(mkdir(path.c_str(), 0755), 0) << path;
+    return path;
+  }
+
+  const int nodes_;
+  std::unique_ptr<NetnsCluster> cluster_;
+  std::string job_root_;
+};
 
 }  // namespace testing
 }  // namespace dlaunch

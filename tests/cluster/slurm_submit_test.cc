@@ -24,23 +24,17 @@ constexpr int kProcsPerNode = 2;
 constexpr char kSlurmScheduler[] =
     "scheduler:\n  type: slurm\n  site: generic-slurm\n  walltime: \"0:10:00\"\n";
 
-class SlurmSubmitTest : public ::testing::Test {
+class SlurmSubmitTest : public DlaunchClusterTest {
  protected:
+  SlurmSubmitTest() : DlaunchClusterTest(kNodes) {}
+
   void SetUp() override {
-    NETNS_CLUSTER_SKIP_IF_UNAVAILABLE();
-    std::string missing = MissingDlaunchBinaries();
-    if (!missing.empty()) GTEST_SKIP() << missing;
-    auto started = NetnsCluster::Start(kNodes);
-    ASSERT_TRUE(started.ok()) << started.status();
-    cluster_ = std::move(*started);
+    DlaunchClusterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     absl::Status slurm = cluster_->StartSlurm();
     if (absl::IsFailedPrecondition(slurm)) GTEST_SKIP() << slurm.message();
     ASSERT_TRUE(slurm.ok()) << slurm;
-    submit_dir_ = cluster_->dir() + "/submit";
-    job_root_ = cluster_->dir() + "/runs";
-    for (const std::string& d : {submit_dir_, job_root_}) {
-      ASSERT_EQ(mkdir(d.c_str(), 0755), 0) << d;
-    }
+    submit_dir_ = MakeDir("submit");
   }
 
   // A dlaunch command on the login host, where the Slurm clients reach the controller.
@@ -70,8 +64,7 @@ class SlurmSubmitTest : public ::testing::Test {
     return tail.output;
   }
 
-  std::unique_ptr<NetnsCluster> cluster_;
-  std::string submit_dir_, job_root_;
+  std::string submit_dir_;
 };
 
 // What `dlaunch status JOB` says of the job: the scheduler's normalised state (from the line

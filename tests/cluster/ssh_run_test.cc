@@ -22,17 +22,13 @@ namespace {
 constexpr int kNodes = 3;
 constexpr char kSshHosts[] = "hosts: [h1, h2, h3]\nlauncher: ssh\n";
 
-class SshRunTest : public ::testing::Test {
+class SshRunTest : public DlaunchClusterTest {
  protected:
+  SshRunTest() : DlaunchClusterTest(kNodes) {}
+
   void SetUp() override {
-    NETNS_CLUSTER_SKIP_IF_UNAVAILABLE();
-    std::string missing = MissingDlaunchBinaries();
-    if (!missing.empty()) GTEST_SKIP() << missing;
-    auto started = NetnsCluster::Start(kNodes);
-    ASSERT_TRUE(started.ok()) << started.status();
-    cluster_ = std::move(*started);
-    job_root_ = cluster_->dir() + "/runs";
-    ASSERT_EQ(mkdir(job_root_.c_str(), 0755), 0);
+    DlaunchClusterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     job_yaml_ = cluster_->dir() + "/job.yaml";
   }
 
@@ -47,8 +43,7 @@ class SshRunTest : public ::testing::Test {
     return absl::StrCat("cd ", cluster_->dir(), " && exec ", DlaunchPath(), " run ", job_yaml_);
   }
 
-  std::unique_ptr<NetnsCluster> cluster_;
-  std::string job_root_, job_yaml_;
+  std::string job_yaml_;
 };
 
 TEST_F(SshRunTest, JobRunsAcrossHosts) {
