@@ -92,6 +92,34 @@ TEST_F(ChildSupervisorTest, AChildThatCannotStartIsReportedInItsSlotAndTheOthers
   EXPECT_EQ(supervisor_.running(), 2);
 }
 
+TEST_F(ChildSupervisorTest, AForkFailureIsReportedInItsSlot) {
+  launcher_.FailFork("big", absl::ResourceExhaustedError("fork: out of memory"));
+  std::vector<ChildSupervisor::StartRequest> requests(2);
+  requests[0].options.argv = {"big"};
+  requests[1].options.argv = {"train"};
+  auto results = supervisor_.StartAll(std::move(requests));
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(results[1].ok());
+}
+
+TEST(ChildSupervisorLogTest, ALogFileThatCannotBeOpenedFailsThatChildWithItsErrnoCode) {
+  boost::asio::io_context io;
+  FakeProcessLauncher launcher;
+  ManualTimerClock clock;
+  ChildSupervisor supervisor(io, "/nonexistent/dlaunch-test-logs", 3, {}, "rank-",
+                             ChildSupervisor::Seams{&launcher, &clock});
+  std::vector<ChildSupervisor::StartRequest> requests(1);
+  requests[0].rank = 4;
+  requests[0].options.argv = {"train"};
+  auto results = supervisor.StartAll(std::move(requests));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status().code(), absl::StatusCode::kNotFound) << results[0].status();
+  EXPECT_NE(results[0].status().message().find("/nonexistent/dlaunch-test-logs/rank-4.log"),
+            std::string::npos);
+  EXPECT_EQ(supervisor.running(), 0);
+}
+
 TEST_F(ChildSupervisorTest, OutputIsSplitIntoLinesPerStream) {
   pid_t pid = Start(1)[0];
   launcher_.Write(pid, "hello\nwor");
