@@ -24,6 +24,7 @@ struct StopWorkers {
   std::string why;
   bool first = false;  // the first stop of this agent (worth a log line)
 };
+// SIGKILL every worker's group now (a second signal: the user will not wait for the grace).
 struct KillWorkers {};
 // A heartbeat to the launcher, carrying the reports gathered since the last one.
 struct SendHeartbeat {};

@@ -3,6 +3,7 @@
 // fake that starts no process and "exits" children on command.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <functional>
