@@ -76,10 +76,7 @@ void ControlClient::Send(v1::AgentMessage message) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stream_ || closing_) return;
-    if (queue_.size() >= kMaxQueuedMessages && message.has_log()) {
-      ++dropped_;
-      return;
-    }
+    if (queue_.size() >= kMaxQueuedMessages && message.has_log()) return;
     queue_.push_back(std::move(message));
   }
   cv_.notify_all();

@@ -32,12 +32,12 @@ class ControlClient {
 
   // Opens the session stream. Callbacks run on the reader thread; `on_closed` runs once.
   absl::Status OpenSession(OnCommand on_command, OnClosed on_closed);
-  // Queues a message for the writer thread. Log lines are dropped (counted) past a bound.
+  // Queues a message for the writer thread. Log lines are dropped past a bound, so a chatty
+  // worker cannot hold back heartbeats and events.
   void Send(v1::AgentMessage message);
   // Sends what is queued, half-closes, and waits up to `timeout` for the launcher to end the
   // stream, then cancels it.
   void Close(std::chrono::milliseconds timeout);
-  int64_t dropped_log_messages() const { return dropped_; }
 
  private:
   void ReaderLoop(OnCommand on_command, OnClosed on_closed);
@@ -56,7 +56,6 @@ class ControlClient {
   std::deque<v1::AgentMessage> queue_;
   bool closing_ = false;
   bool reader_done_ = false;
-  int64_t dropped_ = 0;
 };
 
 }  // namespace dlaunch

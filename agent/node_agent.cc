@@ -1,40 +1,47 @@
 #include "agent/node_agent.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <iostream>
-#include <random>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "agent/local_rank_plan.h"
+#include "agent/report_merge.h"
+#include "agent/worker_env.h"
+#include "agent/worker_launch.h"
 #include "common/host_identity.h"
 #include "common/process.h"
-#include "agent/worker_env.h"
 
 namespace dlaunch {
 namespace {
 
+using std::chrono::milliseconds;
+
+v1::WorkerEvent::State ToProto(WorkerOutcome outcome) {
+  switch (outcome) {
+    case WorkerOutcome::kSucceeded:
+      return v1::WorkerEvent::SUCCEEDED;
+    case WorkerOutcome::kStopped:
+      return v1::WorkerEvent::STOPPED;
+    case WorkerOutcome::kFailed:
+      break;
+  }
+  return v1::WorkerEvent::FAILED;
+}
+
 }  // namespace
 
 NodeAgent::NodeAgent(boost::asio::io_context& io, AgentOptions options)
-    : io_(io),
-      options_(std::move(options)),
-      heartbeat_timer_(io) {
+    : io_(io), options_(std::move(options)), clock_(io) {
   if (options_.host.empty()) options_.host = LocalHostName();
   if (options_.addr.empty()) options_.addr = RouteAddressTo(options_.control);
   agent_id_ = absl::StrCat(options_.host, ":", getpid(), ":", RandomHex(6));
 }
 
 NodeAgent::~NodeAgent() {
-  if (client_) client_->Close(std::chrono::milliseconds(500));
+  if (client_) client_->Close(milliseconds(500));
 }
 
 void NodeAgent::Log(const std::string& line) const {
@@ -45,36 +52,64 @@ void NodeAgent::Log(const std::string& line) const {
 
 absl::Status NodeAgent::Start() {
   GpuInventory gpus = DiscoverGpus(ProcessGetenv);
-  int nproc = options_.nproc > 0 ? options_.nproc : DefaultProcsPerNode(gpus);
+  auto joined = Join(gpus);
+  if (!joined.ok()) return joined.status();
+  job_ = *std::move(joined);
+  state_.emplace(AgentConfig{milliseconds(job_.heartbeat_ms()), milliseconds(job_.grace_ms())});
+  WatchSignals();
 
+  // Not fatal: a worker whose log cannot be opened fails to start, naming the path.
+  if (absl::Status st = MakeJobDirs(job_.job_dir()); !st.ok()) Log(std::string(st.message()));
+  auto plan = PlanLocalRanks(job_.local_world_size(), gpus, AllowedCpus(),
+                             job_.worker().gpus_per_proc());
+  if (!plan.ok()) return plan.status();
+  // Unix socket paths are limited to 107 bytes, so the socket lives in /tmp, not the job dir.
+  std::string socket = absl::StrCat("/tmp/dlaunch-", getpid(), "-", RandomHex(6), ".sock");
+  if (absl::Status st = StartReportServer(socket); !st.ok()) return st;
+  supervisor_ = std::make_unique<ChildSupervisor>(
+      io_, job_.job_dir() + "/logs", options_.tail_lines,
+      ChildSupervisor::Callbacks{
+          [this](int rank, bool err, std::vector<std::string> lines) {
+            OnOutput(rank, err, std::move(lines));
+          },
+          [this](const ChildExit& e) { OnChildExit(e); }});
+  if (absl::Status st = OpenSession(); !st.ok()) return st;
+
+  std::vector<ChildSupervisor::StartRequest> requests =
+      BuildStartRequests(job_, *plan, ProcessEnv(), socket);
+  std::vector<absl::StatusOr<pid_t>> started = supervisor_->StartAll(requests);
+  int ok = ReportStarts(requests, *plan, started);
+  Heartbeat();
+  ArmTick();
+  Apply(state_->OnWorkersStarted(ok, static_cast<int>(requests.size()) - ok));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::JoinResponse> NodeAgent::Join(const GpuInventory& gpus) {
   client_ = std::make_unique<ControlClient>(options_.control, options_.token);
   v1::JoinRequest join;
   join.set_agent_id(agent_id_);
   join.set_host(options_.host);
   join.set_addr(options_.addr);
-  join.set_slots(nproc);
+  join.set_slots(options_.nproc > 0 ? options_.nproc : DefaultProcsPerNode(gpus));
   join.set_gpus(gpus.count());
   join.set_pid(getpid());
   join.set_worker_port(FreePort(options_.addr));
-  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.join_timeout_s * 1000) + 5000);
-  auto joined = client_->Join(join, timeout);
-  if (!joined.ok()) return joined.status();
-  job_ = *joined;
-  // Signals are taken over only now: until the workers exist, the default action (exit) is right.
-  signals_.emplace(io_, SIGINT, SIGTERM, SIGHUP);
+  auto timeout = milliseconds(static_cast<int64_t>(options_.join_timeout_s * 1000) + 5000);
+  return client_->Join(join, timeout);
+}
+
+void NodeAgent::WatchSignals() {
+  // Taken over only after the join: until the workers exist, the default action (exit) is right.
+  if (!signals_) signals_.emplace(io_, SIGINT, SIGTERM, SIGHUP);
   signals_->async_wait([this](const boost::system::error_code& ec, int sig) {
-    if (!ec) OnSignal(sig);
+    if (ec) return;
+    WatchSignals();
+    Apply(state_->OnSignal(sig));
   });
+}
 
-  std::string log_dir = job_.job_dir() + "/logs";
-  mkdir(job_.job_dir().c_str(), 0755);
-  mkdir(log_dir.c_str(), 0755);
-  mkdir((job_.job_dir() + "/errors").c_str(), 0755);
-
-  auto plan = PlanLocalRanks(job_.local_world_size(), gpus, AllowedCpus(),
-                             job_.worker().gpus_per_proc());
-  if (!plan.ok()) return plan.status();
-
+absl::Status NodeAgent::StartReportServer(const std::string& socket_path) {
   reports_ = std::make_unique<ReportServer>(
       io_,
       [this](pid_t pid) {
@@ -85,85 +120,50 @@ absl::Status NodeAgent::Start() {
       [this](int rank, const std::string& err) {
         Log(absl::StrCat("ignored a malformed report from rank ", rank, ": ", err));
       });
-  // Unix socket paths are limited to 107 bytes, so the socket lives in /tmp, not the job dir.
-  std::string sock = absl::StrCat("/tmp/dlaunch-", getpid(), "-", RandomHex(6), ".sock");
-  if (auto st = reports_->Listen(sock); !st.ok()) return st;
-  reports_->set_on_connection_closed([this] { FinishIfDone(); });
+  if (absl::Status st = reports_->Listen(socket_path); !st.ok()) return st;
+  reports_->set_on_connection_closed([this] { Apply(state_->OnReportConnectionClosed()); });
+  return absl::OkStatus();
+}
 
-  supervisor_ = std::make_unique<ChildSupervisor>(
-      io_, log_dir, options_.tail_lines,
-      ChildSupervisor::Callbacks{
-          [this](int rank, bool err, std::vector<std::string> lines) {
-            OnOutput(rank, err, std::move(lines));
-          },
-          [this](const ChildExit& e) { OnChildExit(e); }});
-
-  auto status = client_->OpenSession(
+absl::Status NodeAgent::OpenSession() {
+  absl::Status st = client_->OpenSession(
       [this](const v1::LauncherCommand& c) { boost::asio::post(io_, [this, c] { OnCommand(c); }); },
-      [this](const std::string& why) { boost::asio::post(io_, [this, why] { OnSessionClosed(why); }); });
-  if (!status.ok()) return status;
-  session_open_ = true;
-  last_from_launcher_ = std::chrono::steady_clock::now();
+      [this](const std::string& why) {
+        boost::asio::post(io_, [this, why] { Apply(state_->OnSessionClosed(why)); });
+      });
+  if (st.ok()) Apply(state_->OnSessionOpened(clock_.Now()));
+  return st;
+}
 
-  WorkerEnvInput in;
-  in.base_env = ProcessEnv();
-  for (const auto& [k, v] : job_.worker().env()) in.spec_env[k] = v;
-  in.node_rank = job_.node_rank();
-  in.nnodes = job_.nnodes();
-  in.rank_offset = job_.rank_offset();
-  in.local_world_size = job_.local_world_size();
-  in.world_size = job_.world_size();
-  in.master_addr = job_.master_addr();
-  in.master_port = job_.master_port();
-  in.restart_count = job_.round();
-  in.max_restarts = job_.max_restarts();
-  in.job_id = job_.job_id();
-  in.job_dir = job_.job_dir();
-  in.report_socket = sock;
-  in.isolate_gpus = job_.worker().isolate_gpus();
-  std::vector<std::string> argv(job_.worker().argv().begin(), job_.worker().argv().end());
-
-  std::vector<ChildSupervisor::StartRequest> requests;
-  for (const RankSlot& slot : *plan) {
-    in.slot = slot;
-    ChildSupervisor::StartRequest r;
-    r.rank = job_.rank_offset() + slot.local_rank;
-    r.local_rank = slot.local_rank;
-    r.options.argv = argv;
-    r.options.envp = ToEnvp(BuildWorkerEnv(in));
-    r.options.workdir = job_.worker().workdir();
-    requests.push_back(std::move(r));
-  }
-  std::vector<absl::StatusOr<pid_t>> started = supervisor_->StartAll(requests);
+int NodeAgent::ReportStarts(const std::vector<ChildSupervisor::StartRequest>& requests,
+                            const std::vector<RankSlot>& plan,
+                            const std::vector<absl::StatusOr<pid_t>>& started) {
+  int ok = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const int rank = requests[i].rank;
-    const RankSlot& slot = (*plan)[i];
     v1::AgentMessage msg = Message();
     auto* ev = msg.mutable_worker();
     ev->set_rank(rank);
-    ev->set_local_rank(slot.local_rank);
+    ev->set_local_rank(plan[i].local_rank);
     if (!started[i].ok()) {
       // Counts as a failed worker: the launcher stops the job and names this rank.
       ev->set_state(v1::WorkerEvent::FAILED);
       ev->set_exit_code(127);
       ev->add_last_lines(std::string(started[i].status().message()));
       client_->Send(std::move(msg));
-      failed_ = true;
       Log(absl::StrCat("rank ", rank, ": ", started[i].status().message()));
-      StopWorkers("a worker could not start", std::chrono::milliseconds(job_.grace_ms()));
       continue;
     }
+    ++ok;
     pid_t pid = *started[i];
     rank_of_pid_[pid] = rank;
     ev->set_state(v1::WorkerEvent::STARTED);
     ev->set_pid(pid);
     client_->Send(std::move(msg));
-    Log(absl::StrCat("rank ", rank, " (local ", slot.local_rank, ") pid ", pid, ": ",
-                     DescribeRankSlot(slot)));
+    Log(absl::StrCat("rank ", rank, " (local ", plan[i].local_rank, ") pid ", pid, ": ",
+                     DescribeRankSlot(plan[i])));
   }
-  Heartbeat();
-  FinishIfDone();
-  return absl::OkStatus();
+  return ok;
 }
 
 v1::AgentMessage NodeAgent::Message() const {
@@ -173,56 +173,27 @@ v1::AgentMessage NodeAgent::Message() const {
   return m;
 }
 
-void NodeAgent::Heartbeat() {
-  if (finished_) return;
-  auto interval = std::chrono::milliseconds(std::max(50, job_.heartbeat_ms()));
-  if (session_open_ && std::chrono::steady_clock::now() - last_from_launcher_ > 3 * interval) {
-    OnSessionClosed("no word from the launcher for 3 heartbeat intervals");
-  }
-  if (session_open_) {
-    v1::AgentMessage msg = Message();
-    auto* hb = msg.mutable_heartbeat();
-    hb->set_agent_time_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count());
-    hb->set_workers_running(supervisor_ ? supervisor_->running() : 0);
-    for (auto& [rank, r] : pending_reports_) *hb->add_reports() = std::move(r);
-    pending_reports_.clear();
-    client_->Send(std::move(msg));
-  }
-  heartbeat_timer_.expires_after(interval);
-  heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) Heartbeat();
-  });
+void NodeAgent::ArmTick() {
+  heartbeat_timer_ = clock_.RunAfter(state_->heartbeat_interval(), [this] { OnTick(); });
+}
+
+void NodeAgent::OnTick() {
+  heartbeat_timer_.reset();
+  Apply(state_->OnTick(clock_.Now()));
+  if (!state_->finished()) ArmTick();
 }
 
 void NodeAgent::OnReport(const v1::WorkerReport& r) {
-  // Several reports from a rank between heartbeats fold into one: samples and time add up,
-  // the rest is the latest value.
   auto it = pending_reports_.find(r.rank());
   if (it == pending_reports_.end()) {
     pending_reports_[r.rank()] = r;
-    return;
+  } else {
+    it->second = MergeReports(it->second, r);
   }
-  v1::WorkerReport merged = r;
-  merged.set_samples(it->second.samples() + r.samples());
-  merged.set_interval_s(it->second.interval_s() + r.interval_s());
-  auto* t = merged.mutable_timings();
-  const auto& a = it->second.timings();
-  t->set_data_ms(t->data_ms() + a.data_ms());
-  t->set_forward_ms(t->forward_ms() + a.forward_ms());
-  t->set_backward_ms(t->backward_ms() + a.backward_ms());
-  t->set_comm_wait_ms(t->comm_wait_ms() + a.comm_wait_ms());
-  t->set_optimizer_ms(t->optimizer_ms() + a.optimizer_ms());
-  if (merged.interval_s() > 0) merged.set_samples_per_sec(merged.samples() / merged.interval_s());
-  if (!r.has_test_accuracy() && it->second.has_test_accuracy()) {
-    merged.set_test_accuracy(it->second.test_accuracy());
-  }
-  it->second = std::move(merged);
 }
 
 void NodeAgent::OnOutput(int rank, bool is_stderr, std::vector<std::string> lines) {
-  if (!session_open_) return;
+  if (!state_->session_open()) return;
   if (!job_.forward_all()) {
     bool wanted = false;
     for (int r : job_.forward_ranks()) wanted |= (r == rank);
@@ -237,108 +208,113 @@ void NodeAgent::OnOutput(int rank, bool is_stderr, std::vector<std::string> line
 }
 
 void NodeAgent::OnChildExit(const ChildExit& e) {
-  bool ok = WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) == 0;
-  v1::AgentMessage msg = Message();
-  auto* ev = msg.mutable_worker();
-  ev->set_rank(e.rank);
-  ev->set_local_rank(e.local_rank);
-  ev->set_pid(e.pid);
-  if (WIFEXITED(e.wait_status)) ev->set_exit_code(WEXITSTATUS(e.wait_status));
-  if (WIFSIGNALED(e.wait_status)) ev->set_signal(WTERMSIG(e.wait_status));
-  if (ok) {
-    ev->set_state(v1::WorkerEvent::SUCCEEDED);
-  } else if (e.stopped || stopping_) {
-    ev->set_state(v1::WorkerEvent::STOPPED);
-  } else {
-    ev->set_state(v1::WorkerEvent::FAILED);
-    for (const auto& l : e.tail) ev->add_last_lines(l);
-    failed_ = true;
-  }
-  // Reports still pending for this rank go up before its exit event.
-  if (!pending_reports_.empty()) Heartbeat();
-  client_->Send(std::move(msg));
   Log(absl::StrCat("rank ", e.rank, " pid ", e.pid, " ended: ", DescribeWaitStatus(e.wait_status),
                    e.stopped ? " (stopped)" : ""));
-  if (!ok && !e.stopped) failed_ = true;
-  FinishIfDone();
+  Apply(state_->OnWorkerExit(e));
 }
 
 void NodeAgent::OnCommand(const v1::LauncherCommand& cmd) {
-  last_from_launcher_ = std::chrono::steady_clock::now();
+  Apply(state_->OnLauncherMessage(clock_.Now()));
   if (cmd.has_stop()) {
-    StopWorkers(absl::StrCat("launcher: ", cmd.stop().reason()),
-                std::chrono::milliseconds(cmd.stop().grace_ms()));
+    Apply(state_->OnStopCommand(cmd.stop().reason(), milliseconds(cmd.stop().grace_ms())));
   }
 }
 
-void NodeAgent::OnSessionClosed(const std::string& why) {
-  if (!session_open_) return;
-  session_open_ = false;
-  if (supervisor_ && supervisor_->running() > 0) {
-    failed_ = true;
-    StopWorkers(absl::StrCat("lost the launcher (", why, ")"),
-                std::chrono::milliseconds(job_.grace_ms()));
-  }
-  FinishIfDone();
-}
-
-void NodeAgent::OnSignal(int sig) {
-  ++signals_seen_;
-  signals_->async_wait([this](const boost::system::error_code& ec, int s) {
-    if (!ec) OnSignal(s);
-  });
-  failed_ = true;
-  if (signals_seen_ > 1) {
-    if (supervisor_) supervisor_->KillAll();
-  } else {
-    StopWorkers(absl::StrCat("received signal ", sig),
-                std::chrono::milliseconds(job_.grace_ms() > 0 ? job_.grace_ms() : 1000));
-  }
-  if (!supervisor_) {
-    finished_ = true;
-    exit_code_ = 1;
-    io_.stop();
+void NodeAgent::Apply(const AgentActions& actions) {
+  for (const AgentAction& action : actions) {
+    std::visit(
+        [this](const auto& a) {
+          using T = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<T, StopWorkers>) {
+            Stop(a);
+          } else if constexpr (std::is_same_v<T, KillWorkers>) {
+            if (supervisor_) supervisor_->KillAll();
+          } else if constexpr (std::is_same_v<T, SendHeartbeat>) {
+            Heartbeat();
+          } else if constexpr (std::is_same_v<T, FlushReports>) {
+            FlushPendingReports();
+          } else if constexpr (std::is_same_v<T, SendWorkerExit>) {
+            ReportWorkerExit(a);
+          } else if constexpr (std::is_same_v<T, DrainReports>) {
+            BeginDrain();
+          } else {
+            static_assert(std::is_same_v<T, ExitAgent>);
+            Finish(a.code);
+          }
+        },
+        action);
   }
 }
 
-void NodeAgent::StopWorkers(const std::string& why, std::chrono::milliseconds grace) {
+void NodeAgent::Stop(const StopWorkers& stop) {
   if (!supervisor_) return;
-  if (!stopping_) Log(absl::StrCat("stopping workers: ", why));
-  stopping_ = true;
-  if (grace.count() <= 0) {
+  if (stop.first) Log(absl::StrCat("stopping workers: ", stop.why));
+  if (stop.grace.count() <= 0) {
     supervisor_->KillAll();
   } else {
-    supervisor_->StopAll(grace);
+    supervisor_->StopAll(stop.grace);
   }
 }
 
-void NodeAgent::FinishIfDone() {
-  if (finished_ || !supervisor_ || supervisor_->running() > 0) return;
-  if (reports_ && !reports_drained_) {
-    // Read what the exited workers still have in their report connections (bounded: a
-    // connection held open by a stray grandchild must not keep the agent alive).
+void NodeAgent::Heartbeat() {
+  if (!state_->session_open()) return;
+  v1::AgentMessage msg = Message();
+  auto* hb = msg.mutable_heartbeat();
+  hb->set_agent_time_ms(std::chrono::duration_cast<milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+  hb->set_workers_running(supervisor_ ? supervisor_->running() : 0);
+  for (auto& [rank, r] : pending_reports_) *hb->add_reports() = std::move(r);
+  pending_reports_.clear();
+  client_->Send(std::move(msg));
+}
+
+void NodeAgent::FlushPendingReports() {
+  if (!pending_reports_.empty()) Heartbeat();
+}
+
+void NodeAgent::ReportWorkerExit(const SendWorkerExit& ev) {
+  const ChildExit& e = ev.exit;
+  v1::AgentMessage msg = Message();
+  auto* w = msg.mutable_worker();
+  w->set_rank(e.rank);
+  w->set_local_rank(e.local_rank);
+  w->set_pid(e.pid);
+  if (WIFEXITED(e.wait_status)) w->set_exit_code(WEXITSTATUS(e.wait_status));
+  if (WIFSIGNALED(e.wait_status)) w->set_signal(WTERMSIG(e.wait_status));
+  w->set_state(ToProto(ev.outcome));
+  if (ev.outcome == WorkerOutcome::kFailed) {
+    for (const auto& l : e.tail) w->add_last_lines(l);
+  }
+  client_->Send(std::move(msg));
+}
+
+void NodeAgent::BeginDrain() {
+  // Read what the exited workers still have in their report connections (bounded: a
+  // connection held open by a stray grandchild must not keep the agent alive).
+  if (reports_) {
     reports_->AcceptPending();
     if (reports_->open_connections() > 0) {
       if (!drain_timer_) {
-        drain_timer_.emplace(io_, std::chrono::seconds(2));
-        drain_timer_->async_wait([this](const boost::system::error_code& ec) {
-          if (ec) return;
-          reports_drained_ = true;
-          FinishIfDone();
-        });
+        drain_timer_ = clock_.RunAfter(AgentState::kReportDrainLimit,
+                                       [this] { Apply(state_->OnReportsDrained()); });
       }
       return;
     }
   }
-  if (drain_timer_) drain_timer_->cancel();
-  if (!pending_reports_.empty()) Heartbeat();
-  finished_ = true;
-  exit_code_ = failed_ ? 1 : 0;
-  heartbeat_timer_.cancel();
+  Apply(state_->OnReportsDrained());
+}
+
+void NodeAgent::Finish(int code) {
+  exit_code_ = code;
+  if (drain_timer_) clock_.Cancel(*drain_timer_);
+  if (heartbeat_timer_) clock_.Cancel(*heartbeat_timer_);
+  drain_timer_.reset();
+  heartbeat_timer_.reset();
   if (signals_) signals_->cancel();
   reports_.reset();
   // Let the writer flush the last events before the stream is half-closed.
-  client_->Close(std::chrono::milliseconds(2000));
+  if (client_) client_->Close(milliseconds(2000));
   io_.stop();
 }
 

@@ -1,6 +1,8 @@
-// NodeAgent: one per node. Joins the launcher's rendezvous, plans local ranks, runs the
-// workers, serves their report socket, and keeps a session with the launcher (heartbeats,
-// worker events, log lines up; stop commands down). Everything runs on one io_context thread.
+// NodeAgent: one per node, the I/O shell around AgentState. Joins the launcher's rendezvous,
+// plans local ranks, runs the workers, serves their report socket, and keeps a session with
+// the launcher (heartbeats, worker events, log lines up; stop commands down). Every event goes
+// to AgentState; the actions it returns are applied here. Everything runs on one io_context
+// thread (the control client's threads post onto it).
 #pragma once
 
 #include <chrono>
@@ -8,13 +10,17 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio.hpp>
 
+#include "agent/agent_state.h"
 #include "agent/control_client.h"
 #include "agent/gpu_discovery.h"
+#include "agent/local_rank_plan.h"
 #include "agent/report_server.h"
 #include "common/child_supervisor.h"
+#include "common/clock.h"
 #include "dlaunch/control.pb.h"
 
 namespace dlaunch {
@@ -40,37 +46,50 @@ class NodeAgent {
   int exit_code() const { return exit_code_; }
 
  private:
+  absl::StatusOr<v1::JoinResponse> Join(const GpuInventory& gpus);
+  void WatchSignals();
+  absl::Status StartReportServer(const std::string& socket_path);
+  absl::Status OpenSession();
+  // Sends each worker's STARTED (or FAILED, when it could not start) event and logs it;
+  // returns how many started.
+  int ReportStarts(const std::vector<ChildSupervisor::StartRequest>& requests,
+                   const std::vector<RankSlot>& plan,
+                   const std::vector<absl::StatusOr<pid_t>>& started);
+
+  // Events, each handed to state_.
   void OnCommand(const v1::LauncherCommand& cmd);
-  void OnSessionClosed(const std::string& why);
   void OnChildExit(const ChildExit& e);
   void OnOutput(int rank, bool is_stderr, std::vector<std::string> lines);
   void OnReport(const v1::WorkerReport& r);
-  void OnSignal(int sig);
+  void OnTick();
+  void ArmTick();
+
+  // Actions.
+  void Apply(const AgentActions& actions);
+  void Stop(const StopWorkers& stop);
   void Heartbeat();
-  void StopWorkers(const std::string& why, std::chrono::milliseconds grace);
-  void FinishIfDone();
+  void FlushPendingReports();
+  void ReportWorkerExit(const SendWorkerExit& ev);
+  void BeginDrain();
+  void Finish(int code);
+
   v1::AgentMessage Message() const;
   void Log(const std::string& line) const;
 
   boost::asio::io_context& io_;
   AgentOptions options_;
+  AsioTimerClock clock_;
+  std::optional<AgentState> state_;   // from the JoinResponse on
   std::unique_ptr<ControlClient> client_;
   std::unique_ptr<ChildSupervisor> supervisor_;
   std::unique_ptr<ReportServer> reports_;
   std::optional<boost::asio::signal_set> signals_;
-  boost::asio::steady_timer heartbeat_timer_;
-  std::optional<boost::asio::steady_timer> drain_timer_;
-  bool reports_drained_ = false;
+  std::optional<TimerClock::TimerId> heartbeat_timer_;
+  std::optional<TimerClock::TimerId> drain_timer_;
   v1::JoinResponse job_;
   std::string agent_id_;
   std::map<int, int> rank_of_pid_;
   std::map<int, v1::WorkerReport> pending_reports_;   // per rank, since the last heartbeat
-  std::chrono::steady_clock::time_point last_from_launcher_;
-  bool session_open_ = false;
-  bool stopping_ = false;
-  bool failed_ = false;
-  bool finished_ = false;
-  int signals_seen_ = 0;
   int exit_code_ = 0;
 };
 

@@ -1,78 +1,100 @@
 #include "common/child_supervisor.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_io.h"
 
 namespace dlaunch {
+namespace {
+
+template <typename Real, typename Interface>
+std::unique_ptr<Interface> OwnIfMissing(Interface* given, boost::asio::io_context& io) {
+  if (given != nullptr) return nullptr;
+  return std::make_unique<Real>(io);
+}
+
+}  // namespace
 
 ChildSupervisor::ChildSupervisor(boost::asio::io_context& io, std::string log_dir,
-                                   int tail_lines, Callbacks callbacks, std::string log_prefix)
+                                 int tail_lines, Callbacks callbacks, std::string log_prefix,
+                                 Seams seams)
     : io_(io),
       log_dir_(std::move(log_dir)),
       log_prefix_(std::move(log_prefix)),
       tail_lines_(tail_lines),
       callbacks_(std::move(callbacks)),
-      sigchld_(io, SIGCHLD),
-      kill_timer_(io) {
-  WaitForSignal();
+      own_launcher_(OwnIfMissing<SystemProcessLauncher>(seams.launcher, io)),
+      own_clock_(OwnIfMissing<AsioTimerClock>(seams.clock, io)),
+      launcher_(seams.launcher ? *seams.launcher : *own_launcher_),
+      clock_(seams.clock ? *seams.clock : *own_clock_) {
+  launcher_.WatchExits([this] { Reap(); });
 }
 
 ChildSupervisor::~ChildSupervisor() {
+  if (kill_timer_) clock_.Cancel(*kill_timer_);
   for (auto& [pid, w] : workers_) {
-    SignalProcessGroup(pid, SIGKILL);
+    if (!w->reaped) launcher_.SignalGroup(pid, SIGKILL);
+    if (w->linger) clock_.Cancel(*w->linger);
     if (w->log_fd >= 0) close(w->log_fd);
   }
 }
 
+absl::StatusOr<int> ChildSupervisor::OpenLog(int rank) const {
+  if (log_dir_.empty()) return -1;
+  std::string path = absl::StrCat(log_dir_, "/", log_prefix_, rank, ".log");
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  return fd;
+}
+
 std::vector<absl::StatusOr<pid_t>> ChildSupervisor::StartAll(std::vector<StartRequest> requests) {
-  std::vector<absl::StatusOr<pid_t>> results;
   std::vector<std::unique_ptr<Worker>> workers(requests.size());
   std::vector<absl::StatusOr<PendingProcess>> pending;
   for (size_t i = 0; i < requests.size(); ++i) {
+    absl::StatusOr<int> log_fd = OpenLog(requests[i].rank);
+    if (!log_fd.ok()) {
+      pending.push_back(log_fd.status());
+      continue;
+    }
     auto w = std::make_unique<Worker>();
     w->rank = requests[i].rank;
     w->local_rank = requests[i].local_rank;
-    if (!log_dir_.empty()) {
-      std::string path = absl::StrCat(log_dir_, "/", log_prefix_, w->rank, ".log");
-      w->log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      if (w->log_fd < 0) {
-        pending.push_back(absl::PermissionDeniedError(
-            absl::StrCat("cannot open ", path, ": ", strerror(errno))));
-        continue;
-      }
-    }
+    w->log_fd = *log_fd;
     requests[i].options.capture_output = true;
     requests[i].options.new_process_group = true;
-    pending.push_back(ForkProcess(requests[i].options));
+    pending.push_back(launcher_.Fork(requests[i].options));
     workers[i] = std::move(w);
   }
+  std::vector<absl::StatusOr<pid_t>> results;
   for (size_t i = 0; i < requests.size(); ++i) {
     absl::StatusOr<SpawnedProcess> spawned =
-        pending[i].ok() ? AwaitExec(std::move(*pending[i])) : pending[i].status();
-    std::unique_ptr<Worker>& w = workers[i];
+        pending[i].ok() ? launcher_.AwaitExec(std::move(*pending[i])) : pending[i].status();
     if (!spawned.ok()) {
-      if (w && w->log_fd >= 0) close(w->log_fd);
+      if (workers[i] && workers[i]->log_fd >= 0) close(workers[i]->log_fd);
       results.push_back(spawned.status());
       continue;
     }
-    w->pid = spawned->pid;
-    w->out.fd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, spawned->stdout_fd);
-    w->err.fd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, spawned->stderr_fd);
-    w->err.is_stderr = true;
-    Worker& ref = *w;
-    workers_[ref.pid] = std::move(w);
-    ReadMore(ref.pid, ref.out);
-    ReadMore(ref.pid, ref.err);
-    results.push_back(ref.pid);
+    Adopt(std::move(workers[i]), *spawned);
+    results.push_back(spawned->pid);
   }
-  // A child that exited before the SIGCHLD handler was armed is still found by the next Reap.
+  // A child that exited before the exit watch was armed is still found by the next Reap.
   boost::asio::post(io_, [this] { Reap(); });
   return results;
+}
+
+void ChildSupervisor::Adopt(std::unique_ptr<Worker> w, const SpawnedProcess& spawned) {
+  w->pid = spawned.pid;
+  w->out.fd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, spawned.stdout_fd);
+  w->err.fd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, spawned.stderr_fd);
+  w->err.is_stderr = true;
+  Worker& ref = *w;
+  workers_[ref.pid] = std::move(w);
+  ReadMore(ref.pid, ref.out);
+  ReadMore(ref.pid, ref.err);
 }
 
 void ChildSupervisor::ReadMore(pid_t pid, Stream& s) {
@@ -126,27 +148,17 @@ void ChildSupervisor::Drain(Worker& w, Stream& s) {
   s.fd->close();
 }
 
-void ChildSupervisor::WaitForSignal() {
-  sigchld_.async_wait([this](const boost::system::error_code& ec, int) {
-    if (ec) return;
-    Reap();
-    WaitForSignal();
-  });
-}
-
 void ChildSupervisor::Reap() {
   for (auto& [pid, w] : workers_) {
-    int st = 0;
-    if (w->reaped || waitpid(pid, &st, WNOHANG) != pid) continue;
+    if (w->reaped) continue;
+    std::optional<int> status = launcher_.TryReap(pid);
+    if (!status) continue;
     w->reaped = true;
-    w->wait_status = st;
+    w->wait_status = *status;
     // The leader is gone; anything it left in its group (helpers it forked) goes too, which
-    // also closes the pipes they inherited. Only the group: the pid itself may be reused now.
-    kill(-pid, SIGKILL);
-    w->linger = std::make_unique<boost::asio::steady_timer>(io_, std::chrono::seconds(2));
-    w->linger->async_wait([this, pid = pid](const boost::system::error_code& ec) {
-      if (!ec) MaybeComplete(pid, true);
-    });
+    // also closes the pipes they inherited.
+    launcher_.SignalGroup(pid, SIGKILL);
+    w->linger = clock_.RunAfter(kOutputLinger, [this, pid = pid] { MaybeComplete(pid, true); });
     boost::asio::post(io_, [this, pid = pid] { MaybeComplete(pid, false); });
   }
 }
@@ -161,7 +173,7 @@ void ChildSupervisor::MaybeComplete(pid_t pid, bool force) {
   workers_.erase(it);
   Drain(*w, w->out);
   Drain(*w, w->err);
-  if (w->linger) w->linger->cancel();
+  if (w->linger) clock_.Cancel(*w->linger);
   if (w->log_fd >= 0) close(w->log_fd);
   ChildExit e;
   e.rank = w->rank;
@@ -172,33 +184,37 @@ void ChildSupervisor::MaybeComplete(pid_t pid, bool force) {
   e.tail.assign(w->tail.begin(), w->tail.end());
   // Pending async operations hold references into `w`; let them complete (cancelled) first.
   boost::asio::post(io_, [w = std::move(w)] {});
-  if (workers_.empty()) kill_timer_.cancel();
+  if (workers_.empty() && kill_timer_) {
+    clock_.Cancel(*kill_timer_);
+    kill_timer_.reset();
+  }
   if (callbacks_.on_exit) callbacks_.on_exit(e);
 }
 
 void ChildSupervisor::StopAll(std::chrono::milliseconds grace) {
   if (workers_.empty()) return;
   for (auto& [pid, w] : workers_) {
+    if (w->stopping) continue;
     w->stopping = true;
-    if (!w->reaped) SignalProcessGroup(pid, SIGTERM);
+    if (!w->reaped) launcher_.SignalGroup(pid, SIGTERM);
   }
-  kill_timer_.expires_after(grace);
-  kill_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) KillAll();
+  SteadyTime kill_at = clock_.Now() + grace;
+  if (kill_timer_) {
+    if (kill_at_ <= kill_at) return;
+    clock_.Cancel(*kill_timer_);
+  }
+  kill_at_ = kill_at;
+  kill_timer_ = clock_.RunAfter(grace, [this] {
+    kill_timer_.reset();
+    KillAll();
   });
 }
 
 void ChildSupervisor::KillAll() {
   for (auto& [pid, w] : workers_) {
     w->stopping = true;
-    if (!w->reaped) SignalProcessGroup(pid, SIGKILL);
+    if (!w->reaped) launcher_.SignalGroup(pid, SIGKILL);
   }
-}
-
-std::vector<pid_t> ChildSupervisor::pids() const {
-  std::vector<pid_t> out;
-  for (const auto& [pid, w] : workers_) out.push_back(pid);
-  return out;
 }
 
 }  // namespace dlaunch

@@ -1,32 +1,37 @@
-// ChildSupervisor: runs this node's worker processes. Spawns each in its own process group,
-// copies its stdout/stderr to logs/rank-N.log and to a line callback, reaps it, and stops the
-// set with SIGTERM -> grace -> SIGKILL. All methods run on the io_context's thread.
+// ChildSupervisor: runs a set of child processes (the agent's workers, the launcher's node
+// launchers). Spawns each in its own process group, copies its stdout/stderr to a log file and
+// to a line callback, reaps it, and stops the set with SIGTERM -> grace -> SIGKILL. Processes
+// and time come through ProcessLauncher and TimerClock, so tests drive both by hand.
+// All methods run on the io_context's thread.
 #pragma once
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <boost/asio.hpp>
 
 #include "absl/status/statusor.h"
+#include "common/child_exit.h"
+#include "common/clock.h"
 #include "common/process.h"
+#include "common/process_launcher.h"
 
 namespace dlaunch {
 
-struct ChildExit {
-  int rank = -1;
-  int local_rank = -1;
-  pid_t pid = -1;
-  int wait_status = 0;
-  bool stopped = false;                 // ended after we asked it to stop
-  std::vector<std::string> tail;        // last lines of its output
+// What a ChildSupervisor runs on. Null members get the real ones (SystemProcessLauncher,
+// AsioTimerClock), owned by the supervisor; given ones must outlive it.
+struct SupervisorSeams {
+  ProcessLauncher* launcher = nullptr;
+  TimerClock* clock = nullptr;
 };
 
 class ChildSupervisor {
@@ -35,10 +40,15 @@ class ChildSupervisor {
     std::function<void(int rank, bool is_stderr, std::vector<std::string> lines)> on_output;
     std::function<void(const ChildExit&)> on_exit;
   };
+  using Seams = SupervisorSeams;
+
+  // How long a reaped child's output pipes may stay open (held by a stray grandchild) before
+  // the exit is reported anyway.
+  static constexpr std::chrono::milliseconds kOutputLinger{2000};
 
   // Each process's output goes to <log_dir>/<log_prefix><rank>.log ("" log_dir: no file).
   ChildSupervisor(boost::asio::io_context& io, std::string log_dir, int tail_lines,
-                   Callbacks callbacks, std::string log_prefix = "rank-");
+                  Callbacks callbacks, std::string log_prefix = "rank-", Seams seams = {});
   ~ChildSupervisor();
 
   struct StartRequest {
@@ -50,11 +60,13 @@ class ChildSupervisor {
   // cost one scheduling delay rather than N. One result (the pid, or why it could not start)
   // per request, in order.
   std::vector<absl::StatusOr<pid_t>> StartAll(std::vector<StartRequest> requests);
-  // SIGTERM to every running worker's group now, SIGKILL to what is left after `grace`.
+  // SIGTERM to every running child's group now, SIGKILL to what is left after `grace`.
+  // Idempotent: a child gets one SIGTERM, and a later call can bring the SIGKILL forward but
+  // never push it later.
   void StopAll(std::chrono::milliseconds grace);
   void KillAll();
+  // Children started and not yet reported through on_exit.
   int running() const { return static_cast<int>(workers_.size()); }
-  std::vector<pid_t> pids() const;
 
  private:
   struct Stream {
@@ -71,17 +83,18 @@ class ChildSupervisor {
     bool stopping = false;
     bool reaped = false;
     int wait_status = 0;
-    std::unique_ptr<boost::asio::steady_timer> linger;  // bounds the wait for output after exit
+    std::optional<TimerClock::TimerId> linger;  // bounds the wait for output after exit
     Stream out, err;
     std::deque<std::string> tail;
   };
 
+  absl::StatusOr<int> OpenLog(int rank) const;
+  void Adopt(std::unique_ptr<Worker> w, const SpawnedProcess& spawned);
   void ReadMore(pid_t pid, Stream& s);
   void Consume(Worker& w, Stream& s, const char* data, size_t n, bool flush);
   void Drain(Worker& w, Stream& s);
-  void WaitForSignal();
   void Reap();
-  // A worker is done once it has been reaped and both its pipes reached end of file (or the
+  // A child is done once it has been reaped and both its pipes reached end of file (or the
   // linger timer gave up on them), so no output it wrote is lost.
   void MaybeComplete(pid_t pid, bool force);
 
@@ -90,8 +103,12 @@ class ChildSupervisor {
   std::string log_prefix_;
   int tail_lines_;
   Callbacks callbacks_;
-  boost::asio::signal_set sigchld_;
-  boost::asio::steady_timer kill_timer_;
+  std::unique_ptr<ProcessLauncher> own_launcher_;
+  std::unique_ptr<TimerClock> own_clock_;
+  ProcessLauncher& launcher_;
+  TimerClock& clock_;
+  std::optional<TimerClock::TimerId> kill_timer_;
+  SteadyTime kill_at_;
   std::map<pid_t, std::unique_ptr<Worker>> workers_;
 };
 

@@ -7,11 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstring>
-#include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_io.h"
 
 extern char** environ;
 
@@ -111,10 +110,11 @@ absl::StatusOr<SpawnedProcess> AwaitExec(PendingProcess p) {
     int st;
     waitpid(p.pid, &st, 0);
     if (what == 'c') {
-      return absl::NotFoundError(
-          absl::StrCat("cannot enter working directory '", p.workdir, "': ", strerror(code)));
+      return absl::Status(ErrnoToStatusCode(code), absl::StrCat("cannot enter working directory '",
+                                                                p.workdir, "': ", strerror(code)));
     }
-    return absl::NotFoundError(absl::StrCat("cannot execute '", p.program, "': ", strerror(code)));
+    return absl::Status(ErrnoToStatusCode(code),
+                        absl::StrCat("cannot execute '", p.program, "': ", strerror(code)));
   }
   CloseIfOpen(p.exec_status_fd);
   for (int fd : {p.stdout_fd, p.stderr_fd}) {
@@ -122,20 +122,6 @@ absl::StatusOr<SpawnedProcess> AwaitExec(PendingProcess p) {
   }
   return SpawnedProcess{p.pid, p.stdout_fd, p.stderr_fd};
 }
-
-absl::StatusOr<SpawnedProcess> SpawnProcess(const SpawnOptions& options) {
-  auto pending = ForkProcess(options);
-  if (!pending.ok()) return pending.status();
-  return AwaitExec(std::move(*pending));
-}
-
-bool SignalProcessGroup(pid_t pgid, int sig) {
-  if (pgid <= 0) return false;
-  if (kill(-pgid, sig) == 0) return true;
-  return kill(pgid, sig) == 0;
-}
-
-bool ProcessGroupAlive(pid_t pgid) { return pgid > 0 && kill(-pgid, 0) == 0; }
 
 std::string DescribeWaitStatus(int st) {
   if (WIFEXITED(st)) return absl::StrCat("exit code ", WEXITSTATUS(st));

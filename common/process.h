@@ -1,5 +1,6 @@
 // Child-process primitives shared by the agent (workers) and the launcher (local agents):
-// spawn into a new process group with PR_SET_PDEATHSIG, signal a whole group, reap.
+// spawn into a new process group with PR_SET_PDEATHSIG, await the exec, describe an exit.
+// Signalling and reaping go through ProcessLauncher (process_launcher.h).
 #pragma once
 
 #include <sys/types.h>
@@ -41,21 +42,12 @@ struct PendingProcess {
 // before awaiting any lets them start in parallel instead of one scheduling delay after another.
 absl::StatusOr<PendingProcess> ForkProcess(const SpawnOptions& options);
 
-// Waits until the child has exec'd. An exec failure (missing program, no permission) is
-// reported here as an error naming the program, not as a child that exits 127.
+// Waits until the child has exec'd. An exec (or chdir) failure is reported here as an error
+// naming the program (or directory), with the code its errno calls for (NotFound for ENOENT,
+// PermissionDenied for EACCES, ...), not as a child that exits 127.
 absl::StatusOr<SpawnedProcess> AwaitExec(PendingProcess pending);
-
-// ForkProcess + AwaitExec.
-absl::StatusOr<SpawnedProcess> SpawnProcess(const SpawnOptions& options);
-
-// Sends `sig` to the process group led by `pgid` (falls back to the process itself when the
-// group is gone). Returns false when nothing was there to signal.
-bool SignalProcessGroup(pid_t pgid, int sig);
 
 // Exit status of a reaped child in words: "exit code 3", "signal 9 (Killed)".
 std::string DescribeWaitStatus(int wait_status);
-
-// True while any process of the group still exists (zombies included).
-bool ProcessGroupAlive(pid_t pgid);
 
 }  // namespace dlaunch

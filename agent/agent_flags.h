@@ -1,0 +1,32 @@
+// The agent's command line, table-driven (common/flags.h): every value is checked, and an
+// error names the flag. The launcher builds this argv (launcher/cli/run_command.cc).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/node_agent.h"
+
+namespace dlaunch {
+
+inline constexpr char kAgentUsage[] =
+    "usage: dlaunch-agent --control HOST:PORT --token-file PATH [--nproc N] [--host NAME]\n"
+    "                     [--addr ADDR] [--join-timeout SECONDS] [--tail-lines N]\n"
+    "The token may instead come from the DLAUNCH_TOKEN environment variable.\n";
+
+struct AgentFlags {
+  AgentOptions options;       // everything but the token
+  std::string token_file;     // "" = take the token from DLAUNCH_TOKEN
+  bool help = false;
+};
+
+// Parses the arguments after the program name. InvalidArgument for an unknown flag, a bad
+// value, a stray argument, or a missing --control (unless --help).
+absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args);
+
+// The job token: the first line of `token_file`, else `env_token` (DLAUNCH_TOKEN, null when
+// unset). InvalidArgument when there is none or the file cannot be read.
+absl::StatusOr<std::string> ReadAgentToken(const std::string& token_file, const char* env_token);
+
+}  // namespace dlaunch

@@ -1,0 +1,104 @@
+// BuildStartRequests (pure) and MakeJobDirs.
+#include "agent/worker_launch.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_files.h"
+
+namespace dlaunch {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::Not;
+
+v1::JoinResponse Job() {
+  v1::JoinResponse job;
+  job.set_job_id("job-7");
+  job.set_job_dir("/jobs/job-7");
+  job.set_round(1);
+  job.set_node_rank(1);
+  job.set_nnodes(2);
+  job.set_rank_offset(2);
+  job.set_local_world_size(2);
+  job.set_world_size(4);
+  job.set_master_addr("10.0.0.1");
+  job.set_master_port(29500);
+  job.set_max_restarts(3);
+  job.mutable_worker()->add_argv("python");
+  job.mutable_worker()->add_argv("train.py");
+  job.mutable_worker()->set_workdir("/work/dir");
+  (*job.mutable_worker()->mutable_env())["LR"] = "0.1";
+  return job;
+}
+
+std::vector<RankSlot> Plan() {
+  RankSlot a, b;
+  a.local_rank = 0;
+  a.gpus = {"0"};
+  a.gpu_indices = {0};
+  a.cpus = {0, 1};
+  b.local_rank = 1;
+  b.gpus = {"1"};
+  b.gpu_indices = {1};
+  b.cpus = {2, 3};
+  return {a, b};
+}
+
+TEST(BuildStartRequestsTest, OneRequestPerSlotWithGlobalRanksArgvAndWorkdir) {
+  auto requests = BuildStartRequests(Job(), Plan(), {{"PATH", "/bin"}}, "/tmp/r.sock");
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].rank, 2);
+  EXPECT_EQ(requests[0].local_rank, 0);
+  EXPECT_EQ(requests[1].rank, 3);
+  EXPECT_EQ(requests[1].local_rank, 1);
+  for (const auto& r : requests) {
+    EXPECT_THAT(r.options.argv, ElementsAre("python", "train.py"));
+    EXPECT_EQ(r.options.workdir, "/work/dir");
+  }
+}
+
+TEST(BuildStartRequestsTest, TheEnvironmentCarriesTheContractTheSpecAndTheBase) {
+  auto requests = BuildStartRequests(Job(), Plan(), {{"PATH", "/bin"}, {"LR", "9"}}, "/tmp/r.sock");
+  ASSERT_EQ(requests.size(), 2u);
+  const auto& env = requests[1].options.envp;
+  EXPECT_THAT(env, Contains("RANK=3"));
+  EXPECT_THAT(env, Contains("LOCAL_RANK=1"));
+  EXPECT_THAT(env, Contains("WORLD_SIZE=4"));
+  EXPECT_THAT(env, Contains("GROUP_RANK=1"));
+  EXPECT_THAT(env, Contains("MASTER_ADDR=10.0.0.1"));
+  EXPECT_THAT(env, Contains("MASTER_PORT=29500"));
+  EXPECT_THAT(env, Contains("TORCHELASTIC_RESTART_COUNT=1"));
+  EXPECT_THAT(env, Contains("DLAUNCH_REPORT_SOCKET=/tmp/r.sock"));
+  EXPECT_THAT(env, Contains("PATH=/bin"));
+  EXPECT_THAT(env, Contains("LR=0.1"));  // the spec's env wins over the agent's
+  EXPECT_THAT(env, Not(Contains("LR=9")));
+}
+
+TEST(BuildStartRequestsTest, AnEmptyPlanStartsNothing) {
+  EXPECT_TRUE(BuildStartRequests(Job(), {}, {}, "/tmp/r.sock").empty());
+}
+
+TEST(MakeJobDirsTest, CreatesTheJobDirWithLogsAndErrorsAndAcceptsExistingOnes) {
+  ScratchDir scratch;
+  std::string job_dir = scratch.path() + "/job";
+  ASSERT_TRUE(MakeJobDirs(job_dir).ok());
+  struct stat st;
+  EXPECT_EQ(stat((job_dir + "/logs").c_str(), &st), 0);
+  EXPECT_EQ(stat((job_dir + "/errors").c_str(), &st), 0);
+  EXPECT_TRUE(MakeJobDirs(job_dir).ok());
+}
+
+TEST(MakeJobDirsTest, AMissingParentIsNotFoundAndNamed) {
+  absl::Status st = MakeJobDirs("/nonexistent/dlaunch-test/job");
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound) << st;
+  EXPECT_NE(st.message().find("/nonexistent/dlaunch-test/job"), std::string::npos) << st;
+}
+
+}  // namespace
+}  // namespace dlaunch
