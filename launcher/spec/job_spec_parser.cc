@@ -387,7 +387,7 @@ void SpecReader::Scheduler(const Field& field, SchedulerSpec* scheduler) {
       scheduler->walltime.clear();
       scheduler->walltime_s = 0;
     } else if (Scalar(walltime, "a walltime (\"HH:MM:SS\", \"MM:SS\" or minutes)", &text)) {
-      absl::StatusOr<int> seconds = ParseJobWalltime(text);
+      absl::StatusOr<int> seconds = ParseWalltime(text);
       if (seconds.ok() && *seconds == 0) {
         Report(walltime.mark, walltime.path,
                absl::StrCat("scheduler.walltime must be positive, got ", Describe(walltime.value)));

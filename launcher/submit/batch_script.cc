@@ -38,6 +38,16 @@ absl::Status CheckDirectiveKey(const std::string& key) {
   return CheckDirectiveValue(absl::StrCat("scheduler.directives key \"", key, "\""), rest);
 }
 
+// A walltime the script will ask for: the one walltime grammar, and more than zero.
+absl::StatusOr<int> RequestedWalltime(const std::string& text, const std::string& what) {
+  absl::StatusOr<int> seconds = ParseWalltime(text);
+  if (!seconds.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", seconds.status().message()));
+  }
+  if (*seconds == 0) return absl::InvalidArgumentError(absl::StrCat(what, " must be positive"));
+  return *seconds;
+}
+
 // Mustache treats an empty string as true in sections, so optional values are left unset
 // instead: `{{#queue}}-q {{queue}}{{/queue}}` then disappears when there is no queue.
 void SetOptional(data* values, const std::string& key, const std::string& value) {
@@ -70,10 +80,6 @@ absl::StatusOr<std::string> RenderMustache(const std::string& text, const data& 
 
 }  // namespace
 
-std::string FormatWalltimeHms(int seconds) {
-  return absl::StrFormat("%d:%02d:%02d", seconds / 3600, (seconds / 60) % 60, seconds % 60);
-}
-
 absl::StatusOr<ResolvedSchedulerSettings> ResolveSchedulerSettings(const JobSpec& spec,
                                                                    const SiteProfile& profile) {
   const SchedulerSpec& s = spec.scheduler;
@@ -84,13 +90,12 @@ absl::StatusOr<ResolvedSchedulerSettings> ResolveSchedulerSettings(const JobSpec
   if (s.walltime_s > 0) {
     r.walltime_s = s.walltime_s;
   } else if (!s.walltime.empty()) {
-    absl::StatusOr<int> w = ParseWalltime(s.walltime);
-    if (!w.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("scheduler.walltime: ", w.status().message()));
-    }
+    absl::StatusOr<int> w = RequestedWalltime(s.walltime, "scheduler.walltime");
+    if (!w.ok()) return w.status();
     r.walltime_s = *w;
   } else if (!profile.default_walltime.empty()) {
-    absl::StatusOr<int> w = ParseWalltime(profile.default_walltime);
+    absl::StatusOr<int> w = RequestedWalltime(
+        profile.default_walltime, absl::StrCat("site ", profile.name, " defaults.walltime"));
     if (!w.ok()) return w.status();
     r.walltime_s = *w;
   } else {

@@ -20,20 +20,12 @@
 #include "absl/strings/str_split.h"
 #include "launcher/jobdir/job_record.h"
 #include "common/shell_quote.h"
+#include "launcher/spec/names.h"
+#include "launcher/spec/spec_scalars.h"
 
 namespace dlaunch {
 namespace fs = std::filesystem;
 namespace {
-
-const std::set<std::string>& KnownSchedulers() {
-  static const std::set<std::string> k = {"pbs", "cobalt", "slurm", "local"};
-  return k;
-}
-
-const std::set<std::string>& KnownLaunchers() {
-  static const std::set<std::string> k = {"mpiexec", "mpirun", "srun", "ssh", "local"};
-  return k;
-}
 
 std::string Where(const std::string& file, const YAML::Node& node) {
   YAML::Mark m = node.Mark();
@@ -86,9 +78,13 @@ class ProfileReader {
   }
 
   int Walltime(const YAML::Node& n, const std::string& key) {
-    auto s = ParseWalltime(String(n, key));
+    absl::StatusOr<int> s = ParseWalltime(String(n, key));
     if (!s.ok()) {
       Error(n, absl::StrCat("'", key, "': ", s.status().message()));
+      return 0;
+    }
+    if (*s == 0) {
+      Error(n, absl::StrCat("'", key, "' must be positive"));
       return 0;
     }
     return *s;
@@ -145,52 +141,6 @@ absl::Status CheckLaunchLine(const std::string& launch) {
 }
 
 }  // namespace
-
-absl::StatusOr<int> ParseWalltime(const std::string& raw) {
-  std::string text(absl::StripAsciiWhitespace(raw));
-  auto bad = [&]() {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "walltime \"", absl::CHexEscape(text),
-        "\" is not HH:MM:SS, MM:SS, D-HH:MM:SS or a number of minutes"));
-  };
-  if (text.empty()) return bad();
-  int days = 0;
-  std::string rest = text;
-  size_t dash = text.find('-');
-  if (dash != std::string::npos) {
-    if (!absl::SimpleAtoi(text.substr(0, dash), &days) || days < 0) return bad();
-    rest = text.substr(dash + 1);
-  }
-  std::vector<std::string> parts = absl::StrSplit(rest, ':');
-  std::vector<int> v;
-  for (const auto& p : parts) {
-    int x = 0;
-    if (p.empty() || !absl::SimpleAtoi(p, &x) || x < 0 ||
-        p.find_first_not_of("0123456789") != std::string::npos) {
-      return bad();
-    }
-    v.push_back(x);
-  }
-  long long total = 0;
-  if (dash != std::string::npos) {
-    // Slurm: D-HH, D-HH:MM, D-HH:MM:SS.
-    if (v.size() > 3) return bad();
-    total = days * 86400LL + v[0] * 3600LL + (v.size() > 1 ? v[1] * 60LL : 0) +
-            (v.size() > 2 ? v[2] : 0);
-  } else if (v.size() == 1) {
-    total = v[0] * 60LL;
-  } else if (v.size() == 2) {
-    if (v[1] >= 60) return bad();
-    total = v[0] * 60LL + v[1];
-  } else if (v.size() == 3) {
-    if (v[1] >= 60 || v[2] >= 60) return bad();
-    total = v[0] * 3600LL + v[1] * 60LL + v[2];
-  } else {
-    return bad();
-  }
-  if (total <= 0 || total > 365LL * 86400) return bad();
-  return static_cast<int>(total);
-}
 
 SiteSearchPath MakeSiteSearchPath(const std::string& dlaunch_site_path, const std::string& home,
                                   const std::string& exe_path,
@@ -260,9 +210,9 @@ absl::StatusOr<SiteProfile> ParseSiteProfile(const std::string& yaml_text,
         p.description = r.String(v, key);
       } else if (key == "scheduler") {
         p.scheduler = r.String(v, key);
-        if (!KnownSchedulers().count(p.scheduler)) {
-          r.Error(v, absl::StrCat("unknown scheduler '", p.scheduler,
-                                  "' (pbs, cobalt, slurm, local)"));
+        if (!IsSchedulerTypeName(p.scheduler)) {
+          r.Error(v, absl::StrCat("unknown scheduler '", p.scheduler, "' (",
+                                  absl::StrJoin(SchedulerTypeNames(), ", "), ")"));
         }
       } else if (key == "template") {
         p.template_name = r.String(v, key);
@@ -277,9 +227,9 @@ absl::StatusOr<SiteProfile> ParseSiteProfile(const std::string& yaml_text,
         }
       } else if (key == "launcher") {
         p.launcher = r.String(v, key);
-        if (!KnownLaunchers().count(p.launcher)) {
-          r.Error(v, absl::StrCat("unknown launcher '", p.launcher,
-                                  "' (mpiexec, mpirun, srun, ssh, local)"));
+        if (!IsConcreteNodeLauncherName(p.launcher)) {
+          r.Error(v, absl::StrCat("unknown launcher '", p.launcher, "' (",
+                                  absl::StrJoin(ConcreteNodeLauncherNames(), ", "), ")"));
         }
       } else if (key == "launch") {
         p.launch = std::string(absl::StripAsciiWhitespace(r.String(v, key)));

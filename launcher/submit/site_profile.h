@@ -101,8 +101,4 @@ std::vector<std::string> ListSiteProfiles(const SiteSearchPath& path);
 // (pbs -> generic-pbs, cobalt -> thetagpu, slurm -> generic-slurm), else "local".
 std::string DefaultSiteName(const std::string& spec_site, const std::string& spec_type);
 
-// Parses a walltime: "HH:MM:SS", "H:MM", "D-HH:MM:SS" (Slurm), or plain minutes ("30").
-// Returns seconds; InvalidArgument names the accepted forms.
-absl::StatusOr<int> ParseWalltime(const std::string& text);
-
 }  // namespace dlaunch

@@ -398,10 +398,5 @@ TEST(RenderedScript, FailsWithoutTheSchedulersNodefile) {
   EXPECT_FALSE(fs::exists(tmp.path() + "/args"));
 }
 
-TEST(FormatWalltimeHms, Formats) {
-  EXPECT_EQ(FormatWalltimeHms(1800), "0:30:00");
-  EXPECT_EQ(FormatWalltimeHms(86400 + 61), "24:01:01");
-}
-
 }  // namespace
 }  // namespace dlaunch
