@@ -22,6 +22,7 @@
 #include "common/shell_quote.h"
 #include "launcher/spec/names.h"
 #include "launcher/spec/spec_scalars.h"
+#include "launcher/submit/scheduler.h"
 
 namespace dlaunch {
 namespace fs = std::filesystem;
@@ -391,10 +392,8 @@ std::vector<std::string> ListSiteProfiles(const SiteSearchPath& path) {
 
 std::string DefaultSiteName(const std::string& spec_site, const std::string& spec_type) {
   if (!spec_site.empty()) return spec_site;
-  if (spec_type == "pbs") return "generic-pbs";
-  if (spec_type == "cobalt") return "thetagpu";
-  if (spec_type == "slurm") return "generic-slurm";
-  return "local";
+  const Scheduler* scheduler = FindScheduler(spec_type);
+  return std::string(scheduler != nullptr ? scheduler->default_site() : "local");
 }
 
 }  // namespace dlaunch

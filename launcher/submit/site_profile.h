@@ -97,8 +97,8 @@ absl::StatusOr<SiteProfile> LoadSiteProfile(const std::string& name, const SiteS
 // Names of all profiles on the search path (first occurrence of each), sorted.
 std::vector<std::string> ListSiteProfiles(const SiteSearchPath& path);
 
-// The profile a job uses when no --site is given: scheduler.site, else by scheduler.type
-// (pbs -> generic-pbs, cobalt -> thetagpu, slurm -> generic-slurm), else "local".
+// The profile a job uses when no --site is given: scheduler.site, else the scheduler adapter's
+// default site (pbs -> generic-pbs, cobalt -> thetagpu, slurm -> generic-slurm), else "local".
 std::string DefaultSiteName(const std::string& spec_site, const std::string& spec_type);
 
 }  // namespace dlaunch
