@@ -63,9 +63,9 @@ std::string Pick(const char* env, const std::string& profile_value, const char* 
 }
 
 absl::Status NoJobId(std::string_view scheduler, const std::string& output) {
-  return absl::UnavailableError(absl::StrCat("could not find a job id in the ", std::string(scheduler),
-                                             " submit output: \"", absl::CHexEscape(output),
-                                             "\""));
+  return absl::UnavailableError(absl::StrCat("could not find a job id in the ",
+                                             std::string(scheduler), " submit output: \"",
+                                             absl::CHexEscape(output), "\""));
 }
 
 SchedulerJobStatus NotInQueue() {

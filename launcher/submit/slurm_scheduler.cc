@@ -82,7 +82,9 @@ absl::StatusOr<std::string> SlurmScheduler::ParseSubmitOutput(const std::string&
   int64_t n = 0;
   // Array and het jobs print "123_4" / "123+0"; keep the text as Slurm printed it.
   std::string digits = id.substr(0, id.find_first_not_of("0123456789"));
-  if (digits.empty() || !absl::SimpleAtoi(digits, &n)) return scheduler_text::NoJobId(name(), output);
+  if (digits.empty() || !absl::SimpleAtoi(digits, &n)) {
+    return scheduler_text::NoJobId(name(), output);
+  }
   return id;
 }
 

@@ -87,7 +87,8 @@ TEST(StartDetached, UnwritableOutputIsUnavailable) {
 TEST(ParseDetachedPid, ReadsThePidOrExplains) {
   EXPECT_EQ(*ParseDetachedPid(CommandResult{0, "4242\n", ""}), 4242);
   EXPECT_FALSE(ParseDetachedPid(CommandResult{0, "", ""}).ok());
-  absl::Status s = ParseDetachedPid(CommandResult{2, "", "sh: cannot create /x: Denied\n"}).status();
+  absl::Status s =
+      ParseDetachedPid(CommandResult{2, "", "sh: cannot create /x: Denied\n"}).status();
   EXPECT_EQ(s.message(), "could not start the job in the background (exit 2): sh: cannot create "
                          "/x: Denied");
 }
