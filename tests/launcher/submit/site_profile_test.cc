@@ -142,6 +142,21 @@ TEST(DefaultSiteName, FromSpec) {
   EXPECT_EQ(DefaultSiteName("", ""), "local");
 }
 
+// Problems come one per line as FILE:LINE:COL, in file order like job.yaml's, and an unknown key
+// in a section names the keys that section takes.
+TEST(SiteProfile, ErrorsAreInFileOrderAndNameTheSectionsKeys) {
+  absl::StatusOr<SiteProfile> p = ParseSiteProfile(
+      "scheduler: lsf\nlauncher: mpiexec\nlaunch: mpiexec\n"
+      "defaults: {queue: q, wallclock: 1h}\ncommands: [qsub]\n",
+      "x", "x.yaml");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(std::string(p.status().message()),
+            "x.yaml:1:12: unknown scheduler 'lsf' (pbs, cobalt, slurm, local)\n"
+            "x.yaml:4:22: unknown key 'wallclock' in defaults (account, filesystems, gpu_model, "
+            "gpus_per_node, queue, walltime)\n"
+            "x.yaml:5:11: 'commands' must be a mapping (cancel, status, submit)");
+}
+
 // Site profiles read walltimes with the job spec's grammar (spec_scalars_test.cc has the forms);
 // a limit or default of zero means nothing, so it is refused.
 TEST(SiteProfile, WalltimesUseTheJobSpecGrammarAndMustBePositive) {
