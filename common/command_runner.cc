@@ -110,11 +110,4 @@ absl::StatusOr<pid_t> ParseDetachedPid(const CommandResult& result) {
   return static_cast<pid_t>(pid);
 }
 
-absl::StatusOr<pid_t> StartDetached(const std::vector<std::string>& argv,
-                                    const std::string& output_path) {
-  absl::StatusOr<CommandResult> result = RunCommand(DetachedArgv(argv, output_path), 30);
-  if (!result.ok()) return result.status();
-  return ParseDetachedPid(*result);
-}
-
 }  // namespace dlaunch

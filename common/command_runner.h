@@ -40,8 +40,4 @@ std::vector<std::string> DetachedArgv(const std::vector<std::string>& argv,
 // The pid DetachedArgv's command printed; Unavailable (with what the shell said) otherwise.
 absl::StatusOr<pid_t> ParseDetachedPid(const CommandResult& result);
 
-// DetachedArgv through RunCommand, then ParseDetachedPid.
-absl::StatusOr<pid_t> StartDetached(const std::vector<std::string>& argv,
-                                    const std::string& output_path);
-
 }  // namespace dlaunch

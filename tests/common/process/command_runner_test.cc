@@ -1,4 +1,4 @@
-// RunCommand and StartDetached with real programs (/bin/sh, sleep): output, exit codes, exec
+// RunCommand and detached starts (DetachedArgv) with real programs (/bin/sh, sleep): output, exit codes, exec
 // failures, the deadline, and a detached job that leads its own session.
 #include "common/command_runner.h"
 
@@ -48,6 +48,14 @@ TEST(RunCommand, DeadlineKillsTheProgram) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("sleep 30 did not finish"));
 }
 
+// Starts `argv` detached the way the local scheduler does: DetachedArgv run to completion.
+absl::StatusOr<pid_t> StartDetached(const std::vector<std::string>& argv,
+                                    const std::string& output_path) {
+  absl::StatusOr<CommandResult> result = RunCommand(DetachedArgv(argv, output_path), 30);
+  if (!result.ok()) return result.status();
+  return ParseDetachedPid(*result);
+}
+
 // True while the process exists and is not a zombie.
 bool Alive(pid_t pid) {
   const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
@@ -55,12 +63,12 @@ bool Alive(pid_t pid) {
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
 }
 
-TEST(StartDetached, JobLeadsItsOwnSessionAndWritesToTheOutputFile) {
+TEST(DetachedArgv, JobLeadsItsOwnSessionAndWritesToTheOutputFile) {
   ScratchDir tmp("dlaunch-detached");
   const std::string out = tmp.path() + "/out";
   absl::StatusOr<pid_t> pid = StartDetached({"sh", "-c", "echo started; exec sleep 60"}, out);
   ASSERT_TRUE(pid.ok()) << pid.status();
-  // StartDetached returned although the job runs on: the pid pipe did not stay open.
+  // The start returned although the job runs on: the pid pipe did not stay open.
   EXPECT_TRUE(Alive(*pid));
   EXPECT_EQ(::getsid(*pid), *pid);
   EXPECT_EQ(::getpgid(*pid), *pid);
@@ -77,7 +85,7 @@ TEST(StartDetached, JobLeadsItsOwnSessionAndWritesToTheOutputFile) {
   EXPECT_FALSE(Alive(*pid));
 }
 
-TEST(StartDetached, UnwritableOutputIsUnavailable) {
+TEST(DetachedArgv, UnwritableOutputIsUnavailable) {
   absl::StatusOr<pid_t> pid = StartDetached({"true"}, "/nonexistent/dir/out");
   ASSERT_FALSE(pid.ok());
   EXPECT_EQ(pid.status().code(), absl::StatusCode::kUnavailable);
