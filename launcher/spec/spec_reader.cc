@@ -50,8 +50,9 @@ void SpecReader::WrongType(const SpecField& field, absl::string_view expected) {
          absl::StrCat(field.path, " must be ", expected, ", got ", Describe(field.value)));
 }
 
-std::map<std::string, SpecField> SpecReader::Fields(const YAML::Node& map, const std::string& section,
-                                                const YAML::Mark& map_mark) {
+std::map<std::string, SpecField> SpecReader::Fields(const YAML::Node& map,
+                                                    const std::string& section,
+                                                    const YAML::Mark& map_mark) {
   std::map<std::string, SpecField> fields;
   if (map.IsNull()) return fields;
   const Keys& allowed = SchemaKeys().at(section);
