@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/did_you_mean.h"
-#include "launcher/spec/job_spec_parser.h"
+#include "launcher/spec/names.h"
+#include "launcher/spec/spec_scalars.h"
 
 namespace dlaunch {
 namespace {
@@ -31,10 +33,6 @@ bool IsHostName(const std::string& host) {
   });
 }
 
-bool Contains(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 std::string OneOf(const std::string& path, const std::vector<std::string>& names,
                   const std::string& got) {
   std::string message =
@@ -46,17 +44,6 @@ std::string OneOf(const std::string& path, const std::vector<std::string>& names
 }
 
 }  // namespace
-
-const std::vector<std::string>& NodeLauncherNames() {
-  static const auto* names =
-      new std::vector<std::string>{"auto", "local", "ssh", "mpiexec", "mpirun", "srun"};
-  return *names;
-}
-
-const std::vector<std::string>& SchedulerTypeNames() {
-  static const auto* names = new std::vector<std::string>{"pbs", "cobalt", "slurm", "local"};
-  return *names;
-}
 
 std::vector<SpecProblem> CheckJobSpec(const JobSpec& spec) {
   std::vector<SpecProblem> problems;
@@ -114,7 +101,7 @@ std::vector<SpecProblem> CheckJobSpec(const JobSpec& spec) {
           absl::StrCat("hosts[", i, "] \"", spec.hosts[i], "\" is not a valid host name"));
     }
   }
-  if (!Contains(NodeLauncherNames(), spec.node_launcher)) {
+  if (!IsNodeLauncherName(spec.node_launcher)) {
     add("launcher", OneOf("launcher", NodeLauncherNames(), spec.node_launcher));
   }
   port("rendezvous.port", spec.control_port);
@@ -154,7 +141,7 @@ std::vector<SpecProblem> CheckJobSpec(const JobSpec& spec) {
     add("gpus.per_proc",
         absl::StrCat("gpus.per_proc must not be negative, got ", spec.gpus_per_proc));
   }
-  if (!spec.scheduler.type.empty() && !Contains(SchedulerTypeNames(), spec.scheduler.type)) {
+  if (!spec.scheduler.type.empty() && !IsSchedulerTypeName(spec.scheduler.type)) {
     add("scheduler.type", OneOf("scheduler.type", SchedulerTypeNames(), spec.scheduler.type));
   }
   if (spec.scheduler.walltime_s < 0) {

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "launcher/spec/job_spec.h"
+#include "launcher/spec/names.h"
 
 namespace dlaunch {
 
@@ -17,8 +19,7 @@ struct SpecProblem {
 // Every problem with the values of `spec`, in schema order.
 std::vector<SpecProblem> CheckJobSpec(const JobSpec& spec);
 
-// The values job.yaml accepts for `launcher:` and `scheduler.type:`.
-const std::vector<std::string>& NodeLauncherNames();
-const std::vector<std::string>& SchedulerTypeNames();
+// Checks a spec built from command-line flags (same rules as the YAML path, no positions).
+absl::Status ValidateJobSpec(const JobSpec& spec);
 
 }  // namespace dlaunch

@@ -1,11 +1,12 @@
-// ResolvedJobYaml: the job as it will run, every default written out, in job.yaml's own schema.
+#include "launcher/spec/resolved_job_yaml.h"
+
 #include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "launcher/spec/job_spec_parser.h"
+#include "launcher/spec/spec_scalars.h"
 
 namespace dlaunch {
 namespace {

@@ -2,11 +2,12 @@
 
 #include <kainjow/mustache.hpp>
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/shell_quote.h"
 
@@ -36,6 +37,16 @@ absl::Status CheckDirectiveKey(const std::string& key) {
         "scheduler.directives key \"", absl::CHexEscape(key), "\" is not an option name"));
   }
   return CheckDirectiveValue(absl::StrCat("scheduler.directives key \"", key, "\""), rest);
+}
+
+// A walltime the script will ask for: the one walltime grammar, and more than zero.
+absl::StatusOr<int> RequestedWalltime(const std::string& text, const std::string& what) {
+  absl::StatusOr<int> seconds = ParseWalltime(text);
+  if (!seconds.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", seconds.status().message()));
+  }
+  if (*seconds == 0) return absl::InvalidArgumentError(absl::StrCat(what, " must be positive"));
+  return *seconds;
 }
 
 // Mustache treats an empty string as true in sections, so optional values are left unset
@@ -70,10 +81,6 @@ absl::StatusOr<std::string> RenderMustache(const std::string& text, const data& 
 
 }  // namespace
 
-std::string FormatWalltimeHms(int seconds) {
-  return absl::StrFormat("%d:%02d:%02d", seconds / 3600, (seconds / 60) % 60, seconds % 60);
-}
-
 absl::StatusOr<ResolvedSchedulerSettings> ResolveSchedulerSettings(const JobSpec& spec,
                                                                    const SiteProfile& profile) {
   const SchedulerSpec& s = spec.scheduler;
@@ -84,13 +91,12 @@ absl::StatusOr<ResolvedSchedulerSettings> ResolveSchedulerSettings(const JobSpec
   if (s.walltime_s > 0) {
     r.walltime_s = s.walltime_s;
   } else if (!s.walltime.empty()) {
-    absl::StatusOr<int> w = ParseWalltime(s.walltime);
-    if (!w.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("scheduler.walltime: ", w.status().message()));
-    }
+    absl::StatusOr<int> w = RequestedWalltime(s.walltime, "scheduler.walltime");
+    if (!w.ok()) return w.status();
     r.walltime_s = *w;
   } else if (!profile.default_walltime.empty()) {
-    absl::StatusOr<int> w = ParseWalltime(profile.default_walltime);
+    absl::StatusOr<int> w = RequestedWalltime(
+        profile.default_walltime, absl::StrCat("site ", profile.name, " defaults.walltime"));
     if (!w.ok()) return w.status();
     r.walltime_s = *w;
   } else {
@@ -112,8 +118,12 @@ absl::StatusOr<ResolvedSchedulerSettings> ResolveSchedulerSettings(const JobSpec
   return r;
 }
 
-absl::StatusOr<std::string> RenderBatchScript(const JobSpec& spec, const SiteProfile& profile,
-                                              const RenderContext& ctx) {
+namespace {
+
+// What RenderBatchScript refuses before looking at the profile's templates: a profile of another
+// scheduler, a job name or node range no scheduler takes, relative paths, an odd job id.
+absl::Status CheckRenderInputs(const JobSpec& spec, const SiteProfile& profile,
+                               const RenderContext& ctx) {
   if (!spec.scheduler.type.empty() && spec.scheduler.type != profile.scheduler) {
     return absl::InvalidArgumentError(absl::StrCat(
         "scheduler.type is '", spec.scheduler.type, "' but site '", profile.name, "' uses ",
@@ -140,19 +150,25 @@ absl::StatusOr<std::string> RenderBatchScript(const JobSpec& spec, const SitePro
           "render context paths must be absolute, got \"", absl::CHexEscape(*path), "\""));
     }
   }
-  st = CheckDirectiveValue("job id", ctx.job_id);
-  if (!st.ok()) return st;
-  absl::StatusOr<ResolvedSchedulerSettings> sched = ResolveSchedulerSettings(spec, profile);
-  if (!sched.ok()) return sched.status();
+  return CheckDirectiveValue("job id", ctx.job_id);
+}
 
+// The site's modules, then the job's, each checked for a `module load` line.
+absl::StatusOr<std::vector<std::string>> JobModules(const JobSpec& spec,
+                                                    const SiteProfile& profile) {
   std::vector<std::string> modules = profile.modules;
   modules.insert(modules.end(), spec.scheduler.modules.begin(), spec.scheduler.modules.end());
   for (const auto& m : modules) {
-    st = CheckDirectiveValue("scheduler.modules entry", m, "/+:");
+    absl::Status st = CheckDirectiveValue("scheduler.modules entry", m, "/+:");
     if (!st.ok()) return st;
   }
+  return modules;
+}
 
-  // Values the profile's directive templates may use. Everything here is already checked.
+// Values the profile's directive templates may use. Everything here is already checked.
+absl::StatusOr<data> DirectiveValues(const JobSpec& spec, const SiteProfile& profile,
+                                     const RenderContext& ctx,
+                                     const ResolvedSchedulerSettings& sched) {
   data values;
   values.set("name", spec.name);
   values.set("job_id", ctx.job_id);
@@ -161,22 +177,21 @@ absl::StatusOr<std::string> RenderBatchScript(const JobSpec& spec, const SitePro
   values.set("nodes_range", spec.min_nodes == spec.max_nodes
                                 ? std::to_string(spec.max_nodes)
                                 : absl::StrCat(spec.min_nodes, "-", spec.max_nodes));
-  values.set("walltime_hms", FormatWalltimeHms(sched->walltime_s));
-  values.set("walltime_minutes", std::to_string((sched->walltime_s + 59) / 60));
-  values.set("walltime_seconds", std::to_string(sched->walltime_s));
-  SetOptional(&values, "queue", sched->queue);
-  SetOptional(&values, "account", sched->account);
+  values.set("walltime_hms", FormatWalltimeHms(sched.walltime_s));
+  values.set("walltime_minutes", std::to_string((sched.walltime_s + 59) / 60));
+  values.set("walltime_seconds", std::to_string(sched.walltime_s));
+  SetOptional(&values, "queue", sched.queue);
+  SetOptional(&values, "account", sched.account);
   SetOptional(&values, "filesystems",
-              absl::StrJoin(sched->filesystems, profile.filesystems_separator));
+              absl::StrJoin(sched.filesystems, profile.filesystems_separator));
   SetOptional(&values, "gpus_per_node",
               profile.gpus_per_node > 0 ? std::to_string(profile.gpus_per_node) : "");
-  bool directives_use_job_dir = false;
-  for (const auto& d : profile.directives) {
-    if (absl::StrContains(d, "job_dir")) directives_use_job_dir = true;
-  }
+  const bool directives_use_job_dir =
+      std::any_of(profile.directives.begin(), profile.directives.end(),
+                  [](const std::string& d) { return absl::StrContains(d, "job_dir"); });
   if (directives_use_job_dir) {
     // No ":" (PBS reads host:path in -o/-e) and no "," or "=" (option lists).
-    st = CheckDirectiveValue("job directory", ctx.job_dir, "/+@");
+    absl::Status st = CheckDirectiveValue("job directory", ctx.job_dir, "/+@");
     if (!st.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           st.message(), " (site ", profile.name,
@@ -184,7 +199,14 @@ absl::StatusOr<std::string> RenderBatchScript(const JobSpec& spec, const SitePro
     }
   }
   values.set("job_dir", ctx.job_dir);
+  return values;
+}
 
+// The directive lines after the prefix: the profile's templates rendered (empty ones dropped),
+// then the job's own `scheduler.directives`, checked.
+absl::StatusOr<std::vector<std::string>> RenderDirectives(const JobSpec& spec,
+                                                          const SiteProfile& profile,
+                                                          const data& values) {
   std::vector<std::string> directives;
   for (size_t i = 0; i < profile.directives.size(); ++i) {
     absl::StatusOr<std::string> line = RenderMustache(
@@ -200,40 +222,60 @@ absl::StatusOr<std::string> RenderBatchScript(const JobSpec& spec, const SitePro
     directives.push_back(d);
   }
   for (const auto& [key, value] : spec.scheduler.extra) {
-    st = CheckDirectiveKey(key);
+    absl::Status st = CheckDirectiveKey(key);
     if (!st.ok()) return st;
-    if (!value.empty()) {
-      st = CheckDirectiveValue(absl::StrCat("scheduler.directives value for ", key), value,
-                               "/+@:,=");
-      if (!st.ok()) return st;
-    }
     if (value.empty()) {
       directives.push_back(key);
-    } else if (absl::StartsWith(key, "--")) {
-      directives.push_back(absl::StrCat(key, "=", value));
-    } else {
-      directives.push_back(absl::StrCat(key, " ", value));
+      continue;
     }
+    st = CheckDirectiveValue(absl::StrCat("scheduler.directives value for ", key), value,
+                             "/+@:,=");
+    if (!st.ok()) return st;
+    directives.push_back(absl::StartsWith(key, "--") ? absl::StrCat(key, "=", value)
+                                                     : absl::StrCat(key, " ", value));
   }
+  return directives;
+}
 
-  values.set("directives", StringList(directives));
-  values.set("site", profile.name);
-  values.set("scheduler", profile.scheduler);
-  values.set("modules", StringList(modules));
-  values.set("site_setup", StringList(profile.setup));
-  values.set("setup", StringList(spec.scheduler.setup));
-  SetOptional(&values, "nodefile_var", profile.nodefile_var);
-  values.set("launcher", profile.launcher);
-  SetOptional(&values, "launch", profile.launch);
-  // Shell words: quoted here so a template cannot forget to.
-  values.set("dlaunch", ShellQuote(ctx.dlaunch_binary));
-  values.set("spec_path", ShellQuote(ctx.resolved_spec_path));
-  values.set("job_dir_q", ShellQuote(ctx.job_dir));
-  values.set("submit_cwd", ShellQuote(ctx.submit_cwd));
-  values.set("ranks_per_node", spec.nproc_per_node > 0 ? std::to_string(spec.nproc_per_node)
-                               : profile.gpus_per_node > 0 ? std::to_string(profile.gpus_per_node)
-                                                           : std::string("1"));
-  return RenderMustache(profile.template_text, values, profile.template_path);
+// The rest of what the script template uses: directives, modules and setup lines, the launch
+// line, and the shell words of the `dlaunch run` line, quoted here so a template cannot forget.
+void AddScriptValues(const JobSpec& spec, const SiteProfile& profile, const RenderContext& ctx,
+                     const std::vector<std::string>& directives,
+                     const std::vector<std::string>& modules, data* values) {
+  values->set("directives", StringList(directives));
+  values->set("site", profile.name);
+  values->set("scheduler", profile.scheduler);
+  values->set("modules", StringList(modules));
+  values->set("site_setup", StringList(profile.setup));
+  values->set("setup", StringList(spec.scheduler.setup));
+  SetOptional(values, "nodefile_var", profile.nodefile_var);
+  values->set("launcher", profile.launcher);
+  SetOptional(values, "launch", profile.launch);
+  values->set("dlaunch", ShellQuote(ctx.dlaunch_binary));
+  values->set("spec_path", ShellQuote(ctx.resolved_spec_path));
+  values->set("job_dir_q", ShellQuote(ctx.job_dir));
+  values->set("submit_cwd", ShellQuote(ctx.submit_cwd));
+  values->set("ranks_per_node", spec.nproc_per_node > 0 ? std::to_string(spec.nproc_per_node)
+                                : profile.gpus_per_node > 0
+                                    ? std::to_string(profile.gpus_per_node)
+                                    : std::string("1"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RenderBatchScript(const JobSpec& spec, const SiteProfile& profile,
+                                              const RenderContext& ctx) {
+  if (absl::Status st = CheckRenderInputs(spec, profile, ctx); !st.ok()) return st;
+  absl::StatusOr<ResolvedSchedulerSettings> sched = ResolveSchedulerSettings(spec, profile);
+  if (!sched.ok()) return sched.status();
+  absl::StatusOr<std::vector<std::string>> modules = JobModules(spec, profile);
+  if (!modules.ok()) return modules.status();
+  absl::StatusOr<data> values = DirectiveValues(spec, profile, ctx, *sched);
+  if (!values.ok()) return values.status();
+  absl::StatusOr<std::vector<std::string>> directives = RenderDirectives(spec, profile, *values);
+  if (!directives.ok()) return directives.status();
+  AddScriptValues(spec, profile, ctx, *directives, *modules, &*values);
+  return RenderMustache(profile.template_text, *values, profile.template_path);
 }
 
 }  // namespace dlaunch

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "launcher/spec/job_spec.h"
+#include "launcher/spec/spec_scalars.h"
 #include "launcher/submit/site_profile.h"
 
 namespace dlaunch {
@@ -43,8 +44,5 @@ absl::StatusOr<ResolvedSchedulerSettings> ResolveSchedulerSettings(const JobSpec
 // launcher through the resolved job.yaml.
 absl::StatusOr<std::string> RenderBatchScript(const JobSpec& spec, const SiteProfile& profile,
                                               const RenderContext& ctx);
-
-// Walltime as H:MM:SS (PBS, Slurm), e.g. 1800 -> "0:30:00".
-std::string FormatWalltimeHms(int seconds);
 
 }  // namespace dlaunch

@@ -1,53 +1,41 @@
 #include "launcher/submit/site_profile.h"
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <set>
-#include <sstream>
-
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+#include <utility>
+
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "launcher/jobdir/job_record.h"
 #include "common/shell_quote.h"
+#include "launcher/jobdir/job_record.h"
+#include "launcher/spec/names.h"
+#include "launcher/spec/spec_scalars.h"
+#include "launcher/spec/yaml_guard.h"
+#include "launcher/submit/scheduler.h"
 
 namespace dlaunch {
 namespace fs = std::filesystem;
 namespace {
 
-const std::set<std::string>& KnownSchedulers() {
-  static const std::set<std::string> k = {"pbs", "cobalt", "slurm", "local"};
-  return k;
-}
+// Readers of one mapping's keys, by key.
+using KeyReaders = std::map<std::string, std::function<void(const YAML::Node&)>>;
 
-const std::set<std::string>& KnownLaunchers() {
-  static const std::set<std::string> k = {"mpiexec", "mpirun", "srun", "ssh", "local"};
-  return k;
-}
-
-std::string Where(const std::string& file, const YAML::Node& node) {
-  YAML::Mark m = node.Mark();
-  if (m.line < 0) return file;
-  return absl::StrCat(file, ":", m.line + 1, ":", m.column + 1);
-}
-
-// Collects problems instead of stopping at the first, so a broken profile is fixed in one pass.
+// Collects problems instead of stopping at the first, so a broken profile is fixed in one pass;
+// each is placed as FILE:LINE:COL like job.yaml's, and reported in file order.
 class ProfileReader {
  public:
   explicit ProfileReader(std::string file) : file_(std::move(file)) {}
 
   void Error(const YAML::Node& at, const std::string& msg) {
-    errors_.push_back(absl::StrCat(Where(file_, at), ": ", msg));
+    errors_.push_back({at.Mark(), msg});
   }
 
   std::string String(const YAML::Node& n, const std::string& key) {
@@ -85,45 +73,85 @@ class ProfileReader {
     return out;
   }
 
+  // The one walltime grammar (spec_scalars.h); a limit or default of zero means nothing.
   int Walltime(const YAML::Node& n, const std::string& key) {
-    auto s = ParseWalltime(String(n, key));
+    absl::StatusOr<int> s = ParseWalltime(String(n, key));
     if (!s.ok()) {
       Error(n, absl::StrCat("'", key, "': ", s.status().message()));
+      return 0;
+    }
+    if (*s == 0) {
+      Error(n, absl::StrCat("'", key, "' must be positive"));
       return 0;
     }
     return *s;
   }
 
-  SiteLimits Limits(const YAML::Node& n, const std::string& key, SiteProfile* profile) {
-    SiteLimits limits;
+  // Reads a mapping through a key -> reader table; an unknown key is an error naming the
+  // section and the keys it takes. `section` is "" at the top level.
+  void Mapping(const YAML::Node& n, const std::string& section, const KeyReaders& readers) {
+    std::vector<std::string> keys;
+    for (const auto& [key, reader] : readers) keys.push_back(key);
     if (!n.IsMap()) {
-      Error(n, absl::StrCat("'", key, "' must be a mapping"));
-      return limits;
+      Error(n, absl::StrCat("'", section, "' must be a mapping (", absl::StrJoin(keys, ", "),
+                            ")"));
+      return;
     }
     for (const auto& kv : n) {
-      std::string k = kv.first.as<std::string>();
-      if (k == "min_nodes") {
-        limits.min_nodes = Int(kv.second, k);
-      } else if (k == "max_nodes") {
-        limits.max_nodes = Int(kv.second, k);
-      } else if (k == "max_walltime") {
-        limits.max_walltime_s = Walltime(kv.second, k);
-      } else if (profile != nullptr && k == "requires_account") {
-        profile->requires_account = Bool(kv.second, k);
-      } else if (profile != nullptr && k == "requires_queue") {
-        profile->requires_queue = Bool(kv.second, k);
+      const std::string key = kv.first.as<std::string>();
+      auto reader = readers.find(key);
+      if (reader != readers.end()) {
+        reader->second(kv.second);
+      } else if (section.empty()) {
+        Error(kv.first, absl::StrCat("unknown key '", key, "'"));
       } else {
-        Error(kv.first, absl::StrCat("unknown key '", k, "' in ", key));
+        Error(kv.first, absl::StrCat("unknown key '", key, "' in ", section, " (",
+                                     absl::StrJoin(keys, ", "), ")"));
       }
     }
+  }
+
+  SiteLimits Limits(const YAML::Node& n, const std::string& key, SiteProfile* profile) {
+    SiteLimits limits;
+    KeyReaders readers = {
+        {"min_nodes", [&](const YAML::Node& v) { limits.min_nodes = Int(v, "min_nodes"); }},
+        {"max_nodes", [&](const YAML::Node& v) { limits.max_nodes = Int(v, "max_nodes"); }},
+        {"max_walltime",
+         [&](const YAML::Node& v) { limits.max_walltime_s = Walltime(v, "max_walltime"); }},
+    };
+    // The site-wide limits also say what a job must name.
+    if (profile != nullptr) {
+      readers["requires_account"] = [&](const YAML::Node& v) {
+        profile->requires_account = Bool(v, "requires_account");
+      };
+      readers["requires_queue"] = [&](const YAML::Node& v) {
+        profile->requires_queue = Bool(v, "requires_queue");
+      };
+    }
+    Mapping(n, key, readers);
     return limits;
   }
 
-  const std::vector<std::string>& errors() const { return errors_; }
+  // Every problem, in file order, one per line.
+  std::string Message() {
+    std::stable_sort(errors_.begin(), errors_.end(), [](const Located& a, const Located& b) {
+      return std::make_pair(a.mark.line, a.mark.column) <
+             std::make_pair(b.mark.line, b.mark.column);
+    });
+    std::vector<std::string> lines;
+    for (const Located& e : errors_) lines.push_back(YamlPosition(file_, e.mark) + e.message);
+    return absl::StrJoin(lines, "\n");
+  }
+
+  bool ok() const { return errors_.empty(); }
 
  private:
+  struct Located {
+    YAML::Mark mark;
+    std::string message;
+  };
   std::string file_;
-  std::vector<std::string> errors_;
+  std::vector<Located> errors_;
 };
 
 // The launch prefix is expanded by bash inside double quotes, so only plain words and ${VAR} /
@@ -144,95 +172,89 @@ absl::Status CheckLaunchLine(const std::string& launch) {
   return absl::OkStatus();
 }
 
+
+void ReadScheduler(ProfileReader& r, const YAML::Node& v, SiteProfile* p) {
+  p->scheduler = r.String(v, "scheduler");
+  if (!IsSchedulerTypeName(p->scheduler)) {
+    r.Error(v, absl::StrCat("unknown scheduler '", p->scheduler, "' (",
+                            absl::StrJoin(SchedulerTypeNames(), ", "), ")"));
+  }
+}
+
+void ReadLauncher(ProfileReader& r, const YAML::Node& v, SiteProfile* p) {
+  p->launcher = r.String(v, "launcher");
+  if (!IsConcreteNodeLauncherName(p->launcher)) {
+    r.Error(v, absl::StrCat("unknown launcher '", p->launcher, "' (",
+                            absl::StrJoin(ConcreteNodeLauncherNames(), ", "), ")"));
+  }
+}
+
+void ReadLaunch(ProfileReader& r, const YAML::Node& v, SiteProfile* p) {
+  p->launch = std::string(absl::StripAsciiWhitespace(r.String(v, "launch")));
+  absl::Status s = CheckLaunchLine(p->launch);
+  if (!s.ok()) r.Error(v, std::string(s.message()));
+}
+
+void ReadNodefileVar(ProfileReader& r, const YAML::Node& v, SiteProfile* p) {
+  p->nodefile_var = r.String(v, "nodefile_var");
+  if (!p->nodefile_var.empty() && !IsShellVariableName(p->nodefile_var)) {
+    r.Error(v, "'nodefile_var' must be a shell variable name");
+  }
+}
+
+void ReadCommands(ProfileReader& r, const YAML::Node& v, SiteProfile* p) {
+  r.Mapping(v, "commands",
+            {{"submit", [&](const YAML::Node& n) { p->submit_command = r.String(n, "submit"); }},
+             {"status", [&](const YAML::Node& n) { p->status_command = r.String(n, "status"); }},
+             {"cancel", [&](const YAML::Node& n) { p->cancel_command = r.String(n, "cancel"); }}});
+}
+
+void ReadDefaults(ProfileReader& r, const YAML::Node& v, SiteProfile* p) {
+  r.Mapping(
+      v, "defaults",
+      {{"queue", [&](const YAML::Node& n) { p->default_queue = r.String(n, "queue"); }},
+       {"account", [&](const YAML::Node& n) { p->default_account = r.String(n, "account"); }},
+       {"walltime",
+        [&](const YAML::Node& n) {
+          p->default_walltime = r.String(n, "walltime");
+          r.Walltime(n, "walltime");  // checked here, converted when a job uses it
+        }},
+       {"filesystems",
+        [&](const YAML::Node& n) { p->default_filesystems = r.Strings(n, "filesystems"); }},
+       {"gpus_per_node",
+        [&](const YAML::Node& n) { p->gpus_per_node = r.Int(n, "gpus_per_node"); }},
+       {"gpu_model", [&](const YAML::Node& n) { p->gpu_model = r.String(n, "gpu_model"); }}});
+}
+
+void ReadQueues(ProfileReader& r, const YAML::Node& v, SiteProfile* p) {
+  if (!v.IsMap()) {
+    r.Error(v, "'queues' must map queue names to limits");
+    return;
+  }
+  for (const auto& q : v) {
+    const std::string queue = q.first.as<std::string>();
+    p->queue_limits[queue] = r.Limits(q.second, absl::StrCat("queues.", queue), nullptr);
+  }
+}
+
+// What the file leaves out: the launcher a scheduler implies, the template named after the
+// scheduler; and what it must not leave out.
+void CompleteProfile(ProfileReader& r, const YAML::Node& root, SiteProfile* p) {
+  if (p->scheduler.empty()) r.Error(root, "'scheduler' is required");
+  if (p->launcher.empty()) {
+    p->launcher = p->scheduler == "slurm" ? "srun" : p->scheduler == "local" ? "local" : "";
+    if (p->launcher.empty()) r.Error(root, "'launcher' is required for this scheduler");
+  }
+  if (p->launch.empty() && p->launcher != "local" && p->launcher != "ssh") {
+    r.Error(root, absl::StrCat("'launch' (the agent-launch prefix) is required for launcher '",
+                               p->launcher, "'"));
+  }
+  if (p->template_name.empty() && !p->scheduler.empty()) {
+    p->template_name = absl::StrCat(p->scheduler, ".sh.mustache");
+  }
+}
+
 }  // namespace
-
-absl::StatusOr<int> ParseWalltime(const std::string& raw) {
-  std::string text(absl::StripAsciiWhitespace(raw));
-  auto bad = [&]() {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "walltime \"", absl::CHexEscape(text),
-        "\" is not HH:MM:SS, MM:SS, D-HH:MM:SS or a number of minutes"));
-  };
-  if (text.empty()) return bad();
-  int days = 0;
-  std::string rest = text;
-  size_t dash = text.find('-');
-  if (dash != std::string::npos) {
-    if (!absl::SimpleAtoi(text.substr(0, dash), &days) || days < 0) return bad();
-    rest = text.substr(dash + 1);
-  }
-  std::vector<std::string> parts = absl::StrSplit(rest, ':');
-  std::vector<int> v;
-  for (const auto& p : parts) {
-    int x = 0;
-    if (p.empty() || !absl::SimpleAtoi(p, &x) || x < 0 ||
-        p.find_first_not_of("0123456789") != std::string::npos) {
-      return bad();
-    }
-    v.push_back(x);
-  }
-  long long total = 0;
-  if (dash != std::string::npos) {
-    // Slurm: D-HH, D-HH:MM, D-HH:MM:SS.
-    if (v.size() > 3) return bad();
-    total = days * 86400LL + v[0] * 3600LL + (v.size() > 1 ? v[1] * 60LL : 0) +
-            (v.size() > 2 ? v[2] : 0);
-  } else if (v.size() == 1) {
-    total = v[0] * 60LL;
-  } else if (v.size() == 2) {
-    if (v[1] >= 60) return bad();
-    total = v[0] * 60LL + v[1];
-  } else if (v.size() == 3) {
-    if (v[1] >= 60 || v[2] >= 60) return bad();
-    total = v[0] * 3600LL + v[1] * 60LL + v[2];
-  } else {
-    return bad();
-  }
-  if (total <= 0 || total > 365LL * 86400) return bad();
-  return static_cast<int>(total);
-}
-
-SiteSearchPath MakeSiteSearchPath(const std::string& dlaunch_site_path, const std::string& home,
-                                  const std::string& exe_path,
-                                  const std::vector<std::string>& builtin_template_dirs) {
-  SiteSearchPath path;
-  std::vector<std::string> user_dirs;
-  for (absl::string_view d : absl::StrSplit(dlaunch_site_path, ':', absl::SkipEmpty())) {
-    user_dirs.emplace_back(d);
-  }
-  if (!home.empty()) user_dirs.push_back(absl::StrCat(home, "/.config/dlaunch/sites"));
-  std::vector<std::string> builtin;
-  if (!exe_path.empty()) {
-    fs::path exe_dir = fs::path(exe_path).parent_path();
-    builtin.push_back((exe_dir / ".." / "share" / "dlaunch" / "templates").lexically_normal());
-  }
-  for (const auto& d : builtin_template_dirs) {
-    if (!d.empty()) builtin.push_back(d);
-  }
-  path.site_dirs = user_dirs;
-  path.template_dirs = user_dirs;
-  for (const auto& d : builtin) {
-    path.site_dirs.push_back(absl::StrCat(d, "/sites"));
-    path.template_dirs.push_back(d);
-  }
-  return path;
-}
-
-SiteSearchPath DefaultSiteSearchPath() {
-  const char* site_path = std::getenv("DLAUNCH_SITE_PATH");
-  const char* home = std::getenv("HOME");
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  std::vector<std::string> builtin;
-#ifdef DLAUNCH_SOURCE_TEMPLATES
-  builtin.push_back(DLAUNCH_SOURCE_TEMPLATES);
-#endif
-#ifdef DLAUNCH_INSTALL_TEMPLATES
-  builtin.push_back(DLAUNCH_INSTALL_TEMPLATES);
-#endif
-  return MakeSiteSearchPath(site_path ? site_path : "", home ? home : "",
-                            ec ? std::string() : exe.string(), builtin);
-}
 
 absl::StatusOr<SiteProfile> ParseSiteProfile(const std::string& yaml_text,
                                              const std::string& name,
@@ -252,118 +274,35 @@ absl::StatusOr<SiteProfile> ParseSiteProfile(const std::string& yaml_text,
   p.name = name;
   p.source_path = file_name;
   ProfileReader r(file_name);
+  auto with = [&](void (*read)(ProfileReader&, const YAML::Node&, SiteProfile*)) {
+    return [&r, &p, read](const YAML::Node& v) { read(r, v, &p); };
+  };
+  const KeyReaders top = {
+      {"description", [&](const YAML::Node& v) { p.description = r.String(v, "description"); }},
+      {"scheduler", with(ReadScheduler)},
+      {"template", [&](const YAML::Node& v) { p.template_name = r.String(v, "template"); }},
+      {"directives", [&](const YAML::Node& v) { p.directives = r.Strings(v, "directives"); }},
+      {"filesystems_separator",
+       [&](const YAML::Node& v) {
+         p.filesystems_separator = r.String(v, "filesystems_separator");
+       }},
+      {"nodefile_var", with(ReadNodefileVar)},
+      {"launcher", with(ReadLauncher)},
+      {"launch", with(ReadLaunch)},
+      {"modules", [&](const YAML::Node& v) { p.modules = r.Strings(v, "modules"); }},
+      {"setup", [&](const YAML::Node& v) { p.setup = r.Strings(v, "setup"); }},
+      {"commands", with(ReadCommands)},
+      {"defaults", with(ReadDefaults)},
+      {"limits", [&](const YAML::Node& v) { p.limits = r.Limits(v, "limits", &p); }},
+      {"queues", with(ReadQueues)},
+  };
   try {
-    for (const auto& kv : root) {
-      const std::string key = kv.first.as<std::string>();
-      const YAML::Node& v = kv.second;
-      if (key == "description") {
-        p.description = r.String(v, key);
-      } else if (key == "scheduler") {
-        p.scheduler = r.String(v, key);
-        if (!KnownSchedulers().count(p.scheduler)) {
-          r.Error(v, absl::StrCat("unknown scheduler '", p.scheduler,
-                                  "' (pbs, cobalt, slurm, local)"));
-        }
-      } else if (key == "template") {
-        p.template_name = r.String(v, key);
-      } else if (key == "directives") {
-        p.directives = r.Strings(v, key);
-      } else if (key == "filesystems_separator") {
-        p.filesystems_separator = r.String(v, key);
-      } else if (key == "nodefile_var") {
-        p.nodefile_var = r.String(v, key);
-        if (!p.nodefile_var.empty() && !IsShellVariableName(p.nodefile_var)) {
-          r.Error(v, "'nodefile_var' must be a shell variable name");
-        }
-      } else if (key == "launcher") {
-        p.launcher = r.String(v, key);
-        if (!KnownLaunchers().count(p.launcher)) {
-          r.Error(v, absl::StrCat("unknown launcher '", p.launcher,
-                                  "' (mpiexec, mpirun, srun, ssh, local)"));
-        }
-      } else if (key == "launch") {
-        p.launch = std::string(absl::StripAsciiWhitespace(r.String(v, key)));
-        absl::Status s = CheckLaunchLine(p.launch);
-        if (!s.ok()) r.Error(v, std::string(s.message()));
-      } else if (key == "modules") {
-        p.modules = r.Strings(v, key);
-      } else if (key == "setup") {
-        p.setup = r.Strings(v, key);
-      } else if (key == "commands") {
-        if (!v.IsMap()) {
-          r.Error(v, "'commands' must be a mapping (submit, status, cancel)");
-          continue;
-        }
-        for (const auto& c : v) {
-          std::string ck = c.first.as<std::string>();
-          if (ck == "submit") {
-            p.submit_command = r.String(c.second, ck);
-          } else if (ck == "status") {
-            p.status_command = r.String(c.second, ck);
-          } else if (ck == "cancel") {
-            p.cancel_command = r.String(c.second, ck);
-          } else {
-            r.Error(c.first, absl::StrCat("unknown key '", ck,
-                                          "' in commands (submit, status, cancel)"));
-          }
-        }
-      } else if (key == "defaults") {
-        if (!v.IsMap()) {
-          r.Error(v, "'defaults' must be a mapping");
-          continue;
-        }
-        for (const auto& d : v) {
-          std::string dk = d.first.as<std::string>();
-          if (dk == "queue") {
-            p.default_queue = r.String(d.second, dk);
-          } else if (dk == "account") {
-            p.default_account = r.String(d.second, dk);
-          } else if (dk == "walltime") {
-            p.default_walltime = r.String(d.second, dk);
-            r.Walltime(d.second, dk);
-          } else if (dk == "filesystems") {
-            p.default_filesystems = r.Strings(d.second, dk);
-          } else if (dk == "gpus_per_node") {
-            p.gpus_per_node = r.Int(d.second, dk);
-          } else if (dk == "gpu_model") {
-            p.gpu_model = r.String(d.second, dk);
-          } else {
-            r.Error(d.first, absl::StrCat("unknown key '", dk, "' in defaults"));
-          }
-        }
-      } else if (key == "limits") {
-        p.limits = r.Limits(v, key, &p);
-      } else if (key == "queues") {
-        if (!v.IsMap()) {
-          r.Error(v, "'queues' must map queue names to limits");
-          continue;
-        }
-        for (const auto& q : v) {
-          std::string qn = q.first.as<std::string>();
-          p.queue_limits[qn] = r.Limits(q.second, absl::StrCat("queues.", qn), nullptr);
-        }
-      } else {
-        r.Error(kv.first, absl::StrCat("unknown key '", key, "'"));
-      }
-    }
+    r.Mapping(root, "", top);
   } catch (const YAML::Exception& e) {
     r.Error(root, e.what());
   }
-  if (p.scheduler.empty()) r.Error(root, "'scheduler' is required");
-  if (p.launcher.empty()) {
-    p.launcher = p.scheduler == "slurm" ? "srun" : p.scheduler == "local" ? "local" : "";
-    if (p.launcher.empty()) r.Error(root, "'launcher' is required for this scheduler");
-  }
-  if (p.launch.empty() && p.launcher != "local" && p.launcher != "ssh") {
-    r.Error(root, absl::StrCat("'launch' (the agent-launch prefix) is required for launcher '",
-                               p.launcher, "'"));
-  }
-  if (p.template_name.empty() && !p.scheduler.empty()) {
-    p.template_name = absl::StrCat(p.scheduler, ".sh.mustache");
-  }
-  if (!r.errors().empty()) {
-    return absl::InvalidArgumentError(absl::StrJoin(r.errors(), "\n"));
-  }
+  CompleteProfile(r, root, &p);
+  if (!r.ok()) return absl::InvalidArgumentError(r.Message());
   return p;
 }
 
@@ -441,10 +380,8 @@ std::vector<std::string> ListSiteProfiles(const SiteSearchPath& path) {
 
 std::string DefaultSiteName(const std::string& spec_site, const std::string& spec_type) {
   if (!spec_site.empty()) return spec_site;
-  if (spec_type == "pbs") return "generic-pbs";
-  if (spec_type == "cobalt") return "thetagpu";
-  if (spec_type == "slurm") return "generic-slurm";
-  return "local";
+  const Scheduler* scheduler = FindScheduler(spec_type);
+  return std::string(scheduler != nullptr ? scheduler->default_site() : "local");
 }
 
 }  // namespace dlaunch

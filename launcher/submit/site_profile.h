@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "launcher/submit/site_search_path.h"
 
 namespace dlaunch {
 
@@ -62,27 +63,6 @@ struct SiteProfile {
   bool requires_queue = false;
 };
 
-// Where profiles and templates are looked for, first match wins.
-struct SiteSearchPath {
-  std::vector<std::string> site_dirs;      // directories holding <name>.yaml
-  std::vector<std::string> template_dirs;  // directories holding <scheduler>.sh.mustache
-};
-
-// Builds the search path from explicit inputs (pure, for tests):
-//   site_dirs: each entry of `dlaunch_site_path` (colon-separated), `home`/.config/dlaunch/sites,
-//   then each built-in templates dir + "/sites";
-//   template_dirs: the same user directories (a user profile can sit next to its template),
-//   then the built-in templates dirs.
-// Built-in dirs, in order: <exe dir>/../share/dlaunch/templates, the source tree's templates/,
-// the install prefix's share/dlaunch/templates. Empty inputs are skipped.
-SiteSearchPath MakeSiteSearchPath(const std::string& dlaunch_site_path, const std::string& home,
-                                  const std::string& exe_path,
-                                  const std::vector<std::string>& builtin_template_dirs);
-
-// The search path of this process: $DLAUNCH_SITE_PATH, $HOME, /proc/self/exe and the compiled-in
-// source and install template directories.
-SiteSearchPath DefaultSiteSearchPath();
-
 // Parses one profile (no file access; template_path stays empty). `name` is the profile name,
 // `file_name` is used in error messages. Unknown keys are errors, so typos don't silently vanish.
 absl::StatusOr<SiteProfile> ParseSiteProfile(const std::string& yaml_text,
@@ -97,12 +77,8 @@ absl::StatusOr<SiteProfile> LoadSiteProfile(const std::string& name, const SiteS
 // Names of all profiles on the search path (first occurrence of each), sorted.
 std::vector<std::string> ListSiteProfiles(const SiteSearchPath& path);
 
-// The profile a job uses when no --site is given: scheduler.site, else by scheduler.type
-// (pbs -> generic-pbs, cobalt -> thetagpu, slurm -> generic-slurm), else "local".
+// The profile a job uses when no --site is given: scheduler.site, else the scheduler adapter's
+// default site (pbs -> generic-pbs, cobalt -> thetagpu, slurm -> generic-slurm), else "local".
 std::string DefaultSiteName(const std::string& spec_site, const std::string& spec_type);
-
-// Parses a walltime: "HH:MM:SS", "H:MM", "D-HH:MM:SS" (Slurm), or plain minutes ("30").
-// Returns seconds; InvalidArgument names the accepted forms.
-absl::StatusOr<int> ParseWalltime(const std::string& text);
 
 }  // namespace dlaunch

@@ -1,33 +1,21 @@
-// Scheduler adapters: output parsers against recorded qsub/qstat/sbatch/squeue/scontrol output,
-// then the real adapter driving stand-in scheduler programs and a real background job.
+// Scheduler adapters: the pure readers against recorded qsub/qstat/sbatch/squeue/scontrol and
+// /proc output, and SchedulerClient driving each adapter through a scripted CommandRunner.
 #include "launcher/submit/scheduler_client.h"
-#include "tests/testing/test_files.h"
 
-#include <signal.h>
-#include <sys/stat.h>
-
-#include <chrono>
-#include <filesystem>
-#include <functional>
-#include <fstream>
 #include <map>
-#include <sstream>
-#include <thread>
+#include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "launcher/spec/names.h"
+
 namespace dlaunch {
 namespace {
 
-namespace fs = std::filesystem;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-
-void WriteExecutable(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-  ::chmod(path.c_str(), 0755);
-}
 
 TEST(ParseSubmitOutput, Pbs) {
   EXPECT_EQ(*ParseSubmitOutput("pbs", "1234.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov\n"),
@@ -110,69 +98,106 @@ TEST(ResolveSchedulerCommands, EnvironmentThenProfileThenDefault) {
   EXPECT_EQ(c.scontrol, "scontrol");
 }
 
-TEST(RealCommandRunner, CollectsOutputAndExitCode) {
-  absl::StatusOr<CommandResult> r =
-      RealCommandRunner()({"bash", "-c", "echo out; echo err >&2; exit 7"});
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->out, "out\n");
-  EXPECT_EQ(r->err, "err\n");
-  EXPECT_EQ(r->exit_code, 7);
-  r = RealCommandRunner()({"/nonexistent/qsub"});
-  ASSERT_FALSE(r.ok());
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("cannot run /nonexistent/qsub"));
-  r = RealCommandRunner(0.3)({"sleep", "30"});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+TEST(ParseLocalProcess, AliveNotZombieAndOurJobDir) {
+  const std::string stat = "4242 (bash) S 1 4242 4242 0 -1 4194560 402 0 0 0\n";
+  const std::string cmdline = std::string("/bin/bash\0/runs/j1/job.sh\0", 27);
+  SchedulerJobStatus s = ParseLocalProcess(stat + cmdline, "/runs/j1");
+  EXPECT_EQ(s.state, "running");
+  EXPECT_EQ(s.raw_state, "S");
+  EXPECT_EQ(ParseLocalProcess(stat + cmdline, "/runs/j2").state, "not_in_queue");
+  EXPECT_EQ(ParseLocalProcess("4242 (my (odd) name) Z 1 0\n", "/runs/j1").state, "not_in_queue");
+  EXPECT_EQ(ParseLocalProcess("", "/runs/j1").state, "not_in_queue");
 }
 
-// Stand-in PBS programs that record their arguments and answer like PBS Pro does.
-TEST(SchedulerClient, PbsSubmitQueryCancelWithStandInPrograms) {
-  ScratchDir tmp("dlaunch-sched");
-  const std::string log = tmp.path() + "/calls";
-  WriteExecutable(tmp.path() + "/qsub",
-                  "#!/bin/sh\necho \"qsub $*\" >> " + log +
-                      "\necho 4242.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov\n");
-  WriteExecutable(tmp.path() + "/qstat", "#!/bin/sh\necho \"qstat $*\" >> " + log +
-                                             "\nprintf 'Job Id: %s\\n    job_state = R\\n' "
-                                             "\"$2\"\n");
-  WriteExecutable(tmp.path() + "/qdel", "#!/bin/sh\necho \"qdel $*\" >> " + log + "\n");
-  SchedulerCommands cmds{tmp.path() + "/qsub", tmp.path() + "/qstat", tmp.path() + "/qdel", ""};
-  SchedulerClient client("pbs", cmds, RealCommandRunner());
+TEST(FindScheduler, EveryNamedSchedulerHasAnAdapter) {
+  for (const std::string& name : SchedulerTypeNames()) {
+    const Scheduler* s = FindScheduler(name);
+    ASSERT_NE(s, nullptr) << name;
+    EXPECT_EQ(s->name(), name);
+  }
+  EXPECT_EQ(FindScheduler("lsf"), nullptr);
+}
+
+// A CommandRunner that records every argv and answers from a script of replies, in order.
+class ScriptedRunner {
+ public:
+  void Reply(int exit_code, std::string out, std::string err = "") {
+    replies_.push_back(CommandResult{exit_code, std::move(out), std::move(err)});
+  }
+  void Fail(absl::Status status) { failures_[replies_.size()] = std::move(status); Reply(0, ""); }
+  CommandRunner runner() {
+    return [this](const std::vector<std::string>& argv) -> absl::StatusOr<CommandResult> {
+      calls_.push_back(argv);
+      const size_t i = calls_.size() - 1;
+      if (i >= replies_.size()) return absl::InternalError("unexpected command");
+      if (auto f = failures_.find(i); f != failures_.end()) return f->second;
+      return replies_[i];
+    };
+  }
+  const std::vector<std::vector<std::string>>& calls() const { return calls_; }
+
+ private:
+  std::vector<CommandResult> replies_;
+  std::map<size_t, absl::Status> failures_;
+  std::vector<std::vector<std::string>> calls_;
+};
+
+TEST(SchedulerClient, PbsSubmitQueryCancel) {
+  ScriptedRunner r;
+  r.Reply(0, "4242.polaris-pbs-01\n");
+  r.Reply(0, "Job Id: 4242.polaris-pbs-01\n    job_state = R\n");
+  r.Reply(0, "");
+  SchedulerClient client("pbs", {"/b/qsub", "/b/qstat", "/b/qdel", ""}, r.runner());
   absl::StatusOr<std::string> id = client.Submit("/jobs/x/job.sh", "/jobs/x");
   ASSERT_TRUE(id.ok()) << id.status();
-  EXPECT_EQ(*id, "4242.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov");
+  EXPECT_EQ(*id, "4242.polaris-pbs-01");
   absl::StatusOr<SchedulerJobStatus> s = client.Query(*id, "/jobs/x");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->state, "running");
   EXPECT_TRUE(client.Cancel(*id).ok());
-  EXPECT_EQ(ReadFile(log), "qsub /jobs/x/job.sh\nqstat -fx " + *id + "\nqdel " + *id + "\n");
+  EXPECT_THAT(r.calls(), ElementsAre(ElementsAre("/b/qsub", "/jobs/x/job.sh"),
+                                     ElementsAre("/b/qstat", "-fx", *id),
+                                     ElementsAre("/b/qdel", *id)));
+}
+
+TEST(SchedulerClient, PbsJobTheServerForgotIsNotInQueue) {
+  ScriptedRunner r;
+  r.Reply(153, "", "qstat: Unknown Job Id 1.x\n");
+  SchedulerClient client("pbs", {"qsub", "qstat", "qdel", ""}, r.runner());
+  EXPECT_EQ(client.Query("1.x", "/j")->state, "not_in_queue");
 }
 
 TEST(SchedulerClient, SlurmFallsBackToScontrolForFinishedJobs) {
-  ScratchDir tmp("dlaunch-sched");
-  WriteExecutable(tmp.path() + "/sbatch", "#!/bin/sh\n[ \"$1\" = --parsable ] || exit 9\n"
-                                          "echo '77;cluster'\n");
-  WriteExecutable(tmp.path() + "/squeue", "#!/bin/sh\nexit 0\n");  // job left the queue
-  WriteExecutable(tmp.path() + "/scontrol",
-                  "#!/bin/sh\necho \"JobId=$5 JobState=COMPLETED ExitCode=0:0\"\n");
-  SchedulerCommands cmds{tmp.path() + "/sbatch", tmp.path() + "/squeue", "scancel",
-                         tmp.path() + "/scontrol"};
-  SchedulerClient client("slurm", cmds, RealCommandRunner());
-  absl::StatusOr<std::string> id = client.Submit("/j/job.sh", "/j");
-  ASSERT_TRUE(id.ok()) << id.status();
-  EXPECT_EQ(*id, "77");
+  ScriptedRunner r;
+  r.Reply(0, "77;cluster\n");
+  r.Reply(0, "");  // squeue: the job left the queue
+  r.Reply(0, "JobId=77 JobState=COMPLETED ExitCode=0:0\n");
+  SchedulerClient client("slurm", {"sbatch", "squeue", "scancel", "scontrol"}, r.runner());
+  EXPECT_EQ(*client.Submit("/j/job.sh", "/j"), "77");
   absl::StatusOr<SchedulerJobStatus> s = client.Query("77", "/j");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->state, "finished");
+  EXPECT_THAT(r.calls(), ElementsAre(ElementsAre("sbatch", "--parsable", "/j/job.sh"),
+                                     ElementsAre("squeue", "-h", "-j", "77", "-o", "%T"),
+                                     ElementsAre("scontrol", "show", "job", "-o", "77")));
+}
+
+TEST(SchedulerClient, OnlyTheFirstStatusQueryMustAnswer) {
+  ScriptedRunner first;
+  first.Fail(absl::NotFoundError("cannot execute 'squeue'"));
+  SchedulerClient a("slurm", {"sbatch", "squeue", "scancel", "scontrol"}, first.runner());
+  EXPECT_EQ(a.Query("77", "/j").status().code(), absl::StatusCode::kUnavailable);
+  ScriptedRunner second;
+  second.Reply(0, "");
+  second.Fail(absl::NotFoundError("cannot execute 'scontrol'"));
+  SchedulerClient b("slurm", {"sbatch", "squeue", "scancel", "scontrol"}, second.runner());
+  EXPECT_EQ(b.Query("77", "/j")->state, "not_in_queue");
 }
 
 TEST(SchedulerClient, SubmitFailureIsUnavailableWithTheSchedulersMessage) {
-  ScratchDir tmp("dlaunch-sched");
-  WriteExecutable(tmp.path() + "/qsub",
-                  "#!/bin/sh\necho 'qsub: Job violates queue and/or server resource limits' >&2\n"
-                  "exit 188\n");
-  SchedulerClient client("pbs", {tmp.path() + "/qsub", "qstat", "qdel", ""},
-                         RealCommandRunner());
+  ScriptedRunner r;
+  r.Reply(188, "", "qsub: Job violates queue and/or server resource limits\n");
+  SchedulerClient client("pbs", {"qsub", "qstat", "qdel", ""}, r.runner());
   absl::StatusOr<std::string> id = client.Submit("/j/job.sh", "/j");
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), absl::StatusCode::kUnavailable);
@@ -180,47 +205,42 @@ TEST(SchedulerClient, SubmitFailureIsUnavailableWithTheSchedulersMessage) {
   EXPECT_THAT(std::string(id.status().message()), HasSubstr("exit 188"));
 }
 
-// True while /proc shows the process and it is not a zombie.
-bool IsAlive(std::string pid) {
-  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-  std::string stat = ReadFile("/proc/" + pid + "/stat");
-  size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+TEST(SchedulerClient, MissingProgramIsUnavailable) {
+  ScriptedRunner r;
+  r.Fail(absl::NotFoundError("cannot execute 'qsub': No such file or directory"));
+  SchedulerClient client("pbs", {"qsub", "qstat", "qdel", ""}, r.runner());
+  absl::StatusOr<std::string> id = client.Submit("/j/job.sh", "/j");
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(id.status().message()), HasSubstr("cannot execute 'qsub'"));
 }
 
-bool WaitFor(const std::function<bool()>& cond, std::chrono::seconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
+TEST(SchedulerClient, LocalStartsDetachedReadsProcAndSignalsTheGroup) {
+  ScriptedRunner r;
+  r.Reply(0, "4242\n");
+  r.Reply(0, "4242 (bash) S 1 4242\n" + std::string("/bin/bash\0/j/job.sh\0", 21));
+  r.Reply(1, "");
+  SchedulerClient client("local", {}, r.runner());
+  EXPECT_EQ(*client.Submit("/j/job.sh", "/j"), "4242");
+  EXPECT_EQ(client.Query("4242", "/j")->state, "running");
+  absl::Status cancel = client.Cancel("4242");
+  EXPECT_EQ(cancel.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(cancel.message(), "process 4242 is not running");
+  ASSERT_EQ(r.calls().size(), 3u);
+  EXPECT_EQ(r.calls()[0], DetachedArgv({"/bin/bash", "/j/job.sh"}, "/j/scheduler.out"));
+  EXPECT_THAT(r.calls()[1], ElementsAre("cat", "/proc/4242/stat", "/proc/4242/cmdline"));
+  EXPECT_EQ(r.calls()[2].back(), "4242");
+  // Ids that cannot be this job's pid run nothing.
+  EXPECT_EQ(client.Query("1", "/j")->state, "not_in_queue");
+  EXPECT_EQ(client.Cancel("x").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.calls().size(), 3u);
 }
 
-TEST(SchedulerClient, LocalRunsTheScriptInTheBackgroundAndCancels) {
-  ScratchDir tmp("dlaunch-sched");
-  const std::string job_dir = tmp.path() + "/job";
-  fs::create_directories(job_dir);
-  const std::string script = job_dir + "/job.sh";
-  WriteExecutable(script, "#!/bin/bash\necho started\ntouch " + job_dir +
-                              "/started\nsleep 60 &\necho $! > " + job_dir + "/sleep.pid\nwait\n");
-  SchedulerClient client("local", {}, RealCommandRunner());
-  absl::StatusOr<std::string> id = client.Submit(script, job_dir);
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(job_dir + "/sleep.pid"); },
-                      std::chrono::seconds(10)));
-  absl::StatusOr<SchedulerJobStatus> s = client.Query(*id, job_dir);
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->state, "running");
-  // A pid that is not this job's (other job dir) is not mistaken for it.
-  EXPECT_EQ(client.Query(*id, tmp.path() + "/other")->state, "not_in_queue");
-  ASSERT_TRUE(client.Cancel(*id).ok());
-  EXPECT_TRUE(WaitFor([&] { return client.Query(*id, job_dir)->state == "not_in_queue"; },
-                      std::chrono::seconds(10)));
-  // The whole group went: the background sleep too.
-  const std::string sleep_pid = ReadFile(job_dir + "/sleep.pid");
-  EXPECT_TRUE(WaitFor([&] { return !IsAlive(sleep_pid); }, std::chrono::seconds(10)));
-  EXPECT_EQ(ReadFile(job_dir + "/scheduler.out"), "started\n");
+TEST(SchedulerClient, UnknownSchedulerIsInvalidArgument) {
+  ScriptedRunner r;
+  SchedulerClient client("lsf", {}, r.runner());
+  EXPECT_EQ(client.Submit("/j/job.sh", "/j").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(r.calls().empty());
 }
 
 }  // namespace

@@ -142,16 +142,34 @@ TEST(DefaultSiteName, FromSpec) {
   EXPECT_EQ(DefaultSiteName("", ""), "local");
 }
 
-TEST(ParseWalltime, Forms) {
-  EXPECT_EQ(*ParseWalltime("01:00:00"), 3600);
-  EXPECT_EQ(*ParseWalltime("0:30:00"), 1800);
-  EXPECT_EQ(*ParseWalltime("30:00"), 1800);
-  EXPECT_EQ(*ParseWalltime("10"), 600);
-  EXPECT_EQ(*ParseWalltime("1-02:00:00"), 93600);
-  EXPECT_EQ(*ParseWalltime("72:00:00"), 72 * 3600);
-  for (const char* bad : {"", "abc", "1:60:00", "1::0", "-5", "0", "1:00:00\nid", "1h"}) {
-    EXPECT_FALSE(ParseWalltime(bad).ok()) << bad;
-  }
+// Problems come one per line as FILE:LINE:COL, in file order like job.yaml's, and an unknown key
+// in a section names the keys that section takes.
+TEST(SiteProfile, ErrorsAreInFileOrderAndNameTheSectionsKeys) {
+  absl::StatusOr<SiteProfile> p = ParseSiteProfile(
+      "scheduler: lsf\nlauncher: mpiexec\nlaunch: mpiexec\n"
+      "defaults: {queue: q, wallclock: 1h}\ncommands: [qsub]\n",
+      "x", "x.yaml");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(std::string(p.status().message()),
+            "x.yaml:1:12: unknown scheduler 'lsf' (pbs, cobalt, slurm, local)\n"
+            "x.yaml:4:22: unknown key 'wallclock' in defaults (account, filesystems, gpu_model, "
+            "gpus_per_node, queue, walltime)\n"
+            "x.yaml:5:11: 'commands' must be a mapping (cancel, status, submit)");
+}
+
+// Site profiles read walltimes with the job spec's grammar (spec_scalars_test.cc has the forms);
+// a limit or default of zero means nothing, so it is refused.
+TEST(SiteProfile, WalltimesUseTheJobSpecGrammarAndMustBePositive) {
+  const std::string head = "scheduler: pbs\nlauncher: mpiexec\nlaunch: mpiexec\n";
+  absl::StatusOr<SiteProfile> p = ParseSiteProfile(
+      head + "limits: {max_walltime: 2h}\ndefaults: {walltime: \"1-00:00:00\"}\n", "x", "x.yaml");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->limits.max_walltime_s, 7200);
+  EXPECT_EQ(p->default_walltime, "1-00:00:00");
+  p = ParseSiteProfile(head + "limits: {max_walltime: \"0\"}\n", "x", "x.yaml");
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(std::string(p.status().message()),
+              HasSubstr("x.yaml:4:24: 'max_walltime' must be positive"));
 }
 
 }  // namespace

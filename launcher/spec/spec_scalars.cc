@@ -1,14 +1,15 @@
-// Scalar forms used in job.yaml and on the command line: durations, walltimes, command lines.
+#include "launcher/spec/spec_scalars.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "launcher/spec/job_spec_parser.h"
 
 namespace dlaunch {
 namespace {
@@ -23,6 +24,18 @@ std::string ShortestDecimal(double value) {
     if (absl::SimpleAtod(text, &back) && back == value) break;
   }
   return text;
+}
+
+// Walltimes beyond this (about 31 years) are typos, and larger values would overflow an int.
+constexpr long long kMaxWalltimeS = 1000000000;
+
+// A non-empty run of at most nine digits (so the value fits any field arithmetic below).
+bool DigitsValue(absl::string_view text, long long* value) {
+  if (text.empty() || text.size() > 9 ||
+      text.find_first_not_of("0123456789") != absl::string_view::npos) {
+    return false;
+  }
+  return absl::SimpleAtoi(text, value);
 }
 
 }  // namespace
@@ -103,60 +116,65 @@ std::string FormatDuration(double seconds) {
   return absl::StrCat(ShortestDecimal(seconds), "s");
 }
 
-absl::StatusOr<int> ParseJobWalltime(std::string_view text_view) {
-  absl::string_view text(text_view.data(), text_view.size());
-  const absl::string_view original = text;
-  text = absl::StripAsciiWhitespace(text);
+absl::StatusOr<int> ParseWalltime(std::string_view text_view) {
+  const absl::string_view text =
+      absl::StripAsciiWhitespace(absl::string_view(text_view.data(), text_view.size()));
   auto bad = [&] {
     return absl::InvalidArgumentError(absl::StrCat(
-        "\"", original, "\" is not a walltime (\"HH:MM:SS\", \"MM:SS\", minutes, or e.g. \"2h\")"));
+        "walltime \"", absl::CHexEscape(text),
+        "\" is not HH:MM:SS, MM:SS, D-HH[:MM[:SS]], a number of minutes or a duration such as "
+        "\"2h\""));
   };
   if (text.empty()) return bad();
-  int days = 0;
-  absl::string_view clock = text;
-  if (const size_t dash = text.find('-'); dash != absl::string_view::npos) {
-    if (!absl::SimpleAtoi(text.substr(0, dash), &days) || days < 0 ||
-        text.substr(0, dash).find_first_not_of("0123456789") != absl::string_view::npos) {
+  const bool clock_form = text.find_first_not_of("0123456789:-") == absl::string_view::npos;
+  if (!clock_form) {
+    // Units are what make a duration unambiguous: a bare "1.5" could be minutes or seconds.
+    if (std::none_of(text.begin(), text.end(),
+                     [](char c) { return absl::ascii_isalpha(static_cast<unsigned char>(c)); })) {
       return bad();
     }
-    clock = text.substr(dash + 1);
-    if (std::count(clock.begin(), clock.end(), ':') != 2) return bad();
-  }
-  const std::vector<absl::string_view> parts = absl::StrSplit(clock, ':');
-  if (parts.size() == 1 && clock.find_first_not_of("0123456789") != absl::string_view::npos) {
-    absl::StatusOr<double> duration = ParseDuration(std::string_view(clock.data(), clock.size()));
+    absl::StatusOr<double> duration = ParseDuration(std::string_view(text.data(), text.size()));
     if (!duration.ok() || *duration < 0 || *duration != std::floor(*duration) ||
-        *duration > 1e9) {
+        *duration > kMaxWalltimeS) {
       return bad();
     }
     return static_cast<int>(*duration);
   }
+  long long days = 0;
+  absl::string_view clock = text;
+  const size_t dash = text.find('-');
+  if (dash != absl::string_view::npos) {
+    if (!DigitsValue(text.substr(0, dash), &days)) return bad();
+    clock = text.substr(dash + 1);
+  }
+  const std::vector<absl::string_view> parts = absl::StrSplit(clock, ':');
   if (parts.size() > 3) return bad();
   long long fields[3] = {0, 0, 0};
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (parts[i].empty() || parts[i].size() > 9 ||
-        parts[i].find_first_not_of("0123456789") != absl::string_view::npos) {
-      return bad();
-    }
-    absl::SimpleAtoi(parts[i], &fields[i]);
+    if (!DigitsValue(parts[i], &fields[i])) return bad();
     // Every field after the first is a 0..59 clock field.
     if (i > 0 && fields[i] > 59) return bad();
   }
   long long seconds = 0;
-  if (parts.size() == 1) {
+  if (dash != absl::string_view::npos) {
+    seconds = days * 86400 + fields[0] * 3600 + fields[1] * 60 + fields[2];  // D-HH[:MM[:SS]]
+  } else if (parts.size() == 1) {
     seconds = fields[0] * 60;  // bare number: minutes
   } else if (parts.size() == 2) {
     seconds = fields[0] * 60 + fields[1];  // MM:SS
   } else {
     seconds = fields[0] * 3600 + fields[1] * 60 + fields[2];
   }
-  seconds += static_cast<long long>(days) * 86400;
-  if (seconds > 1000000000) return bad();
+  if (seconds > kMaxWalltimeS) return bad();
   return static_cast<int>(seconds);
 }
 
 std::string FormatWalltime(int seconds) {
   return absl::StrFormat("%02d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60);
+}
+
+std::string FormatWalltimeHms(int seconds) {
+  return absl::StrFormat("%d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60);
 }
 
 absl::StatusOr<std::vector<std::string>> SplitCommandLine(std::string_view text_view) {

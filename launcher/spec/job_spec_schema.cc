@@ -1,0 +1,34 @@
+#include "launcher/spec/job_spec_schema.h"
+
+namespace dlaunch {
+
+const std::map<std::string, std::vector<std::string>>& SchemaKeys() {
+  static const auto* keys = new std::map<std::string, std::vector<std::string>>{
+      {"",
+       {"name", "nodes", "nproc_per_node", "command", "args", "env", "workdir", "hosts",
+        "launcher", "rendezvous", "heartbeat", "stop", "max_restarts", "logs", "gpus",
+        "scheduler"}},
+      {"nodes", {"min", "max"}},
+      {"rendezvous", {"port", "master_port", "join_timeout", "last_call"}},
+      {"heartbeat", {"interval", "misses"}},
+      {"stop", {"grace"}},
+      {"logs", {"dir", "ranks", "tail_lines", "summary_interval"}},
+      {"gpus", {"binding", "per_proc"}},
+      {"scheduler",
+       {"type", "site", "account", "queue", "walltime", "filesystems", "modules", "setup",
+        "directives", "extra"}},
+  };
+  return *keys;
+}
+
+const std::map<std::string, std::string>& KnownAliases() {
+  static const auto* aliases = new std::map<std::string, std::string>{
+      {"nnodes", "nodes"},         {"nproc", "nproc_per_node"},  {"ppn", "nproc_per_node"},
+      {"cmd", "command"},          {"program", "command"},       {"entrypoint", "command"},
+      {"environment", "env"},      {"cwd", "workdir"},           {"time", "scheduler.walltime"},
+      {"project", "scheduler.account"},
+  };
+  return *aliases;
+}
+
+}  // namespace dlaunch

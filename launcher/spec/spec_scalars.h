@@ -1,0 +1,47 @@
+// The scalar forms job.yaml, site profiles and the command line share: durations, the one
+// walltime grammar (and its two written forms), and splitting a one-line command into argv.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace dlaunch {
+
+// Durations as job.yaml writes them: a number of seconds (30, "0.5") or numbers with units,
+// possibly several ("250ms", "30s", "5m", "1h", "1h30m"). InvalidArgument otherwise.
+absl::StatusOr<double> ParseDuration(std::string_view text);
+
+// A short text that ParseDuration reads back as exactly `seconds` ("250ms", "30s", "5m",
+// "1.5s"); used by ResolvedJobYaml and in messages.
+std::string FormatDuration(double seconds);
+
+// The walltime grammar of job.yaml (`scheduler.walltime`) and of site profiles (`max_walltime`,
+// `defaults.walltime`), in whole seconds:
+//   "HH:MM:SS", "MM:SS"            clock forms; hours may exceed 23, later fields are 0..59
+//   "D-HH", "D-HH:MM", "D-HH:MM:SS" Slurm's day forms
+//   "90"                           a bare number is minutes, as PBS, Cobalt and Slurm read it
+//   "2h", "1h30m", "5400s"         a duration with units (see ParseDuration), whole seconds
+// A bare decimal ("1.5") is refused: minutes or seconds would both be a guess. Zero parses
+// ("0:00"); whether zero is allowed is the caller's rule (a job's walltime must be positive).
+// InvalidArgument names the accepted forms.
+absl::StatusOr<int> ParseWalltime(std::string_view text);
+
+// Two written forms of one walltime. Every supported scheduler reads both; they differ because
+// each is what its reader has always been shown:
+//   FormatWalltime:    "01:02:03" -- the normal form job.yaml is written back in (resolved
+//                      spec, `dlaunch validate`), fixed width so equal values compare equal;
+//   FormatWalltimeHms: "1:02:03"  -- the batch-script directive form (`walltime_hms` in the
+//                      templates, `#PBS -l walltime=0:30:00`) and site-limit messages.
+// Hours are not wrapped into days in either (100 h is "100:00:00").
+std::string FormatWalltime(int seconds);
+std::string FormatWalltimeHms(int seconds);
+
+// Splits a one-line command into argv the way a POSIX shell splits words (single and double
+// quotes, backslash escapes), without running a shell: pipes, redirections, `;`, `&` and `$`
+// expansions are refused with a message rather than passed on as literal arguments.
+absl::StatusOr<std::vector<std::string>> SplitCommandLine(std::string_view text);
+
+}  // namespace dlaunch
