@@ -19,11 +19,14 @@ double RendezvousHost::Now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-void RendezvousHost::Start() { Settle(); }
+void RendezvousHost::Start() {
+  accepting_ = true;
+  Settle();
+}
 
 void RendezvousHost::Join(const Participant& p, JoinReply reply) {
-  if (shut_down_) {
-    reply(absl::CancelledError("launcher is stopping"));
+  if (!accepting_) {
+    reply(absl::CancelledError("launcher is not accepting joins"));
     return;
   }
   if (absl::Status st = state_.Join(p, Now()); !st.ok()) {
@@ -46,7 +49,7 @@ void RendezvousHost::Cancel(const std::string& agent_id) {
 }
 
 void RendezvousHost::Shutdown() {
-  shut_down_ = true;
+  accepting_ = false;
   deadline_.cancel();
   auto waiting = std::move(waiting_);
   waiting_.clear();
@@ -54,7 +57,7 @@ void RendezvousHost::Shutdown() {
 }
 
 void RendezvousHost::Settle() {
-  if (shut_down_) return;
+  if (!accepting_) return;
   RendezvousPhase phase = state_.Poll(Now());
   if (phase == RendezvousPhase::kClosed || phase == RendezvousPhase::kFailed) {
     deadline_.cancel();

@@ -28,7 +28,8 @@ class RendezvousHost {
                  v1::JoinResponse response_template, std::chrono::steady_clock::time_point start,
                  Callbacks callbacks);
 
-  // Arms the deadline timer, so a round that nobody joins still fails on time.
+  // Opens the round and arms the deadline timer, so a round that nobody joins still fails on
+  // time. Joins before Start (no agent has been launched yet) are refused.
   void Start();
   void Join(const Participant& participant, JoinReply reply);
   void Cancel(const std::string& agent_id);
@@ -47,7 +48,7 @@ class RendezvousHost {
   boost::asio::steady_timer deadline_;
   std::map<std::string, JoinReply> waiting_;  // by agent id
   bool outcome_reported_ = false;
-  bool shut_down_ = false;
+  bool accepting_ = false;  // between Start and Shutdown
 };
 
 }  // namespace dlaunch
