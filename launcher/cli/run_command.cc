@@ -97,6 +97,16 @@ absl::StatusOr<std::vector<std::vector<std::string>>> LaunchCommands(
   return BuildNodeLaunchCommands(nl);
 }
 
+std::unique_ptr<grpc::Server> StartControlServer(const std::string& listen, grpc::Service* service,
+                                                int* bound_port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), bound_port);
+  builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (*bound_port == 0) return nullptr;
+  return server;
+}
+
 }  // namespace
 
 int RunValidateCommand(const std::vector<std::string>& args) {
@@ -159,16 +169,10 @@ int RunRunCommand(const std::vector<std::string>& args) {
 
   // Locally the control endpoint stays on loopback; across hosts it listens everywhere.
   const bool local = plan->node_launcher == "local";
-  const std::string listen_host = local ? "127.0.0.1" : "0.0.0.0";
+  const std::string listen = absl::StrCat(local ? "127.0.0.1" : "0.0.0.0", ":", spec->control_port);
   int bound_port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(absl::StrCat(listen_host, ":", spec->control_port),
-                           grpc::InsecureServerCredentials(), &bound_port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || bound_port == 0) {
-    return Fail(kExitLaunchError, absl::StrCat("cannot listen on ", listen_host, ":", spec->control_port));
-  }
+  std::unique_ptr<grpc::Server> server = StartControlServer(listen, &service, &bound_port);
+  if (!server) return Fail(kExitLaunchError, absl::StrCat("cannot listen on ", listen));
   const std::string advertised = !flags->control_addr.empty() ? flags->control_addr
                                  : local                      ? "127.0.0.1"
                                                               : AdvertisedAddress(self_host);
