@@ -4,8 +4,8 @@
 // assigns node ranks in a deterministic order (the allocation's host order, then join order).
 //
 // No clocks, threads or sockets: every operation takes the current time, and NextDeadline()
-// tells the owner (the gRPC service) when to call Poll() again. Not thread-safe; the owner
-// serialises calls (e.g. on its event loop).
+// tells the owner (the launcher's RendezvousHost) when to call Poll() again. Not thread-safe;
+// the owner serialises calls (on its event loop).
 #pragma once
 
 #include <optional>

@@ -3,11 +3,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -17,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/file_io.h"
 
 namespace dlaunch {
 namespace fs = std::filesystem;
@@ -214,28 +212,10 @@ std::vector<std::string> ListJobDirs(const std::string& job_root) {
   return out;
 }
 
-absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+absl::StatusOr<std::string> ReadTextFile(const std::string& path) { return ReadFile(path); }
 
 absl::Status WriteTextFile(const std::string& path, const std::string& text, int mode) {
-  std::string tmp = absl::StrCat(path, ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", tmp));
-    out << text;
-    out.flush();
-    if (!out) return absl::DataLossError(absl::StrCat("short write to ", tmp));
-  }
-  if (::chmod(tmp.c_str(), static_cast<mode_t>(mode)) != 0 ||
-      std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot create ", path));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, text, WriteOptions{mode, true});
 }
 
 }  // namespace dlaunch

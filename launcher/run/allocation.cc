@@ -1,17 +1,14 @@
 #include "launcher/run/allocation.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/file_io.h"
 #include "launcher/spec/hostlist.h"
 
 namespace dlaunch {
@@ -65,6 +62,16 @@ std::string ChooseNodeLauncher(const JobSpec& spec, const HostPlan& plan,
   // Inside an allocation the scheduler's launcher reaches its nodes, even a chosen subset.
   if (!allocation.scheduler.empty()) return allocation.node_launcher;
   return "ssh";
+}
+
+// common's ReadFile names the path in its error, which FromNodefile already does; keep only the
+// reason so the message reads "cannot read PBS_NODEFILE=/x: No such file or directory".
+absl::StatusOr<std::string> ReadNodefile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (text.ok()) return text;
+  absl::string_view message = text.status().message();
+  absl::ConsumePrefix(&message, absl::StrCat("cannot read ", path, ": "));
+  return absl::Status(text.status().code(), message);
 }
 
 }  // namespace
@@ -121,24 +128,8 @@ absl::StatusOr<Allocation> DetectAllocation(const EnvLookup& env, const FileRead
   return Allocation{};
 }
 
-EnvLookup ProcessEnvironment() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    const char* value = std::getenv(name.c_str());
-    if (value == nullptr) return std::nullopt;
-    return std::string(value);
-  };
-}
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 absl::StatusOr<Allocation> DetectAllocation() {
-  return DetectAllocation(ProcessEnvironment(), ReadWholeFile);
+  return DetectAllocation(ProcessEnvironment(), ReadNodefile);
 }
 
 absl::StatusOr<HostPlan> ResolveHosts(const JobSpec& spec,

@@ -9,12 +9,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/environment.h"
 #include "launcher/spec/job_spec.h"
 
 namespace dlaunch {
 
-// Looks up an environment variable; nullopt when unset.
-using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 // Reads a whole file (the scheduler's nodefile).
 using FileReader = std::function<absl::StatusOr<std::string>(const std::string& path)>;
 
@@ -35,8 +34,6 @@ absl::StatusOr<Allocation> DetectAllocation(const EnvLookup& env, const FileRead
 
 // The same, reading the process environment and the real files.
 absl::StatusOr<Allocation> DetectAllocation();
-EnvLookup ProcessEnvironment();
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
 
 // Hosts of a nodefile: one per line, whitespace trimmed, blank lines skipped, duplicates dropped
 // keeping the first (PBS writes a host once per slot).

@@ -1,14 +1,16 @@
 #include "launcher/run/control_service.h"
 
+#include <deque>
+#include <memory>
+#include <utility>
+
 #include "common/host_identity.h"
 #include "proto/grpc_status.h"
 
-#include <arpa/inet.h>
-
-#include "absl/strings/str_cat.h"
-
 namespace dlaunch {
 namespace {
+
+using SessionReactorBase = grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>;
 
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
@@ -17,71 +19,161 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+class JoinReactor final : public grpc::ServerUnaryReactor {
+ public:
+  JoinReactor(ControlService* service, std::string agent_id)
+      : service_(service), agent_id_(std::move(agent_id)) {}
+  void OnCancel() override {
+    service_->Post([h = service_->handler(), id = agent_id_] { h->HandleJoinCancelled(id); });
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  ControlService* service_;
+  std::string agent_id_;
+};
+
+// The launcher-to-agent queue of one session: one write in flight, the next started from
+// OnWriteDone on gRPC's threads. Finishing waits for the write in flight.
+class SessionOutbox final : public AgentSession {
+ public:
+  explicit SessionOutbox(SessionReactorBase* reactor) : reactor_(reactor) {}
+
+  void Send(const v1::LauncherCommand& command) override {
+    const v1::LauncherCommand* start = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closed_) return;
+      queue_.push_back(command);
+      if (writing_) return;
+      writing_ = true;
+      start = &queue_.front();  // a deque keeps its elements in place on push_back
+    }
+    reactor_->StartWrite(start);
+  }
+
+  void OnWriteDone(bool ok) {
+    const v1::LauncherCommand* next = nullptr;
+    bool finish = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.pop_front();
+      if (!ok) {  // the stream is broken; the read side will see it and close
+        closed_ = true;
+        queue_.clear();
+      }
+      if (!closed_ && !queue_.empty()) {
+        next = &queue_.front();
+      } else {
+        writing_ = false;
+        finish = finish_wanted_;
+        finish_wanted_ = false;
+      }
+    }
+    if (next != nullptr) reactor_->StartWrite(next);
+    if (finish) reactor_->Finish(grpc::Status::OK);
+  }
+
+  // The agent's side ended: drop what is queued and finish once no write is in flight.
+  void Close() {
+    bool finish = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = true;
+      while (queue_.size() > (writing_ ? 1u : 0u)) queue_.pop_back();
+      finish = !writing_;
+      finish_wanted_ = writing_;
+    }
+    if (finish) reactor_->Finish(grpc::Status::OK);
+  }
+
+ private:
+  SessionReactorBase* const reactor_;  // outlives every call: OnDone comes after Finish
+  std::mutex mu_;
+  std::deque<v1::LauncherCommand> queue_;
+  bool writing_ = false;
+  bool closed_ = false;
+  bool finish_wanted_ = false;
+};
+
+class SessionReactor final : public SessionReactorBase {
+ public:
+  SessionReactor(ControlService* service, int id)
+      : service_(service), id_(id), outbox_(std::make_shared<SessionOutbox>(this)) {
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    ControlHandler* h = service_->handler();
+    if (!ok) {
+      if (opened_) service_->Post([h, id = id_, node = node_] { h->HandleSessionEnded(id, node); });
+      outbox_->Close();
+      return;
+    }
+    if (!opened_) {
+      opened_ = true;
+      node_ = in_.node_rank();
+      service_->Post([h, id = id_, node = node_, out = outbox_] { h->HandleSessionOpened(id, node, out); });
+    }
+    service_->Post([h, id = id_, node = node_, msg = in_] { h->HandleAgentMessage(id, node, msg); });
+    StartRead(&in_);
+  }
+  void OnWriteDone(bool ok) override { outbox_->OnWriteDone(ok); }
+  void OnDone() override { delete this; }
+
+ private:
+  ControlService* service_;
+  const int id_;
+  std::shared_ptr<SessionOutbox> outbox_;
+  v1::AgentMessage in_;
+  bool opened_ = false;
+  int node_ = -1;
+};
+
+class RefusedSession final : public SessionReactorBase {
+ public:
+  RefusedSession() {
+    Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
+  }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
 
-bool AgentSession::Send(const v1::LauncherCommand& cmd) {
+ControlService::ControlService(std::string token, boost::asio::io_context& io,
+                               ControlHandler* handler)
+    : token_(std::move(token)), io_(io), handler_(handler) {}
+
+bool ControlService::Post(std::function<void()> task) {
   std::lock_guard<std::mutex> lock(mu_);
-  return stream_ != nullptr && stream_->Write(cmd);
+  if (!posting_) return false;
+  boost::asio::post(io_, std::move(task));
+  return true;
 }
 
-void AgentSession::Detach() {
+void ControlService::StopPosting() {
   std::lock_guard<std::mutex> lock(mu_);
-  stream_ = nullptr;
+  posting_ = false;
 }
 
-ControlService::ControlService(std::string token, RendezvousConfig config,
-                               v1::JoinResponse response_template, SessionHandler* handler)
-    : token_(std::move(token)),
-      template_(std::move(response_template)),
-      handler_(handler),
-      start_(std::chrono::steady_clock::now()),
-      state_([&] {
-        for (auto& h : config.host_order) h = ShortHostName(h);
-        return config;
-      }(), 0.0) {}
-
-double ControlService::Now() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-}
-
-bool ControlService::Authorized(grpc::ServerContext* ctx, const char* method) {
+bool ControlService::Authorized(grpc::CallbackServerContext* ctx, const char* method) {
   const auto& md = ctx->client_metadata();
   auto it = md.find(kTokenMetadataKey);
-  if (it != md.end() && ConstantTimeEquals(std::string(it->second.data(), it->second.size()), token_)) {
+  if (it != md.end() &&
+      ConstantTimeEquals(std::string(it->second.data(), it->second.size()), token_)) {
     return true;
   }
-  handler_->OnRefused(ctx->peer(), method);
+  Post([h = handler_, peer = ctx->peer(), m = std::string(method)] { h->HandleRefused(peer, m); });
   return false;
 }
 
-void ControlService::ReportOutcomeLocked() {
-  if (outcome_reported_) return;
-  if (state_.phase() == RendezvousPhase::kClosed) {
-    outcome_reported_ = true;
-    handler_->OnRendezvousClosed(*state_.result());
-  } else if (state_.phase() == RendezvousPhase::kFailed) {
-    outcome_reported_ = true;
-    handler_->OnRendezvousFailed(state_.failure());
-  }
-}
-
-void ControlService::PollRendezvous() {
-  std::lock_guard<std::mutex> lock(mu_);
-  state_.Poll(Now());
-  ReportOutcomeLocked();
-  cv_.notify_all();
-}
-
-void ControlService::Shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
-  shutting_down_ = true;
-  cv_.notify_all();
-}
-
-grpc::Status ControlService::Join(grpc::ServerContext* ctx, const v1::JoinRequest* req,
-                                  v1::JoinResponse* resp) {
+grpc::ServerUnaryReactor* ControlService::Join(grpc::CallbackServerContext* ctx,
+                                               const v1::JoinRequest* req,
+                                               v1::JoinResponse* resp) {
   if (!Authorized(ctx, "Join")) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token");
+    grpc::ServerUnaryReactor* refused = ctx->DefaultReactor();
+    refused->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
+    return refused;
   }
   Participant p;
   p.agent_id = req->agent_id();
@@ -89,64 +181,21 @@ grpc::Status ControlService::Join(grpc::ServerContext* ctx, const v1::JoinReques
   p.addr = req->addr();
   p.slots = req->slots();
   p.worker_port = req->worker_port();
-
-  std::unique_lock<std::mutex> lock(mu_);
-  if (auto st = state_.Join(p, Now()); !st.ok()) return ToGrpcStatus(st);
-  handler_->OnJoined(p, state_.joined(), state_.config().max_nodes);
-  cv_.notify_all();
-  for (;;) {
-    RendezvousPhase phase = state_.Poll(Now());
-    ReportOutcomeLocked();
-    if (phase == RendezvousPhase::kClosed) break;
-    if (phase == RendezvousPhase::kFailed) return ToGrpcStatus(state_.failure());
-    if (shutting_down_) return grpc::Status(grpc::StatusCode::CANCELLED, "launcher is stopping");
-    if (ctx->IsCancelled()) {
-      state_.Leave(p.agent_id, Now());
-      return grpc::Status(grpc::StatusCode::CANCELLED, "agent went away");
-    }
-    // Wake at the next rendezvous deadline, and at least every 200 ms to notice a cancelled call.
-    auto wait = std::chrono::milliseconds(200);
-    if (auto d = state_.NextDeadline()) {
-      wait = std::min(wait, std::chrono::milliseconds(static_cast<int64_t>(
-                                std::max(0.0, (*d - Now()) * 1000) + 1)));
-    }
-    cv_.wait_for(lock, wait);
+  auto* reactor = new JoinReactor(this, p.agent_id);
+  JoinReply reply = [reactor, resp](absl::StatusOr<v1::JoinResponse> result) {
+    if (result.ok()) *resp = *std::move(result);
+    reactor->Finish(result.ok() ? grpc::Status::OK : ToGrpcStatus(result.status()));
+  };
+  if (!Post([h = handler_, p, reply] { h->HandleJoin(p, reply); })) {
+    reply(absl::CancelledError("launcher is stopping"));
   }
-  const NodeAssignment* a = state_.AssignmentFor(p.agent_id);
-  if (a == nullptr) {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not a member of the closed round");
-  }
-  const RoundResult& r = *state_.result();
-  *resp = template_;
-  resp->set_round(r.round);
-  resp->set_node_rank(a->node_rank);
-  resp->set_nnodes(static_cast<int>(r.nodes.size()));
-  resp->set_rank_offset(a->rank_offset);
-  resp->set_local_world_size(a->local_world_size);
-  resp->set_world_size(r.world_size);
-  resp->set_master_addr(r.master_addr);
-  resp->set_master_port(r.master_port);
-  return grpc::Status::OK;
+  return reactor;
 }
 
-grpc::Status ControlService::Session(
-    grpc::ServerContext* ctx,
-    grpc::ServerReaderWriter<v1::LauncherCommand, v1::AgentMessage>* stream) {
-  if (!Authorized(ctx, "Session")) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token");
-  }
-  auto session = std::make_shared<AgentSession>(stream);
-  v1::AgentMessage msg;
-  if (!stream->Read(&msg)) return grpc::Status::OK;
-  session->agent_id = msg.agent_id();
-  session->node_rank = msg.node_rank();
-  handler_->OnSessionOpened(session);
-  do {
-    handler_->OnAgentMessage(session, msg);
-  } while (stream->Read(&msg));
-  session->Detach();
-  handler_->OnSessionEnded(session);
-  return grpc::Status::OK;
+grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* ControlService::Session(
+    grpc::CallbackServerContext* ctx) {
+  if (!Authorized(ctx, "Session")) return new RefusedSession();
+  return new SessionReactor(this, next_session_id_++);
 }
 
 }  // namespace dlaunch

@@ -1,83 +1,51 @@
-// ControlService: the launcher's gRPC endpoint (proto/control.proto). A thin adapter: it checks
-// the job token on every call, runs Join against a thread-safe rendezvous, and hands session
-// streams to a SessionHandler (the job controller), which owns all decisions.
+// ControlService: the launcher's gRPC endpoint (proto/control.proto) on gRPC's callback API. A
+// thin adapter: it checks the job token on every call, translates, and posts each call onto
+// the event loop, where a ControlHandler decides. No thread waits for a Join or stays with a
+// session: Join is answered from the handler's reply callback, and commands to an agent go
+// through a per-session queue with one write in flight, so sending never blocks the loop.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <memory>
 #include <mutex>
 #include <string>
 
+#include <boost/asio.hpp>
 #include <grpcpp/grpcpp.h>
 
 #include "dlaunch/control.grpc.pb.h"
-#include "rendezvous/rendezvous_state.h"
+#include "launcher/run/control_handler.h"
 
 namespace dlaunch {
 
-// One agent's open session stream. Send may be called from any thread.
-class AgentSession {
+class ControlService final : public v1::Control::CallbackService {
  public:
-  explicit AgentSession(grpc::ServerReaderWriter<v1::LauncherCommand, v1::AgentMessage>* stream)
-      : stream_(stream) {}
-  bool Send(const v1::LauncherCommand& cmd);
-  void Detach();   // the stream is gone; later sends are dropped
-  std::string agent_id;
-  int node_rank = -1;
+  // `handler` runs on `io`'s thread.
+  ControlService(std::string token, boost::asio::io_context& io, ControlHandler* handler);
+
+  grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const v1::JoinRequest* req,
+                                 v1::JoinResponse* resp) override;
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* Session(
+      grpc::CallbackServerContext* ctx) override;
+
+  // Stops posting to the loop: a Join that arrives later is answered CANCELLED at once. Call
+  // once the loop has stopped, then run what was already posted (io.restart(); io.poll()) so
+  // every waiting call gets its answer before the server shuts down.
+  void StopPosting();
+
+  // Runs `task` on the loop; false (and nothing runs) once StopPosting was called.
+  bool Post(std::function<void()> task);
+  ControlHandler* handler() const { return handler_; }
 
  private:
-  std::mutex mu_;
-  grpc::ServerReaderWriter<v1::LauncherCommand, v1::AgentMessage>* stream_;
-};
-
-// What the service reports to the job controller. Called on gRPC threads.
-class SessionHandler {
- public:
-  virtual ~SessionHandler() = default;
-  virtual void OnJoined(const Participant& p, int joined, int expected) = 0;
-  virtual void OnRendezvousClosed(const RoundResult& result) = 0;
-  virtual void OnRendezvousFailed(const absl::Status& status) = 0;
-  virtual void OnSessionOpened(std::shared_ptr<AgentSession> session) = 0;
-  virtual void OnAgentMessage(const std::shared_ptr<AgentSession>& session,
-                              const v1::AgentMessage& msg) = 0;
-  virtual void OnSessionEnded(const std::shared_ptr<AgentSession>& session) = 0;
-  virtual void OnRefused(const std::string& peer, const std::string& method) = 0;
-};
-
-class ControlService final : public v1::Control::Service {
- public:
-  // `response_template` holds the job-wide fields of every JoinResponse.
-  ControlService(std::string token, RendezvousConfig config, v1::JoinResponse response_template,
-                 SessionHandler* handler);
-
-  grpc::Status Join(grpc::ServerContext* ctx, const v1::JoinRequest* req,
-                    v1::JoinResponse* resp) override;
-  grpc::Status Session(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<v1::LauncherCommand, v1::AgentMessage>* stream) override;
-
-  // Advances rendezvous deadlines when no Join is waiting (e.g. nobody ever joined).
-  void PollRendezvous();
-  // Wakes and fails every waiting Join (the launcher is shutting down).
-  void Shutdown();
-
- private:
-  bool Authorized(grpc::ServerContext* ctx, const char* method);
-  double Now() const;
-  void ReportOutcomeLocked();
+  bool Authorized(grpc::CallbackServerContext* ctx, const char* method);
 
   const std::string token_;
-  const v1::JoinResponse template_;
-  SessionHandler* handler_;
-  const std::chrono::steady_clock::time_point start_;
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  RendezvousState state_;
-  bool outcome_reported_ = false;
-  bool shutting_down_ = false;
+  boost::asio::io_context& io_;
+  ControlHandler* handler_;
+  std::mutex mu_;  // orders Post against StopPosting
+  bool posting_ = true;
+  std::atomic<int> next_session_id_{0};
 };
 
 }  // namespace dlaunch

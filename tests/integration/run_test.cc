@@ -39,13 +39,17 @@ class RunTest : public ::testing::Test {
     job_dir_ = tmp_ + "/" + job_id_;
   }
 
-  // dlaunch run with quick heartbeats and a short grace, for a job of the probe program.
+  // Heartbeats every second: an agent or the launcher counts as lost after 3 s of silence, which
+  // a loaded 2-core machine does not reach by accident (0.25 s gave 0.75 s).
+  static constexpr const char* kHeartbeat = "1";
+
+  // dlaunch run with a short grace, for a job of the probe program.
   std::unique_ptr<ChildProcess> Start(int nodes, int nproc, const std::vector<std::string>& probe_args,
                                       const std::vector<std::string>& extra_flags = {},
                                       const std::vector<std::string>& env = {}) {
     std::vector<std::string> argv = {kBin + "/dlaunch", "run", "--nnodes", std::to_string(nodes),
                                      "--nproc-per-node", std::to_string(nproc), "--job-dir", job_dir_,
-                                     "--heartbeat", "0.25", "--grace", "2"};
+                                     "--heartbeat", kHeartbeat, "--grace", "2"};
     argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
     argv.push_back("--");
     argv.push_back(kBin + "/dlaunch-test-probe");
@@ -150,16 +154,34 @@ TEST_F(RunTest, CtrlCStopsEverythingAndExits130) {
 }
 
 TEST_F(RunTest, WorkerIgnoringSigtermIsKilledAfterTheGrace) {
-  // A shell that ignores SIGTERM must still be gone once the grace has passed.
+  // A shell that ignores SIGTERM must be killed by its agent once the grace has passed. The
+  // launcher would kill the agent (and the kernel the shell with it) only at its own deadline,
+  // grace + 3 heartbeats + 5 s = 9 s; the agent's escalation ends the job well before that, and
+  // only the agent, alive to see it, records the rank ending by SIGKILL.
+  constexpr auto kGrace = seconds(1);
   std::vector<std::string> argv = {kBin + "/dlaunch", "run", "--nnodes", "1", "--nproc-per-node", "2",
-                                   "--job-dir", job_dir_, "--heartbeat", "0.25", "--grace", "1",
+                                   "--job-dir", job_dir_, "--heartbeat", kHeartbeat, "--grace", "1",
                                    "--", "/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"};
   ChildProcess run(argv, tmp_);
   ASSERT_TRUE(WaitFor([&] { return WorkersStarted(); }, seconds(30)));
+  auto interrupted = std::chrono::steady_clock::now();
   run.Signal(SIGINT);
   auto code = run.Wait(seconds(30));
+  auto took = std::chrono::steady_clock::now() - interrupted;
   ASSERT_TRUE(code.has_value());
   EXPECT_EQ(*code, 130);
+  EXPECT_LT(std::chrono::duration_cast<milliseconds>(took).count(),
+            std::chrono::duration_cast<milliseconds>(kGrace + seconds(4)).count())
+      << "ms from Ctrl-C to the end: the launcher's deadline, not the agent, ended the job";
+  std::string agent_log = ReadFile(job_dir_ + "/logs/agent-0.log");
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_NE(agent_log.find(absl::StrCat("rank ", rank, " pid ")), std::string::npos) << agent_log;
+  }
+  size_t killed = 0;
+  for (size_t pos = 0; (pos = agent_log.find("ended: signal 9 (Killed) (stopped)", pos)) != std::string::npos; ++pos) {
+    ++killed;
+  }
+  EXPECT_EQ(killed, 2u) << "each rank must end by the agent's SIGKILL:\n" << agent_log;
   EXPECT_TRUE(WaitFor([&] { return JobProcesses().empty(); }, seconds(2)));
 }
 
@@ -255,7 +277,7 @@ TEST_F(RunTest, JoinTimeoutNamesTheMissingNodes) {
 
 TEST_F(RunTest, MissingWorkerProgramIsNamed) {
   ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2", "--job-dir",
-                    job_dir_, "--heartbeat", "0.25", "--", "/nonexistent/train"},
+                    job_dir_, "--heartbeat", kHeartbeat, "--", "/nonexistent/train"},
                    tmp_);
   auto code = run.Wait(seconds(60));
   ASSERT_TRUE(code.has_value());
@@ -276,7 +298,7 @@ TEST_F(RunTest, UnmodifiedPyTorchScriptRunsUnderDlaunch) {
     GTEST_SKIP() << "python3-torch is not installed (scripts/install-deps.sh test installs it)";
   }
   ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2", "--job-dir",
-                    job_dir_, "--heartbeat", "0.5", "--", python,
+                    job_dir_, "--heartbeat", kHeartbeat, "--", python,
                     std::string(DLAUNCH_SOURCE_DIR) + "/tests/integration/torch_allreduce.py"},
                    tmp_);
   auto code = run.Wait(seconds(240));

@@ -30,6 +30,11 @@ class ScratchDir {
   std::string path_;
 };
 
+// In their own (inline) namespace: common/file_io.h declares dlaunch::ReadFile too, with the
+// same parameters, and a library linked into the test that uses it would otherwise replace
+// this one at link time (the return type is not part of a function's symbol).
+inline namespace test_files {
+
 // The file's contents, "" when it cannot be read.
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -42,5 +47,7 @@ inline void WriteFile(const std::string& path, const std::string& text, int mode
   std::ofstream(path) << text;
   ::chmod(path.c_str(), mode);
 }
+
+}  // namespace test_files
 
 }  // namespace dlaunch

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "absl/status/status.h"
+#include "common/file_io.h"
 
 namespace dlaunch {
 namespace {
@@ -142,7 +143,7 @@ TEST(DetectAllocationTest, ReadsARealNodefile) {
   std::ofstream(path) << "h1\nh1\nh2\n";
   FakeNode node;
   node.env = {{"PBS_NODEFILE", path}};
-  absl::StatusOr<Allocation> allocation = DetectAllocation(node.Env(), ReadWholeFile);
+  absl::StatusOr<Allocation> allocation = DetectAllocation(node.Env(), ReadFile);
   std::remove(path.c_str());
   ASSERT_TRUE(allocation.ok()) << allocation.status();
   EXPECT_THAT(allocation->hosts, ElementsAre("h1", "h2"));

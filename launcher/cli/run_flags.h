@@ -1,0 +1,44 @@
+// `dlaunch run`'s command line: the flags (one table, common/flags.h) and how they merge into
+// the job spec. Pure; unit-tested in tests/launcher/cli/run_flags_test.cc.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "launcher/spec/job_spec.h"
+
+namespace dlaunch {
+
+extern const char kRunUsage[];
+
+// What `dlaunch run` was asked on its command line, before the spec file is merged in.
+struct RunFlags {
+  std::string spec_path;                  // job.yaml, "" when the command comes after `--`
+  std::vector<std::string> command;       // after `--`
+  std::vector<std::string> hosts;         // --hosts a,b,c (hostlist syntax allowed)
+  std::string nnodes;                     // --nnodes N or MIN:MAX
+  int nproc_per_node = -1;                // --nproc-per-node (-1 = not given, 0 = one per GPU)
+  std::string launcher;                   // --launcher
+  std::string launcher_cmd;               // --launcher-cmd "mpiexec -n 4 --ppn 1"
+  std::string job_dir;                    // --job-dir
+  std::string job_root;                   // --job-root
+  std::string name;                       // --name
+  std::string control_addr;               // --control-addr (advertised to agents)
+  int port = -1;                          // --port
+  std::string show_ranks;                 // --show-ranks all|0,1
+  double grace_s = -1;                    // --grace
+  double heartbeat_s = -1;                // --heartbeat
+  double join_timeout_s = -1;             // --join-timeout
+};
+
+// True when `args` (before any `--`) ask for help.
+bool WantsRunHelp(const std::vector<std::string>& args);
+
+// Parses the arguments after `run`. InvalidArgument with a usage-style message on bad input.
+absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& args);
+
+// Merges flags into the spec (flags win) and validates the result.
+absl::StatusOr<JobSpec> BuildRunSpec(const RunFlags& flags);
+
+}  // namespace dlaunch

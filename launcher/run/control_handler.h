@@ -1,0 +1,44 @@
+// ControlHandler: what the launcher does with the control service's calls, in plain C++ and
+// on the event loop's thread. The gRPC adapter (ControlService) only checks the token,
+// translates, and posts each call here; replies and commands go back through the callbacks
+// and AgentSession below, which never block the caller.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "dlaunch/control.pb.h"
+#include "rendezvous/rendezvous_state.h"
+
+namespace dlaunch {
+
+// The launcher-to-agent half of one agent's session.
+class AgentSession {
+ public:
+  virtual ~AgentSession() = default;
+  // Queues `command` for the agent and returns at once; dropped once the stream has ended.
+  virtual void Send(const v1::LauncherCommand& command) = 0;
+};
+
+// Completes one Join call; called exactly once, from any thread.
+using JoinReply = std::function<void(absl::StatusOr<v1::JoinResponse>)>;
+
+class ControlHandler {
+ public:
+  virtual ~ControlHandler() = default;
+  virtual void HandleJoin(const Participant& participant, JoinReply reply) = 0;
+  // The agent behind a waiting Join went away.
+  virtual void HandleJoinCancelled(const std::string& agent_id) = 0;
+  // `session_id` is unique per stream; `node_rank` comes from the agent's first message.
+  virtual void HandleSessionOpened(int session_id, int node_rank,
+                                   std::shared_ptr<AgentSession> session) = 0;
+  virtual void HandleAgentMessage(int session_id, int node_rank,
+                                  const v1::AgentMessage& message) = 0;
+  virtual void HandleSessionEnded(int session_id, int node_rank) = 0;
+  // A call without the job's token.
+  virtual void HandleRefused(const std::string& peer, const std::string& method) = 0;
+};
+
+}  // namespace dlaunch

@@ -1,0 +1,397 @@
+#include "launcher/run/job_state.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/exit_codes.h"
+#include "common/json_line.h"
+#include "common/process.h"
+
+namespace dlaunch {
+namespace {
+
+bool Finished(v1::WorkerEvent::State s) {
+  return s == v1::WorkerEvent::SUCCEEDED || s == v1::WorkerEvent::FAILED ||
+         s == v1::WorkerEvent::STOPPED;
+}
+
+int Ms(double seconds) { return static_cast<int>(seconds * 1000); }
+
+// Beyond the grace, a stop waits for the agents' own watchdogs (heartbeat x misses) and 5 s of
+// slack before the launcher kills what is left.
+constexpr double kStopSlackS = 5;
+// An agent that joined is lost if its session has not opened this long after the silence limit.
+constexpr double kSessionOpenSlackS = 5;
+
+}  // namespace
+
+JobState::JobState(JobConfig config) : config_(std::move(config)) {}
+
+double JobState::tick_interval_s() const { return std::min(config_.heartbeat_s, 1.0); }
+
+void JobState::Say(const std::string& line, JobActions& out) const {
+  out.push_back(PrintLine{false, "[dlaunch] " + line});
+}
+
+JobActions JobState::OnStarted(std::vector<std::string> launcher_programs, double now_s) {
+  JobActions out;
+  launcher_programs_ = std::move(launcher_programs);
+  launchers_running_ = static_cast<int>(launcher_programs_.size());
+  last_summary_s_ = now_s;
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "job_started")
+                                .Add("job_id", config_.job_id)
+                                .Add("nodes", static_cast<int>(config_.hosts.size()))
+                                .Add("node_launcher", config_.node_launcher)
+                                .Add("hosts", config_.hosts)
+                                .str()});
+  Say(absl::StrCat("job ", config_.job_id, ": ", config_.hosts.size(), " node(s) via ",
+                   config_.node_launcher, ", job dir ", config_.job_dir),
+      out);
+  return out;
+}
+
+JobActions JobState::OnNodeJoined(const Participant& p, int joined, int expected, double) {
+  JobActions out;
+  Say(absl::StrCat("node joined: ", p.host, " (", p.addr, "), ", p.slots, " slot(s) [", joined,
+                   "/", expected, "]"),
+      out);
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "node_joined")
+                                .Add("host", p.host)
+                                .Add("addr", p.addr)
+                                .Add("slots", p.slots)
+                                .Add("joined", joined)
+                                .str()});
+  return out;
+}
+
+JobActions JobState::OnRendezvousClosed(const RoundResult& result, double now_s) {
+  JobActions out;
+  round_ = result;
+  rendezvous_closed_at_s_ = now_s;
+  std::vector<std::string> order;
+  for (size_t i = 0; i < result.nodes.size(); ++i) {
+    Node& n = nodes_[static_cast<int>(i)];
+    n.host = result.nodes[i].host;
+    n.addr = result.nodes[i].addr;
+    order.push_back(n.host);
+    for (int r = 0; r < result.assignments[i].local_world_size; ++r) {
+      ranks_[result.assignments[i].rank_offset + r].node = static_cast<int>(i);
+    }
+  }
+  Say(absl::StrCat("rendezvous complete in ", absl::StrFormat("%.2f", now_s), " s: ",
+                   result.nodes.size(), " node(s), world size ", result.world_size,
+                   ", MASTER_ADDR=", result.master_addr, " MASTER_PORT=", result.master_port),
+      out);
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "rendezvous_closed")
+                                .Add("round", result.round)
+                                .Add("world_size", result.world_size)
+                                .Add("master_addr", result.master_addr)
+                                .Add("master_port", result.master_port)
+                                .Add("node_order", order)
+                                .str()});
+  // A stop decided while the round was open reached only the launchers; the agents that
+  // just got their places must hear it too.
+  if (outcome_ != Outcome::kRunning) StopAll(config_.stop_grace_s, failure_, now_s, out);
+  return out;
+}
+
+JobActions JobState::OnRendezvousFailed(const absl::Status& status, double now_s) {
+  JobActions out;
+  Fail(Outcome::kLaunchError, std::string(status.message()), {}, now_s, out);
+  return out;
+}
+
+JobActions JobState::OnSessionOpened(int node, int session, double now_s) {
+  JobActions out;
+  Node& n = nodes_[node];
+  n.session = session;
+  n.session_ended = false;
+  n.last_seen_s = now_s;
+  if (outcome_ != Outcome::kRunning) {
+    out.push_back(SendStop{{node}, Ms(config_.stop_grace_s), failure_});
+  }
+  return out;
+}
+
+JobActions JobState::OnAgentMessage(int node, const v1::AgentMessage& msg, double now_s) {
+  JobActions out;
+  Node& n = nodes_[node];
+  n.last_seen_s = now_s;
+  switch (msg.body_case()) {
+    case v1::AgentMessage::kHeartbeat:
+      n.workers_running = msg.heartbeat().workers_running();
+      for (const auto& r : msg.heartbeat().reports()) HandleReport(node, r, out);
+      break;
+    case v1::AgentMessage::kWorker:
+      HandleWorkerEvent(node, msg.worker(), now_s, out);
+      break;
+    case v1::AgentMessage::kLog:
+      for (const auto& line : msg.log().lines()) {
+        out.push_back(PrintLine{msg.log().stderr(), absl::StrCat("[rank ", msg.log().rank(), "] ", line)});
+      }
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+void JobState::HandleReport(int node, const v1::WorkerReport& r, JobActions& out) {
+  RankProgress& rs = ranks_[r.rank()];
+  rs.node = node;
+  rs.samples += r.samples();
+  rs.busy_s += r.interval_s();
+  rs.step = std::max<int64_t>(rs.step, r.step());
+  rs.loss = r.loss();
+  rs.has_loss = true;
+  if (r.has_test_accuracy()) rs.test_accuracy = r.test_accuracy();
+  if (r.interval_s() > 0) rs.recent_rate = r.samples() / r.interval_s();
+  out.push_back(AppendMetric{node, r});
+}
+
+void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now_s,
+                                 JobActions& out) {
+  RankProgress& rs = ranks_[ev.rank()];
+  rs.node = node;
+  rs.state = ev.state();
+  if (ev.pid() != 0) rs.pid = ev.pid();
+  if (ev.state() == v1::WorkerEvent::STARTED && round_ && !all_started_reported_) {
+    int started = 0;
+    for (const auto& [rank, r] : ranks_) started += r.state != v1::WorkerEvent::STATE_UNSPECIFIED;
+    if (started == round_->world_size) {
+      all_started_reported_ = true;
+      Say(absl::StrCat("all ", started, " workers started in ", absl::StrFormat("%.2f", now_s), " s"), out);
+      out.push_back(AppendEvent{JsonLine()
+                                    .Add("event", "workers_started")
+                                    .Add("workers", started)
+                                    .Add("elapsed_s", now_s)
+                                    .str()});
+    }
+  } else if (ev.state() == v1::WorkerEvent::FAILED) {
+    const std::string& host = nodes_[node].host;
+    out.push_back(AppendEvent{JsonLine()
+                                  .Add("event", "worker_failed")
+                                  .Add("rank", ev.rank())
+                                  .Add("node", node)
+                                  .Add("host", host)
+                                  .Add("exit_code", ev.exit_code())
+                                  .Add("signal", ev.signal())
+                                  .str()});
+    Fail(Outcome::kFailed,
+         absl::StrCat("rank ", ev.rank(), " on node ", node, " (", host, ") failed with ",
+                      DescribeWorkerExit(ev)),
+         {ev.last_lines().begin(), ev.last_lines().end()}, now_s, out);
+  }
+  MaybeFinish(now_s, out);
+}
+
+JobActions JobState::OnSessionEnded(int node, int session, double now_s) {
+  JobActions out;
+  Node& n = nodes_[node];
+  if (n.session != session || n.session_ended) return out;  // a replaced session
+  n.session_ended = true;
+  bool unfinished = false;
+  for (const auto& [rank, r] : ranks_) {
+    if (r.node == node && !Finished(r.state)) unfinished = true;
+  }
+  if (unfinished) {
+    NodeLost(node, "its agent's session ended with workers unaccounted for", now_s, out);
+  }
+  MaybeFinish(now_s, out);
+  return out;
+}
+
+JobActions JobState::OnLauncherExited(int index, int wait_status,
+                                      const std::vector<std::string>& tail, double now_s) {
+  JobActions out;
+  --launchers_running_;
+  bool ok = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+  if (!ok && outcome_ == Outcome::kRunning) {
+    std::string program = index >= 0 && index < static_cast<int>(launcher_programs_.size())
+                              ? launcher_programs_[index]
+                              : "?";
+    std::string what = absl::StrCat("node launcher `", program, "` (", config_.node_launcher,
+                                    " #", index, ") ended with ", DescribeWaitStatus(wait_status));
+    if (!round_) {
+      Fail(Outcome::kLaunchError, what + " before all nodes joined", tail, now_s, out);
+    } else if (WIFSIGNALED(wait_status)) {
+      Fail(Outcome::kFailed, what + ": the node(s) it started are lost", tail, now_s, out);
+    }
+  }
+  MaybeFinish(now_s, out);
+  return out;
+}
+
+JobActions JobState::OnTick(double now_s) {
+  JobActions out;
+  if (finished_) return out;
+  if (round_) {
+    const double lost_after = config_.heartbeat_s * config_.heartbeat_misses;
+    SendPing ping;
+    for (auto& [i, n] : nodes_) {
+      if (SessionOpen(n)) {
+        ping.nodes.push_back(i);
+        if (outcome_ == Outcome::kRunning && now_s - n.last_seen_s > lost_after) {
+          NodeLost(i, absl::StrFormat("no heartbeat for %.1f s", now_s - n.last_seen_s), now_s, out);
+        }
+      } else if (n.session < 0 && outcome_ == Outcome::kRunning &&
+                 now_s - rendezvous_closed_at_s_ > lost_after + kSessionOpenSlackS) {
+        NodeLost(i, "its agent joined but never opened its session", now_s, out);
+      }
+    }
+    if (!ping.nodes.empty()) out.insert(out.begin(), std::move(ping));
+  }
+  if (outcome_ == Outcome::kRunning && now_s - last_summary_s_ >= config_.summary_interval_s) {
+    int up = 0, running = 0;
+    for (const auto& [i, n] : nodes_) {
+      if (SessionOpen(n)) {
+        ++up;
+        running += n.workers_running;
+      }
+    }
+    Say(SummaryLine(now_s, up, static_cast<int>(config_.hosts.size()), running,
+                    round_ ? round_->world_size : 0, ranks_),
+        out);
+    last_summary_s_ = now_s;
+  }
+  return out;
+}
+
+JobActions JobState::OnSignal(int signal, double now_s) {
+  JobActions out;
+  if (finished_) return out;
+  ++signals_seen_;
+  if (signals_seen_ == 1) {
+    Fail(Outcome::kInterrupted, absl::StrCat("interrupted by signal ", signal), {}, now_s, out);
+    out.push_back(PrintLine{true, absl::StrCat("[dlaunch] waiting up to ", config_.stop_grace_s,
+                                               " s for workers to stop (Ctrl-C again to kill them now)")});
+  } else {
+    out.push_back(PrintLine{true, "[dlaunch] killing all workers now"});
+    if (outcome_ == Outcome::kRunning) outcome_ = Outcome::kInterrupted;
+    StopAll(0, "interrupted", now_s, out);
+    out.push_back(StopLaunchers{500});
+  }
+  return out;
+}
+
+JobActions JobState::OnStopDeadline(double now_s) {
+  JobActions out;
+  // A timer for a deadline that has since moved earlier, or that fired a hair early.
+  if (finished_ || !stop_deadline_s_ || now_s + 0.001 < *stop_deadline_s_) return out;
+  out.push_back(PrintLine{true, "[dlaunch] nodes did not finish stopping in time; killing the node launchers"});
+  out.push_back(KillLaunchers{});
+  Finish(now_s, out);
+  return out;
+}
+
+JobActions JobState::OnCallRefused(const std::string& peer, const std::string& method) {
+  JobActions out;
+  out.push_back(PrintLine{true, absl::StrCat("[dlaunch] refused ", method, " from ", peer,
+                                             ": missing or wrong job token")});
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "call_refused")
+                                .Add("peer", peer)
+                                .Add("method", method)
+                                .str()});
+  return out;
+}
+
+void JobState::NodeLost(int node, const std::string& why, double now_s, JobActions& out) {
+  const Node& n = nodes_[node];
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "node_lost")
+                                .Add("node", node)
+                                .Add("host", n.host)
+                                .Add("reason", why)
+                                .str()});
+  Fail(Outcome::kFailed, absl::StrCat("node ", node, " (", n.host, ") lost: ", why), {}, now_s, out);
+}
+
+void JobState::Fail(Outcome outcome, const std::string& reason, std::vector<std::string> detail,
+                    double now_s, JobActions& out) {
+  if (outcome_ != Outcome::kRunning) return;  // the first failure is the one reported
+  outcome_ = outcome;
+  failure_ = reason;
+  failure_detail_ = std::move(detail);
+  out.push_back(PrintLine{true, absl::StrCat("[dlaunch] ", outcome == Outcome::kInterrupted ? "" : "error: ",
+                                             reason, "; stopping all workers")});
+  StopAll(config_.stop_grace_s, reason, now_s, out);
+}
+
+void JobState::StopAll(double grace_s, const std::string& reason, double now_s, JobActions& out) {
+  SendStop stop{{}, Ms(grace_s), reason};
+  for (const auto& [i, n] : nodes_) {
+    if (SessionOpen(n)) stop.nodes.push_back(i);
+  }
+  if (!stop.nodes.empty()) out.push_back(std::move(stop));
+  // Agents still in the rendezvous have no workers yet: stopping their launchers is enough.
+  if (!round_) out.push_back(StopLaunchers{Ms(grace_s)});
+  if (!stop_started_at_s_) stop_started_at_s_ = now_s;
+  double deadline = now_s + grace_s + config_.heartbeat_s * config_.heartbeat_misses + kStopSlackS;
+  if (!stop_deadline_s_ || deadline < *stop_deadline_s_) {
+    stop_deadline_s_ = deadline;
+    out.push_back(ArmStopDeadline{deadline});
+  }
+  MaybeFinish(now_s, out);
+}
+
+void JobState::MaybeFinish(double now_s, JobActions& out) {
+  if (finished_) return;
+  if (outcome_ == Outcome::kRunning && round_) {
+    int succeeded = 0;
+    for (const auto& [rank, r] : ranks_) succeeded += r.state == v1::WorkerEvent::SUCCEEDED;
+    if (succeeded == round_->world_size) outcome_ = Outcome::kSucceeded;
+  }
+  if (outcome_ == Outcome::kRunning) return;
+  for (const auto& [i, n] : nodes_) {
+    if (SessionOpen(n)) return;
+  }
+  if (launchers_running_ > 0) {
+    // Success: the agents are exiting on their own. Bound the wait as for a stop.
+    if (!stop_started_at_s_) StopAll(config_.stop_grace_s, "job finished", now_s, out);
+    return;
+  }
+  Finish(now_s, out);
+}
+
+void JobState::Finish(double now_s, JobActions& out) {
+  if (finished_) return;
+  finished_ = true;
+  JobSummary s;
+  s.job_id = config_.job_id;
+  switch (outcome_) {
+    case Outcome::kSucceeded: s.result = "succeeded"; s.exit_code = kExitOk; break;
+    case Outcome::kLaunchError: s.result = "launch error"; s.exit_code = kExitLaunchError; break;
+    case Outcome::kInterrupted: s.result = "interrupted"; s.exit_code = kExitInterrupted; break;
+    case Outcome::kFailed:
+    case Outcome::kRunning: s.result = "failed"; s.exit_code = kExitJobFailed; break;
+  }
+  s.wall_time_s = now_s;
+  s.nodes = round_ ? static_cast<int>(round_->nodes.size()) : 0;
+  s.world_size = round_ ? round_->world_size : 0;
+  s.failure = failure_;
+  s.failure_detail = failure_detail_;
+  SummarizeRanks(ranks_, &s);
+  std::map<int, std::string> hosts;
+  for (const auto& [i, n] : nodes_) hosts[i] = n.host;
+  for (auto& line : FinalReport(s, ranks_, hosts)) {
+    out.push_back(PrintLine{s.exit_code != 0, std::move(line)});
+  }
+  out.push_back(WriteSummary{SummaryJson(s)});
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "job_finished")
+                                .Add("result", s.result)
+                                .Add("exit_code", s.exit_code)
+                                .Add("wall_time_s", now_s)
+                                .str()});
+  out.push_back(FinishJob{s.exit_code});
+}
+
+}  // namespace dlaunch

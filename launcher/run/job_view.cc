@@ -1,0 +1,134 @@
+#include "launcher/run/job_view.h"
+
+#include <string.h>
+
+#include <algorithm>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/json_line.h"
+
+namespace dlaunch {
+
+void SummarizeRanks(const std::map<int, RankProgress>& ranks, JobSummary* summary) {
+  double loss_sum = 0;
+  int loss_n = 0;
+  summary->samples = 0;
+  summary->samples_per_sec = 0;
+  for (const auto& [rank, r] : ranks) {
+    summary->samples += r.samples;
+    if (r.busy_s > 0) summary->samples_per_sec += r.samples / r.busy_s;
+    if (r.test_accuracy) summary->test_accuracy = r.test_accuracy;
+    if (r.has_loss) {
+      loss_sum += r.loss;
+      ++loss_n;
+    }
+  }
+  if (loss_n > 0) summary->final_loss = loss_sum / loss_n;
+}
+
+std::string SummaryLine(double elapsed_s, int nodes_up, int nodes, int workers_running,
+                        int world_size, const std::map<int, RankProgress>& ranks) {
+  int64_t step = 0;
+  double rate = 0;
+  for (const auto& [rank, r] : ranks) {
+    step = std::max(step, r.step);
+    if (r.state != v1::WorkerEvent::SUCCEEDED && r.state != v1::WorkerEvent::FAILED) {
+      rate += r.recent_rate;
+    }
+  }
+  std::string line = absl::StrFormat("%6.1fs  nodes %d/%d up  workers %d/%d running", elapsed_s,
+                                     nodes_up, nodes, workers_running, world_size);
+  if (rate > 0 || step > 0) absl::StrAppendFormat(&line, "  step %d  %.1f samples/s", step, rate);
+  return line;
+}
+
+std::vector<std::string> FinalReport(const JobSummary& s, const std::map<int, RankProgress>& ranks,
+                                     const std::map<int, std::string>& hosts) {
+  std::vector<std::string> lines;
+  std::string head = absl::StrFormat("[dlaunch] job %s %s in %.2f s", s.job_id, s.result,
+                                     s.wall_time_s);
+  if (s.nodes > 0) absl::StrAppendFormat(&head, ": %d node(s), %d worker(s)", s.nodes, s.world_size);
+  lines.push_back(head);
+  if (s.exit_code != 0 && !s.failure.empty()) {
+    lines.push_back("[dlaunch] " + s.failure);
+    if (!s.failure_detail.empty()) {
+      lines.push_back("[dlaunch] last lines of its log:");
+      for (const auto& l : s.failure_detail) lines.push_back("    | " + l);
+    }
+  }
+  if (s.samples <= 0) return lines;
+  lines.push_back(absl::StrFormat("[dlaunch]   %4s %4s %-16s %10s %11s %8s %9s", "rank", "node",
+                                  "host", "samples", "samples/s", "step", "loss"));
+  for (const auto& [rank, r] : ranks) {
+    auto host = hosts.find(r.node);
+    lines.push_back(absl::StrFormat("[dlaunch]   %4d %4d %-16s %10d %11.1f %8d %9.4f", rank, r.node,
+                                    host == hosts.end() ? "?" : host->second, r.samples,
+                                    r.busy_s > 0 ? r.samples / r.busy_s : 0.0, r.step, r.loss));
+  }
+  std::string throughput = absl::StrFormat(
+      "[dlaunch] throughput: %.1f samples/s total, %.1f per rank", s.samples_per_sec,
+      s.world_size > 0 ? s.samples_per_sec / s.world_size : 0.0);
+  if (s.test_accuracy) absl::StrAppendFormat(&throughput, ", test accuracy %.2f%%", *s.test_accuracy * 100);
+  lines.push_back(throughput);
+  return lines;
+}
+
+std::string SummaryJson(const JobSummary& s) {
+  JsonLine json;
+  json.Add("job_id", s.job_id)
+      .Add("result", s.result)
+      .Add("exit_code", s.exit_code)
+      .Add("wall_time_s", s.wall_time_s)
+      .Add("nodes", s.nodes)
+      .Add("world_size", s.world_size)
+      .Add("samples", s.samples)
+      .Add("samples_per_sec", s.samples_per_sec)
+      .Add("samples_per_sec_per_rank", s.world_size > 0 ? s.samples_per_sec / s.world_size : 0.0);
+  if (s.final_loss) json.Add("final_loss", *s.final_loss);
+  if (s.test_accuracy) json.Add("test_accuracy", *s.test_accuracy);
+  if (!s.failure.empty()) json.Add("failure", s.failure);
+  return json.str();
+}
+
+absl::StatusOr<std::string> MetricLine(const std::string& time, int node,
+                                       const v1::WorkerReport& r) {
+  v1::MetricRecord m;
+  m.set_time(time);
+  m.set_node(node);
+  m.set_rank(r.rank());
+  m.set_step(static_cast<double>(r.step()));
+  m.set_epoch(r.epoch());
+  m.set_samples(static_cast<double>(r.samples()));
+  m.set_interval_s(r.interval_s());
+  m.set_samples_per_sec(r.samples_per_sec());
+  m.set_loss(r.loss());
+  m.set_data_ms(r.timings().data_ms());
+  m.set_forward_ms(r.timings().forward_ms());
+  m.set_backward_ms(r.timings().backward_ms());
+  m.set_comm_wait_ms(r.timings().comm_wait_ms());
+  m.set_optimizer_ms(r.timings().optimizer_ms());
+  if (r.has_accuracy()) m.set_accuracy(r.accuracy());
+  if (r.has_test_accuracy()) m.set_test_accuracy(r.test_accuracy());
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string line;
+  auto status = google::protobuf::util::MessageToJsonString(m, &line, options);
+  if (!status.ok()) {
+    return absl::InternalError(absl::StrCat("cannot write a metrics line: ", status.ToString()));
+  }
+  return line;
+}
+
+std::string DescribeWorkerExit(const v1::WorkerEvent& event) {
+  if (event.signal() != 0) {
+    const char* name = strsignal(event.signal());
+    return absl::StrCat("signal ", event.signal(), " (", name ? name : "?", ")");
+  }
+  return absl::StrCat("exit code ", event.exit_code());
+}
+
+}  // namespace dlaunch

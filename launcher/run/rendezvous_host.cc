@@ -1,0 +1,97 @@
+#include "launcher/run/rendezvous_host.h"
+
+#include <utility>
+
+#include "launcher/run/run_plan.h"
+
+namespace dlaunch {
+
+RendezvousHost::RendezvousHost(boost::asio::io_context& io, RendezvousConfig config,
+                               v1::JoinResponse response_template,
+                               std::chrono::steady_clock::time_point start, Callbacks callbacks)
+    : state_(std::move(config), 0.0),
+      template_(std::move(response_template)),
+      start_(start),
+      callbacks_(std::move(callbacks)),
+      deadline_(io) {}
+
+double RendezvousHost::Now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void RendezvousHost::Start() {
+  accepting_ = true;
+  Settle();
+}
+
+void RendezvousHost::Join(const Participant& p, JoinReply reply) {
+  if (!accepting_) {
+    reply(absl::CancelledError("launcher is not accepting joins"));
+    return;
+  }
+  if (absl::Status st = state_.Join(p, Now()); !st.ok()) {
+    reply(st);
+    return;
+  }
+  callbacks_.on_joined(p, state_.joined(), state_.config().max_nodes);
+  waiting_[p.agent_id] = std::move(reply);
+  Settle();
+}
+
+void RendezvousHost::Cancel(const std::string& agent_id) {
+  auto it = waiting_.find(agent_id);
+  if (it == waiting_.end()) return;
+  JoinReply reply = std::move(it->second);
+  waiting_.erase(it);
+  state_.Leave(agent_id, Now());
+  reply(absl::CancelledError("agent went away"));
+  Settle();
+}
+
+void RendezvousHost::Shutdown() {
+  accepting_ = false;
+  deadline_.cancel();
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& [id, reply] : waiting) reply(absl::CancelledError("launcher is stopping"));
+}
+
+void RendezvousHost::Settle() {
+  if (!accepting_) return;
+  RendezvousPhase phase = state_.Poll(Now());
+  if (phase == RendezvousPhase::kClosed || phase == RendezvousPhase::kFailed) {
+    deadline_.cancel();
+    if (!outcome_reported_) {
+      outcome_reported_ = true;
+      if (phase == RendezvousPhase::kClosed) {
+        callbacks_.on_closed(*state_.result());
+      } else {
+        callbacks_.on_failed(state_.failure());
+      }
+    }
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    for (auto& [id, reply] : waiting) {
+      if (phase == RendezvousPhase::kFailed) {
+        reply(state_.failure());
+        continue;
+      }
+      const NodeAssignment* a = state_.AssignmentFor(id);
+      if (a == nullptr) {
+        reply(absl::FailedPreconditionError("not a member of the closed round"));
+      } else {
+        reply(MakeJoinResponse(template_, *state_.result(), *a));
+      }
+    }
+    return;
+  }
+  std::optional<double> next = state_.NextDeadline();
+  if (!next) return;
+  // A millisecond past the deadline, so the Poll it triggers sees it passed.
+  deadline_.expires_at(start_ + std::chrono::microseconds(static_cast<int64_t>(*next * 1e6) + 1000));
+  deadline_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) Settle();
+  });
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,54 @@
+// RendezvousHost: runs the job's RendezvousState on the event loop. It answers each Join when
+// the round closes or fails, whether that happens on a later Join or at a deadline (a timer
+// armed at the state's next deadline), so no thread waits and nothing polls.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+
+#include <boost/asio.hpp>
+
+#include "launcher/run/control_handler.h"
+#include "rendezvous/rendezvous_state.h"
+
+namespace dlaunch {
+
+class RendezvousHost {
+ public:
+  struct Callbacks {
+    std::function<void(const Participant&, int joined, int expected)> on_joined;
+    std::function<void(const RoundResult&)> on_closed;
+    std::function<void(const absl::Status&)> on_failed;
+  };
+  // Times are seconds since `start`, the job's start on the steady clock the controller also
+  // uses. `response_template` holds the job-wide fields of every JoinResponse.
+  RendezvousHost(boost::asio::io_context& io, RendezvousConfig config,
+                 v1::JoinResponse response_template, std::chrono::steady_clock::time_point start,
+                 Callbacks callbacks);
+
+  // Opens the round and arms the deadline timer, so a round that nobody joins still fails on
+  // time. Joins before Start (no agent has been launched yet) are refused.
+  void Start();
+  void Join(const Participant& participant, JoinReply reply);
+  void Cancel(const std::string& agent_id);
+  // Answers every waiting Join with CANCELLED and refuses later ones (the launcher is stopping).
+  void Shutdown();
+
+ private:
+  double Now() const;
+  // Advances the state, reports its outcome once, answers waiting Joins or re-arms the timer.
+  void Settle();
+
+  RendezvousState state_;
+  const v1::JoinResponse template_;
+  const std::chrono::steady_clock::time_point start_;
+  Callbacks callbacks_;
+  boost::asio::steady_timer deadline_;
+  std::map<std::string, JoinReply> waiting_;  // by agent id
+  bool outcome_reported_ = false;
+  bool accepting_ = false;  // between Start and Shutdown
+};
+
+}  // namespace dlaunch

@@ -1,0 +1,59 @@
+#include "launcher/run/run_plan.h"
+
+#include "common/host_identity.h"
+
+namespace dlaunch {
+
+RendezvousConfig MakeRendezvousConfig(const JobSpec& spec, const HostPlan& plan) {
+  RendezvousConfig rc;
+  rc.min_nodes = plan.min_nodes;
+  rc.max_nodes = plan.max_nodes;
+  for (const auto& h : plan.hosts) rc.host_order.push_back(ShortHostName(h));
+  rc.join_timeout_s = spec.join_timeout_s;
+  rc.last_call_s = spec.last_call_s;
+  rc.master_port = spec.master_port;
+  return rc;
+}
+
+v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& placement) {
+  v1::JoinResponse t;
+  t.set_job_id(placement.job_id);
+  t.set_job_dir(placement.job_dir);
+  v1::WorkerTemplate* w = t.mutable_worker();
+  for (const auto& a : placement.worker_argv) w->add_argv(a);
+  for (const auto& [k, v] : spec.env) (*w->mutable_env())[k] = v;
+  w->set_workdir(placement.workdir);
+  w->set_isolate_gpus(spec.isolate_gpus);
+  w->set_gpus_per_proc(spec.gpus_per_proc);
+  t.set_heartbeat_ms(static_cast<int>(spec.heartbeat_interval_s * 1000));
+  t.set_grace_ms(static_cast<int>(spec.stop_grace_s * 1000));
+  t.set_max_restarts(spec.max_restarts);
+  t.set_forward_all(spec.show_all_ranks);
+  for (int r : spec.show_ranks) t.add_forward_ranks(r);
+  return t;
+}
+
+v1::JoinResponse MakeJoinResponse(const v1::JoinResponse& response_template,
+                                  const RoundResult& round, const NodeAssignment& assignment) {
+  v1::JoinResponse r = response_template;
+  r.set_round(round.round);
+  r.set_node_rank(assignment.node_rank);
+  r.set_nnodes(static_cast<int>(round.nodes.size()));
+  r.set_rank_offset(assignment.rank_offset);
+  r.set_local_world_size(assignment.local_world_size);
+  r.set_world_size(round.world_size);
+  r.set_master_addr(round.master_addr);
+  r.set_master_port(round.master_port);
+  return r;
+}
+
+std::vector<std::string> MakeAgentArgv(const std::string& agent_program,
+                                       const std::string& control_address,
+                                       const std::string& token_file, const JobSpec& spec) {
+  return {agent_program, "--control", control_address, "--token-file", token_file,
+          "--nproc", std::to_string(spec.nproc_per_node),
+          "--join-timeout", std::to_string(spec.join_timeout_s),
+          "--tail-lines", std::to_string(spec.tail_lines)};
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,40 @@
+// The run plan: what `dlaunch run` derives from the job spec and the host plan before anything
+// starts — the rendezvous configuration, the job-wide part of every JoinResponse, the agent's
+// command line. Pure functions, unit-tested.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dlaunch/control.pb.h"
+#include "launcher/run/allocation.h"
+#include "launcher/spec/job_spec.h"
+#include "rendezvous/rendezvous_state.h"
+
+namespace dlaunch {
+
+// Node counts and host order from the plan (short host names, as agents report them), timing
+// from the spec.
+RendezvousConfig MakeRendezvousConfig(const JobSpec& spec, const HostPlan& plan);
+
+// Where the job's files and worker program are, once resolved on the launcher's host.
+struct JobPlacement {
+  std::string job_id;
+  std::string job_dir;
+  std::vector<std::string> worker_argv;  // spec.command with its program resolved
+  std::string workdir;                   // absolute
+};
+
+// The fields every node's JoinResponse shares: job, worker template, heartbeat, grace.
+v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& placement);
+
+// `response_template` completed with one node's place in a closed round.
+v1::JoinResponse MakeJoinResponse(const v1::JoinResponse& response_template,
+                                  const RoundResult& round, const NodeAssignment& assignment);
+
+// dlaunch-agent's command line; the token travels in a file, never on the command line.
+std::vector<std::string> MakeAgentArgv(const std::string& agent_program,
+                                       const std::string& control_address,
+                                       const std::string& token_file, const JobSpec& spec);
+
+}  // namespace dlaunch

@@ -1,0 +1,123 @@
+#include "launcher/cli/run_flags.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace dlaunch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(RunFlagsTest, ParsesEveryFlagInBothForms) {
+  auto f = ParseRunFlags({"job.yaml", "--hosts", "n[1-2]", "--nnodes=1:2", "--nproc_per_node", "4",
+                          "--launcher", "ssh", "--launcher-cmd", "mpiexec -n 2", "--job-dir", "d",
+                          "--job-root", "r", "--name", "x", "--control-addr", "10.0.0.1",
+                          "--port", "4000", "--show-ranks", "0,3", "--grace", "1.5",
+                          "--heartbeat=0.5", "--join-timeout", "20"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->spec_path, "job.yaml");
+  EXPECT_THAT(f->hosts, ElementsAre("n1", "n2"));
+  EXPECT_EQ(f->nnodes, "1:2");
+  EXPECT_EQ(f->nproc_per_node, 4);
+  EXPECT_EQ(f->launcher, "ssh");
+  EXPECT_EQ(f->launcher_cmd, "mpiexec -n 2");
+  EXPECT_EQ(f->job_dir, "d");
+  EXPECT_EQ(f->job_root, "r");
+  EXPECT_EQ(f->name, "x");
+  EXPECT_EQ(f->control_addr, "10.0.0.1");
+  EXPECT_EQ(f->port, 4000);
+  EXPECT_EQ(f->show_ranks, "0,3");
+  EXPECT_EQ(f->grace_s, 1.5);
+  EXPECT_EQ(f->heartbeat_s, 0.5);
+  EXPECT_EQ(f->join_timeout_s, 20);
+  EXPECT_TRUE(f->command.empty());
+}
+
+TEST(RunFlagsTest, CommandAfterDashesKeepsItsOwnFlags) {
+  auto f = ParseRunFlags({"--nproc-per-node", "gpu", "--", "python", "train.py", "--port", "x"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->nproc_per_node, 0);
+  EXPECT_THAT(f->command, ElementsAre("python", "train.py", "--port", "x"));
+}
+
+TEST(RunFlagsTest, BadValuesNameTheFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"--nproc-per-node", "0", "--", "t"}, "--nproc-per-node: expected a positive integer or 'gpu', got '0'"},
+      {{"--port", "70000", "--", "t"}, "--port: expected 0..65535, got '70000'"},
+      {{"--grace", "-1", "--", "t"}, "--grace: not a non-negative number: '-1'"},
+      {{"--heartbeat", "x", "--", "t"}, "--heartbeat: not a non-negative number: 'x'"},
+      {{"--hosts", "n[2-1]", "--", "t"}, "--hosts: "},
+      {{"--grace"}, "--grace needs a value"},
+      {{"--nnode", "2", "--", "t"}, "unknown flag --nnode (did you mean --nnodes?)"},
+      {{"a.yaml", "b.yaml"}, "unexpected argument 'b.yaml' (put the worker command after `--`)"},
+      {{}, "give a job.yaml or a command after `--`"},
+  };
+  for (const Case& c : cases) {
+    auto f = ParseRunFlags(c.args);
+    ASSERT_FALSE(f.ok()) << c.message;
+    EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(f.status().message(), HasSubstr(c.message));
+  }
+}
+
+TEST(RunFlagsTest, HelpIsOnlyLookedForBeforeTheCommand) {
+  EXPECT_TRUE(WantsRunHelp({"--nnodes", "2", "--help"}));
+  EXPECT_TRUE(WantsRunHelp({"-h"}));
+  EXPECT_FALSE(WantsRunHelp({"--", "train", "--help"}));
+}
+
+TEST(RunFlagsTest, FlagsOverrideTheSpec) {
+  RunFlags f;
+  f.command = {"/bin/true"};
+  f.nnodes = "2:4";
+  f.nproc_per_node = 3;
+  f.grace_s = 0;
+  f.heartbeat_s = 0.5;
+  f.join_timeout_s = 9;
+  f.port = 0;
+  f.show_ranks = "0,2";
+  auto spec = BuildRunSpec(f);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->min_nodes, 2);
+  EXPECT_EQ(spec->max_nodes, 4);
+  EXPECT_FALSE(spec->nodes_auto);
+  EXPECT_EQ(spec->nproc_per_node, 3);
+  EXPECT_EQ(spec->stop_grace_s, 0);
+  EXPECT_EQ(spec->heartbeat_interval_s, 0.5);
+  EXPECT_EQ(spec->join_timeout_s, 9);
+  EXPECT_EQ(spec->control_port, 0);
+  EXPECT_FALSE(spec->show_all_ranks);
+  EXPECT_THAT(spec->show_ranks, ElementsAre(0, 2));
+  EXPECT_THAT(spec->command, ElementsAre("/bin/true"));
+}
+
+TEST(RunFlagsTest, WithoutNnodesACommandLineJobUsesEveryHost) {
+  RunFlags f;
+  f.command = {"/bin/true"};
+  auto spec = BuildRunSpec(f);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->nodes_auto);
+}
+
+TEST(RunFlagsTest, BadNodeCountsAndRankListsAreRefused) {
+  RunFlags f;
+  f.command = {"/bin/true"};
+  f.nnodes = "zero";
+  auto spec = BuildRunSpec(f);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(), "--nnodes: expected N or MIN:MAX, got 'zero'");
+  f.nnodes = "3:2";
+  EXPECT_FALSE(BuildRunSpec(f).ok());
+  f.nnodes = "";
+  f.show_ranks = "0,x";
+  spec = BuildRunSpec(f);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(spec.status().message(), HasSubstr("--show-ranks: expected 'all' or ranks like 0,3"));
+}
+
+}  // namespace
+}  // namespace dlaunch

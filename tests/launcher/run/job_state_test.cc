@@ -1,0 +1,407 @@
+// JobState's decisions with synthetic times: no clocks, threads, sockets or processes.
+#include "launcher/run/job_state.h"
+
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/exit_codes.h"
+
+namespace dlaunch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+template <typename T>
+std::vector<T> All(const JobActions& actions) {
+  std::vector<T> out;
+  for (const auto& a : actions) {
+    if (const T* t = std::get_if<T>(&a)) out.push_back(*t);
+  }
+  return out;
+}
+
+template <typename T>
+bool Has(const JobActions& actions) {
+  return !All<T>(actions).empty();
+}
+
+std::string Printed(const JobActions& actions, bool to_stderr) {
+  std::string text;
+  for (const auto& p : All<PrintLine>(actions)) {
+    if (p.to_stderr == to_stderr) text += p.text + "\n";
+  }
+  return text;
+}
+
+std::string Events(const JobActions& actions) {
+  std::string text;
+  for (const auto& e : All<AppendEvent>(actions)) text += e.json + "\n";
+  return text;
+}
+
+std::optional<int> ExitCode(const JobActions& actions) {
+  auto f = All<FinishJob>(actions);
+  if (f.empty()) return std::nullopt;
+  return f.back().exit_code;
+}
+
+JobConfig Config(int nodes) {
+  JobConfig c;
+  c.job_id = "job-1";
+  c.job_dir = "/runs/job-1";
+  for (int i = 0; i < nodes; ++i) c.hosts.push_back("n" + std::to_string(i));
+  c.node_launcher = "local";
+  c.heartbeat_s = 1;
+  c.heartbeat_misses = 3;
+  c.stop_grace_s = 2;
+  c.summary_interval_s = 5;
+  return c;
+}
+
+// `nodes` nodes with `slots` ranks each, node i at host n<i>.
+RoundResult Round(int nodes, int slots) {
+  RoundResult r;
+  for (int i = 0; i < nodes; ++i) {
+    Participant p;
+    p.agent_id = "a" + std::to_string(i);
+    p.host = "n" + std::to_string(i);
+    p.addr = "10.0.0." + std::to_string(i);
+    p.slots = slots;
+    r.nodes.push_back(p);
+    r.assignments.push_back({i, i * slots, slots});
+  }
+  r.world_size = nodes * slots;
+  r.master_addr = "10.0.0.0";
+  r.master_port = 29500;
+  return r;
+}
+
+v1::AgentMessage Worker(int rank, v1::WorkerEvent::State state, int exit_code = 0, int sig = 0) {
+  v1::AgentMessage m;
+  m.mutable_worker()->set_rank(rank);
+  m.mutable_worker()->set_state(state);
+  m.mutable_worker()->set_exit_code(exit_code);
+  m.mutable_worker()->set_signal(sig);
+  return m;
+}
+
+v1::AgentMessage Heartbeat(int running) {
+  v1::AgentMessage m;
+  m.mutable_heartbeat()->set_workers_running(running);
+  return m;
+}
+
+constexpr int kExited0 = 0;           // wait status of exit(0)
+constexpr int kExited1 = 1 << 8;      // exit(1)
+constexpr int kKilled = SIGKILL;      // killed by SIGKILL
+
+// A job of `nodes` x `slots`, its launchers started at t=0, the round closed and every
+// session open at t=1.
+class JobStateTest : public ::testing::Test {
+ protected:
+  void Begin(int nodes, int slots) {
+    nodes_ = nodes;
+    state_ = std::make_unique<JobState>(Config(nodes));
+    std::vector<std::string> programs(nodes, "dlaunch-agent");
+    state_->OnStarted(programs, 0);
+    state_->OnRendezvousClosed(Round(nodes, slots), 1);
+    for (int i = 0; i < nodes; ++i) state_->OnSessionOpened(i, 100 + i, 1);
+  }
+  // Every session ends and every launcher exits 0, from t.
+  JobActions EndAll(double t) {
+    JobActions out;
+    for (int i = 0; i < nodes_; ++i) {
+      auto a = state_->OnSessionEnded(i, 100 + i, t);
+      out.insert(out.end(), a.begin(), a.end());
+    }
+    for (int i = 0; i < nodes_; ++i) {
+      auto a = state_->OnLauncherExited(i, kExited0, {}, t);
+      out.insert(out.end(), a.begin(), a.end());
+    }
+    return out;
+  }
+  int nodes_ = 0;
+  std::unique_ptr<JobState> state_;
+};
+
+TEST_F(JobStateTest, StartAnnouncesTheJob) {
+  JobState s(Config(2));
+  JobActions a = s.OnStarted({"a", "b"}, 0);
+  EXPECT_THAT(Printed(a, false), HasSubstr("job job-1: 2 node(s) via local, job dir /runs/job-1"));
+  EXPECT_THAT(Events(a), HasSubstr("\"event\":\"job_started\""));
+  EXPECT_THAT(Events(a), HasSubstr("\"hosts\":[\"n0\",\"n1\"]"));
+}
+
+TEST_F(JobStateTest, AllRanksSucceedingFinishesWithZeroOnceNodesAreGone) {
+  Begin(2, 1);
+  EXPECT_FALSE(ExitCode(state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::SUCCEEDED), 5)));
+  JobActions last = state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::SUCCEEDED), 6);
+  // Succeeded, but the agents are still connected: no finish yet, and no stop sent.
+  EXPECT_FALSE(ExitCode(last));
+  EXPECT_FALSE(Has<SendStop>(last));
+  JobActions end = EndAll(7);
+  EXPECT_EQ(ExitCode(end), kExitOk);
+  EXPECT_TRUE(state_->finished());
+  auto summary = All<WriteSummary>(end);
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_THAT(summary[0].json, HasSubstr("\"result\":\"succeeded\""));
+  EXPECT_THAT(summary[0].json, HasSubstr("\"exit_code\":0"));
+  EXPECT_THAT(Events(end), HasSubstr("\"event\":\"job_finished\""));
+  EXPECT_THAT(Printed(end, false), HasSubstr("[dlaunch] job job-1 succeeded in 7.00 s: 2 node(s), 2 worker(s)"));
+}
+
+TEST_F(JobStateTest, SuccessWaitsForLaunchersBoundedByTheStopDeadline) {
+  Begin(1, 1);
+  state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::SUCCEEDED), 5);
+  JobActions ended = state_->OnSessionEnded(0, 100, 6);
+  EXPECT_FALSE(ExitCode(ended));
+  auto arm = All<ArmStopDeadline>(ended);
+  ASSERT_EQ(arm.size(), 1u);
+  EXPECT_DOUBLE_EQ(arm[0].at_s, 6 + 2 + 3 + 5);  // grace + heartbeat x misses + slack
+  JobActions late = state_->OnStopDeadline(16);
+  EXPECT_TRUE(Has<KillLaunchers>(late));
+  EXPECT_THAT(Printed(late, true), HasSubstr("did not finish stopping in time"));
+  // Everyone succeeded, so the result stands.
+  EXPECT_EQ(ExitCode(late), kExitOk);
+}
+
+TEST_F(JobStateTest, FirstFailureStopsEveryNodeAndIsTheOneReported) {
+  Begin(2, 2);
+  v1::AgentMessage fail = Worker(3, v1::WorkerEvent::FAILED, 3);
+  fail.mutable_worker()->add_last_lines("failing on purpose");
+  JobActions a = state_->OnAgentMessage(1, fail, 4);
+  EXPECT_THAT(Printed(a, true),
+              HasSubstr("[dlaunch] error: rank 3 on node 1 (n1) failed with exit code 3; stopping all workers"));
+  EXPECT_THAT(Events(a), HasSubstr("\"event\":\"worker_failed\",\"rank\":3,\"node\":1,\"host\":\"n1\",\"exit_code\":3"));
+  auto stop = All<SendStop>(a);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_THAT(stop[0].nodes, ElementsAre(0, 1));
+  EXPECT_EQ(stop[0].grace_ms, 2000);
+  EXPECT_THAT(stop[0].reason, HasSubstr("rank 3 on node 1"));
+  EXPECT_FALSE(Has<StopLaunchers>(a)) << "agents past the rendezvous stop their own workers";
+
+  // A second failure changes nothing.
+  JobActions b = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::FAILED, 9), 5);
+  EXPECT_FALSE(Has<SendStop>(b));
+  EXPECT_THAT(Printed(b, true), IsEmpty());
+
+  JobActions end = EndAll(6);
+  EXPECT_EQ(ExitCode(end), kExitJobFailed);
+  std::string report = Printed(end, true);
+  EXPECT_THAT(report, HasSubstr("[dlaunch] rank 3 on node 1 (n1) failed with exit code 3"));
+  EXPECT_THAT(report, HasSubstr("    | failing on purpose"));
+}
+
+TEST_F(JobStateTest, SignalledRankIsDescribedBySignal) {
+  Begin(1, 1);
+  JobActions a = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::FAILED, 0, SIGKILL), 2);
+  EXPECT_THAT(Printed(a, true), HasSubstr("failed with signal 9 (Killed)"));
+}
+
+TEST_F(JobStateTest, RepeatedStopsNeverMoveTheKillDeadlineLater) {
+  Begin(2, 1);
+  JobActions first = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::FAILED, 1), 10);
+  auto arm = All<ArmStopDeadline>(first);
+  ASSERT_EQ(arm.size(), 1u);
+  EXPECT_DOUBLE_EQ(arm[0].at_s, 10 + 2 + 3 + 5);
+  // Ctrl-C later: stopping again must not re-arm a later deadline.
+  JobActions sig = state_->OnSignal(SIGINT, 12);
+  EXPECT_FALSE(Has<ArmStopDeadline>(sig));
+  // An early timer (an older deadline) does nothing.
+  EXPECT_THAT(state_->OnStopDeadline(19), IsEmpty());
+  JobActions late = state_->OnStopDeadline(20);
+  EXPECT_TRUE(Has<KillLaunchers>(late));
+  EXPECT_EQ(ExitCode(late), kExitJobFailed) << "the first failure is the result";
+}
+
+TEST_F(JobStateTest, SecondCtrlCKillsNowAndMovesTheDeadlineEarlier) {
+  Begin(2, 1);
+  JobActions first = state_->OnSignal(SIGINT, 10);
+  EXPECT_THAT(Printed(first, true), HasSubstr("[dlaunch] interrupted by signal 2; stopping all workers"));
+  EXPECT_THAT(Printed(first, true), HasSubstr("waiting up to 2 s for workers to stop (Ctrl-C again to kill them now)"));
+  auto stop = All<SendStop>(first);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_EQ(stop[0].grace_ms, 2000);
+  ASSERT_EQ(All<ArmStopDeadline>(first).size(), 1u);
+  EXPECT_DOUBLE_EQ(All<ArmStopDeadline>(first)[0].at_s, 20);
+
+  JobActions second = state_->OnSignal(SIGINT, 10.5);
+  EXPECT_THAT(Printed(second, true), HasSubstr("killing all workers now"));
+  stop = All<SendStop>(second);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_EQ(stop[0].grace_ms, 0);
+  auto launchers = All<StopLaunchers>(second);
+  ASSERT_EQ(launchers.size(), 1u);
+  EXPECT_EQ(launchers[0].grace_ms, 500);
+  auto arm = All<ArmStopDeadline>(second);
+  ASSERT_EQ(arm.size(), 1u);
+  EXPECT_DOUBLE_EQ(arm[0].at_s, 10.5 + 0 + 3 + 5);
+
+  EXPECT_EQ(ExitCode(EndAll(11)), kExitInterrupted);
+}
+
+TEST_F(JobStateTest, SilentNodeIsLostAfterMissedHeartbeats) {
+  Begin(2, 1);
+  // Node 0 keeps beating, node 1 goes quiet after t=1. Limit: 1 s x 3 misses.
+  for (double t = 2; t <= 4; t += 1) {
+    state_->OnAgentMessage(0, Heartbeat(1), t);
+    JobActions tick = state_->OnTick(t);
+    EXPECT_FALSE(Has<SendStop>(tick)) << "t=" << t;
+    auto ping = All<SendPing>(tick);
+    ASSERT_EQ(ping.size(), 1u);
+    EXPECT_THAT(ping[0].nodes, ElementsAre(0, 1));
+  }
+  state_->OnAgentMessage(0, Heartbeat(1), 4.1);
+  JobActions lost = state_->OnTick(4.1);
+  EXPECT_THAT(Events(lost), HasSubstr("\"event\":\"node_lost\",\"node\":1,\"host\":\"n1\",\"reason\":\"no heartbeat for 3.1 s\""));
+  EXPECT_THAT(Printed(lost, true), HasSubstr("error: node 1 (n1) lost: no heartbeat for 3.1 s"));
+  EXPECT_TRUE(Has<SendStop>(lost));
+}
+
+TEST_F(JobStateTest, AgentThatNeverOpensItsSessionIsLost) {
+  JobState s(Config(2));
+  s.OnStarted({"a", "b"}, 0);
+  s.OnRendezvousClosed(Round(2, 1), 1);
+  s.OnSessionOpened(0, 100, 1);
+  for (double t = 2; t <= 9; t += 1) {
+    s.OnAgentMessage(0, Heartbeat(1), t);
+    EXPECT_THAT(Events(s.OnTick(t)), IsEmpty()) << "t=" << t;  // limit: 3 s + 5 s after close
+  }
+  s.OnAgentMessage(0, Heartbeat(1), 9.5);
+  EXPECT_THAT(Events(s.OnTick(9.5)), HasSubstr("its agent joined but never opened its session"));
+}
+
+TEST_F(JobStateTest, SessionEndingWithUnfinishedWorkersLosesTheNode) {
+  Begin(2, 1);
+  state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STARTED), 2);
+  JobActions a = state_->OnSessionEnded(0, 100, 3);
+  EXPECT_THAT(Printed(a, true),
+              HasSubstr("node 0 (n0) lost: its agent's session ended with workers unaccounted for"));
+  auto stop = All<SendStop>(a);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_THAT(stop[0].nodes, ElementsAre(1)) << "only nodes with an open session are told";
+}
+
+TEST_F(JobStateTest, ReplacedSessionEndingIsIgnored) {
+  Begin(1, 1);
+  state_->OnSessionOpened(0, 200, 2);  // the agent reconnected
+  JobActions a = state_->OnSessionEnded(0, 100, 3);
+  EXPECT_THAT(a, IsEmpty());
+}
+
+TEST_F(JobStateTest, LauncherFailingBeforeTheRoundClosesIsALaunchError) {
+  JobState s(Config(2));
+  s.OnStarted({"mpiexec"}, 0);
+  JobActions a = s.OnLauncherExited(0, kExited1, {"mpiexec: no hosts"}, 3);
+  EXPECT_THAT(Printed(a, true),
+              HasSubstr("node launcher `mpiexec` (local #0) ended with exit code 1 before all nodes joined"));
+  EXPECT_TRUE(Has<StopLaunchers>(a)) << "no agent has workers yet";
+  EXPECT_EQ(ExitCode(a), kExitLaunchError) << "no session and no launcher left";
+  EXPECT_THAT(Printed(a, true), HasSubstr("    | mpiexec: no hosts"));
+}
+
+TEST_F(JobStateTest, LauncherKilledAfterTheRoundLosesItsNodes) {
+  Begin(2, 1);
+  JobActions a = state_->OnLauncherExited(1, kKilled, {}, 3);
+  EXPECT_THAT(Printed(a, true), HasSubstr("the node(s) it started are lost"));
+  EXPECT_TRUE(Has<SendStop>(a));
+}
+
+TEST_F(JobStateTest, LauncherExitingCleanlyAfterTheRoundIsNotAFailure) {
+  Begin(2, 1);
+  EXPECT_THAT(Printed(state_->OnLauncherExited(1, kExited1, {}, 3), true), IsEmpty())
+      << "its agent's session says what happened to the node";
+}
+
+TEST_F(JobStateTest, RendezvousFailureIsALaunchErrorThatStopsTheLaunchers) {
+  JobState s(Config(2));
+  s.OnStarted({"a", "b"}, 0);
+  JobActions a = s.OnRendezvousFailed(absl::DeadlineExceededError("rendezvous timed out after 2 s: 1 of 2 nodes joined"), 2);
+  EXPECT_THAT(Printed(a, true), HasSubstr("error: rendezvous timed out after 2 s: 1 of 2 nodes joined"));
+  EXPECT_TRUE(Has<StopLaunchers>(a));
+  s.OnLauncherExited(0, kExited1, {}, 2.5);
+  JobActions end = s.OnLauncherExited(1, kExited1, {}, 2.6);
+  EXPECT_EQ(ExitCode(end), kExitLaunchError);
+}
+
+TEST_F(JobStateTest, StopDecidedDuringTheRendezvousReachesLateSessions) {
+  JobState s(Config(1));
+  s.OnStarted({"a"}, 0);
+  s.OnSignal(SIGINT, 0.5);
+  JobActions closed = s.OnRendezvousClosed(Round(1, 1), 1);
+  EXPECT_FALSE(Has<SendStop>(closed)) << "no session is open yet";
+  JobActions opened = s.OnSessionOpened(0, 100, 1.2);
+  auto stop = All<SendStop>(opened);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_THAT(stop[0].nodes, ElementsAre(0));
+  EXPECT_EQ(stop[0].reason, "interrupted by signal 2");
+}
+
+TEST_F(JobStateTest, AllWorkersStartedIsReportedOnce) {
+  Begin(2, 1);
+  EXPECT_THAT(Events(state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STARTED), 2)), IsEmpty());
+  JobActions all = state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::STARTED), 2.5);
+  EXPECT_THAT(Printed(all, false), HasSubstr("all 2 workers started in 2.50 s"));
+  EXPECT_THAT(Events(all), HasSubstr("\"event\":\"workers_started\",\"workers\":2"));
+  EXPECT_THAT(Events(state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::STARTED), 3)), IsEmpty());
+}
+
+TEST_F(JobStateTest, ReportsBecomeMetricsAndTheSummaryLine) {
+  Begin(1, 2);
+  v1::AgentMessage hb = Heartbeat(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    v1::WorkerReport* r = hb.mutable_heartbeat()->add_reports();
+    r->set_rank(rank);
+    r->set_step(40);
+    r->set_samples(100);
+    r->set_interval_s(2);
+  }
+  JobActions a = state_->OnAgentMessage(0, hb, 4);
+  auto metrics = All<AppendMetric>(a);
+  ASSERT_EQ(metrics.size(), 2u);
+  EXPECT_EQ(metrics[1].node, 0);
+  EXPECT_EQ(metrics[1].report.rank(), 1);
+  EXPECT_THAT(Printed(state_->OnTick(4.9), false), IsEmpty()) << "summary every 5 s";
+  EXPECT_THAT(Printed(state_->OnTick(5), false),
+              HasSubstr("[dlaunch]    5.0s  nodes 1/1 up  workers 2/2 running  step 40  100.0 samples/s"));
+}
+
+TEST_F(JobStateTest, LogLinesArePrintedPerRank) {
+  Begin(1, 1);
+  v1::AgentMessage m;
+  m.mutable_log()->set_rank(0);
+  m.mutable_log()->set_stderr(true);
+  m.mutable_log()->add_lines("oops");
+  EXPECT_EQ(Printed(state_->OnAgentMessage(0, m, 2), true), "[rank 0] oops\n");
+}
+
+TEST_F(JobStateTest, RefusedCallIsPrintedAndRecorded) {
+  JobState s(Config(1));
+  JobActions a = s.OnCallRefused("ipv4:1.2.3.4:5", "Join");
+  EXPECT_THAT(Printed(a, true), HasSubstr("refused Join from ipv4:1.2.3.4:5: missing or wrong job token"));
+  EXPECT_THAT(Events(a), HasSubstr("\"event\":\"call_refused\""));
+}
+
+TEST_F(JobStateTest, NothingHappensAfterTheEnd) {
+  Begin(1, 1);
+  state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::SUCCEEDED), 2);
+  ASSERT_EQ(ExitCode(EndAll(3)), kExitOk);
+  EXPECT_THAT(state_->OnTick(10), IsEmpty());
+  EXPECT_THAT(state_->OnSignal(SIGINT, 10), IsEmpty());
+  EXPECT_THAT(state_->OnStopDeadline(100), IsEmpty());
+}
+
+TEST_F(JobStateTest, TickIntervalIsTheHeartbeatAtMostOneSecond) {
+  JobConfig c = Config(1);
+  c.heartbeat_s = 0.25;
+  EXPECT_DOUBLE_EQ(JobState(c).tick_interval_s(), 0.25);
+  c.heartbeat_s = 5;
+  EXPECT_DOUBLE_EQ(JobState(c).tick_interval_s(), 1);
+}
+
+}  // namespace
+}  // namespace dlaunch

@@ -1,0 +1,130 @@
+#include "launcher/run/job_view.h"
+
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace dlaunch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::map<int, RankProgress> TwoRanks() {
+  std::map<int, RankProgress> ranks;
+  ranks[0] = {0, 10, v1::WorkerEvent::SUCCEEDED, 640, 2.0, 50, 0.5, true, 0.91, 320};
+  ranks[1] = {1, 11, v1::WorkerEvent::SUCCEEDED, 320, 4.0, 50, 0.7, true, std::nullopt, 80};
+  return ranks;
+}
+
+TEST(JobViewTest, ThroughputIsTheSumOfEachRanksSamplesOverItsBusyTime) {
+  JobSummary s;
+  SummarizeRanks(TwoRanks(), &s);
+  EXPECT_EQ(s.samples, 960);
+  EXPECT_DOUBLE_EQ(s.samples_per_sec, 640 / 2.0 + 320 / 4.0);
+  ASSERT_TRUE(s.final_loss.has_value());
+  EXPECT_DOUBLE_EQ(*s.final_loss, 0.6);
+  ASSERT_TRUE(s.test_accuracy.has_value());
+  EXPECT_DOUBLE_EQ(*s.test_accuracy, 0.91);
+}
+
+TEST(JobViewTest, RanksWithoutReportsAddNothing) {
+  std::map<int, RankProgress> ranks;
+  ranks[0].node = 0;
+  JobSummary s;
+  SummarizeRanks(ranks, &s);
+  EXPECT_EQ(s.samples, 0);
+  EXPECT_DOUBLE_EQ(s.samples_per_sec, 0);
+  EXPECT_FALSE(s.final_loss.has_value());
+}
+
+TEST(JobViewTest, SummaryJsonHasTheFieldsStatusReads) {
+  JobSummary s;
+  s.job_id = "j";
+  s.result = "failed";
+  s.exit_code = 1;
+  s.wall_time_s = 3.5;
+  s.nodes = 2;
+  s.world_size = 4;
+  s.samples = 100;
+  s.samples_per_sec = 40;
+  s.failure = "rank 3 failed";
+  EXPECT_EQ(SummaryJson(s),
+            "{\"job_id\":\"j\",\"result\":\"failed\",\"exit_code\":1,\"wall_time_s\":3.5,"
+            "\"nodes\":2,\"world_size\":4,\"samples\":100,\"samples_per_sec\":40,"
+            "\"samples_per_sec_per_rank\":10,\"failure\":\"rank 3 failed\"}");
+}
+
+TEST(JobViewTest, FinalReportShowsTheFailureAndTheTable) {
+  JobSummary s;
+  s.job_id = "j";
+  s.result = "failed";
+  s.exit_code = 1;
+  s.wall_time_s = 1.234;
+  s.nodes = 2;
+  s.world_size = 2;
+  s.failure = "rank 1 on node 1 (b) failed with exit code 3";
+  s.failure_detail = {"Traceback", "boom"};
+  SummarizeRanks(TwoRanks(), &s);
+  std::vector<std::string> lines = FinalReport(s, TwoRanks(), {{0, "a"}, {1, "b"}});
+  ASSERT_GE(lines.size(), 8u);
+  EXPECT_EQ(lines[0], "[dlaunch] job j failed in 1.23 s: 2 node(s), 2 worker(s)");
+  EXPECT_EQ(lines[1], "[dlaunch] rank 1 on node 1 (b) failed with exit code 3");
+  EXPECT_EQ(lines[2], "[dlaunch] last lines of its log:");
+  EXPECT_EQ(lines[3], "    | Traceback");
+  EXPECT_THAT(lines[5], HasSubstr("rank node host"));
+  EXPECT_THAT(lines[6], HasSubstr("   0    0 a                       640       320.0       50    0.5000"));
+  EXPECT_EQ(lines.back(), "[dlaunch] throughput: 400.0 samples/s total, 200.0 per rank, test accuracy 91.00%");
+}
+
+TEST(JobViewTest, FinalReportOfASuccessWithoutReportsIsOneLine) {
+  JobSummary s;
+  s.job_id = "j";
+  s.result = "succeeded";
+  s.wall_time_s = 2;
+  EXPECT_THAT(FinalReport(s, {}, {}), ElementsAre("[dlaunch] job j succeeded in 2.00 s"));
+}
+
+TEST(JobViewTest, SummaryLineCountsOnlyRunningRanksRates) {
+  auto ranks = TwoRanks();
+  ranks[1].state = v1::WorkerEvent::STARTED;
+  EXPECT_EQ(SummaryLine(12.34, 2, 2, 1, 2, ranks),
+            "  12.3s  nodes 2/2 up  workers 1/2 running  step 50  80.0 samples/s");
+  EXPECT_EQ(SummaryLine(1, 0, 2, 0, 0, {}), "   1.0s  nodes 0/2 up  workers 0/0 running");
+}
+
+TEST(JobViewTest, MetricLineUsesTheFlatFieldNames) {
+  v1::WorkerReport r;
+  r.set_rank(1);
+  r.set_step(7);
+  r.set_epoch(2);
+  r.set_samples(64);
+  r.set_interval_s(0.5);
+  r.set_samples_per_sec(128);
+  r.set_loss(0.25);
+  r.mutable_timings()->set_forward_ms(3);
+  auto line = MetricLine("2026-01-01T00:00:00.000Z", 0, r);
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_EQ(*line,
+            "{\"time\":\"2026-01-01T00:00:00.000Z\",\"node\":0,\"rank\":1,\"step\":7,\"epoch\":2,"
+            "\"samples\":64,\"interval_s\":0.5,\"samples_per_sec\":128,\"loss\":0.25,"
+            "\"data_ms\":0,\"forward_ms\":3,\"backward_ms\":0,\"comm_wait_ms\":0,\"optimizer_ms\":0}");
+  r.set_test_accuracy(0.5);
+  line = MetricLine("t", 0, r);
+  ASSERT_TRUE(line.ok());
+  EXPECT_THAT(*line, HasSubstr(",\"test_accuracy\":0.5}"));
+  EXPECT_THAT(*line, Not(HasSubstr("\"accuracy\"")));
+}
+
+TEST(JobViewTest, WorkerExitNamesTheSignal) {
+  v1::WorkerEvent ev;
+  ev.set_exit_code(3);
+  EXPECT_EQ(DescribeWorkerExit(ev), "exit code 3");
+  ev.set_signal(SIGKILL);
+  EXPECT_EQ(DescribeWorkerExit(ev), "signal 9 (Killed)");
+}
+
+}  // namespace
+}  // namespace dlaunch

@@ -1,0 +1,150 @@
+// RendezvousHost on a real io_context: Joins are answered from the loop when the round closes
+// (on a Join or at its deadline timer), fails, or the launcher stops. Deadlines are tens of
+// milliseconds; io.run() returns once nothing is left to wait for, so nothing sleeps.
+#include "launcher/run/rendezvous_host.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace dlaunch {
+namespace {
+
+using ::testing::HasSubstr;
+
+Participant Agent(const std::string& id, const std::string& host, int slots = 1) {
+  Participant p;
+  p.agent_id = id;
+  p.host = host;
+  p.addr = host;
+  p.slots = slots;
+  p.worker_port = 29500;
+  return p;
+}
+
+class RendezvousHostTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<RendezvousHost> Make(RendezvousConfig config) {
+    v1::JoinResponse tmpl;
+    tmpl.set_job_id("job-1");
+    return std::make_unique<RendezvousHost>(
+        io_, config, tmpl, std::chrono::steady_clock::now(),
+        RendezvousHost::Callbacks{[this](const Participant&, int joined, int) { joined_ = joined; },
+                                  [this](const RoundResult& r) { closed_.push_back(r.world_size); },
+                                  [this](const absl::Status& st) { failed_.push_back(st); }});
+  }
+  JoinReply Into(absl::StatusOr<v1::JoinResponse>* out) {
+    return [out](absl::StatusOr<v1::JoinResponse> r) { *out = std::move(r); };
+  }
+
+  boost::asio::io_context io_;
+  int joined_ = 0;
+  std::vector<int> closed_;
+  std::vector<absl::Status> failed_;
+};
+
+TEST_F(RendezvousHostTest, LastJoinerClosesTheRoundAndEveryJoinIsAnswered) {
+  RendezvousConfig c;
+  c.min_nodes = c.max_nodes = 2;
+  c.host_order = {"b", "a"};
+  auto host = Make(c);
+  host->Start();
+  absl::StatusOr<v1::JoinResponse> ra = absl::UnknownError("unanswered");
+  absl::StatusOr<v1::JoinResponse> rb = ra;
+  host->Join(Agent("ida", "a", 2), Into(&ra));
+  EXPECT_EQ(ra.status().code(), absl::StatusCode::kUnknown) << "waits for the second node";
+  host->Join(Agent("idb", "b", 1), Into(&rb));
+  ASSERT_TRUE(ra.ok()) << ra.status();
+  ASSERT_TRUE(rb.ok()) << rb.status();
+  EXPECT_EQ(ra->job_id(), "job-1");
+  EXPECT_EQ(rb->node_rank(), 0);
+  EXPECT_EQ(ra->node_rank(), 1);
+  EXPECT_EQ(ra->rank_offset(), 1);
+  EXPECT_EQ(ra->world_size(), 3);
+  EXPECT_EQ(joined_, 2);
+  EXPECT_THAT(closed_, ::testing::ElementsAre(3));
+  io_.run();  // the cancelled deadline timer; nothing else
+  EXPECT_EQ(closed_.size(), 1u);
+}
+
+TEST_F(RendezvousHostTest, LastCallDeadlineClosesAWaitingRound) {
+  RendezvousConfig c;
+  c.min_nodes = 1;
+  c.max_nodes = 2;
+  c.last_call_s = 0.05;
+  auto host = Make(c);
+  host->Start();
+  absl::StatusOr<v1::JoinResponse> r = absl::UnknownError("unanswered");
+  host->Join(Agent("id", "a"), Into(&r));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnknown);
+  io_.run();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->nnodes(), 1);
+  EXPECT_EQ(closed_.size(), 1u);
+}
+
+TEST_F(RendezvousHostTest, JoinDeadlineFailsTheRoundAndItsWaitingJoins) {
+  RendezvousConfig c;
+  c.min_nodes = c.max_nodes = 2;
+  c.host_order = {"a", "b"};
+  c.join_timeout_s = 0.05;
+  auto host = Make(c);
+  host->Start();
+  absl::StatusOr<v1::JoinResponse> r = absl::UnknownError("unanswered");
+  host->Join(Agent("id", "a"), Into(&r));
+  io_.run();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(r.status().message(), HasSubstr("never arrived: b"));
+  ASSERT_EQ(failed_.size(), 1u);
+  EXPECT_EQ(failed_[0], r.status());
+}
+
+TEST_F(RendezvousHostTest, NobodyJoiningStillFailsOnTime) {
+  RendezvousConfig c;
+  c.join_timeout_s = 0.05;
+  auto host = Make(c);
+  host->Start();
+  io_.run();
+  ASSERT_EQ(failed_.size(), 1u);
+  EXPECT_EQ(failed_[0].code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(RendezvousHostTest, CancelledJoinLeavesTheRound) {
+  RendezvousConfig c;
+  c.min_nodes = c.max_nodes = 2;
+  auto host = Make(c);
+  host->Start();
+  absl::StatusOr<v1::JoinResponse> r = absl::UnknownError("unanswered");
+  host->Join(Agent("id", "a"), Into(&r));
+  host->Cancel("id");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
+  // Its place is free again: two more agents fill the round.
+  absl::StatusOr<v1::JoinResponse> r1 = r, r2 = r;
+  host->Join(Agent("id1", "a"), Into(&r1));
+  host->Join(Agent("id2", "b"), Into(&r2));
+  EXPECT_TRUE(r1.ok());
+  EXPECT_TRUE(r2.ok());
+}
+
+TEST_F(RendezvousHostTest, JoinsBeforeStartAndAfterShutdownAreRefused) {
+  RendezvousConfig c;
+  c.min_nodes = c.max_nodes = 2;
+  auto host = Make(c);
+  absl::StatusOr<v1::JoinResponse> early = absl::UnknownError("unanswered");
+  host->Join(Agent("id0", "a"), Into(&early));
+  EXPECT_EQ(early.status().code(), absl::StatusCode::kCancelled);
+  host->Start();
+  absl::StatusOr<v1::JoinResponse> waiting = absl::UnknownError("unanswered");
+  host->Join(Agent("id1", "a"), Into(&waiting));
+  host->Shutdown();
+  EXPECT_EQ(waiting.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(waiting.status().message(), HasSubstr("launcher is stopping"));
+  absl::StatusOr<v1::JoinResponse> late = absl::UnknownError("unanswered");
+  host->Join(Agent("id2", "b"), Into(&late));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kCancelled);
+  io_.run();
+  EXPECT_TRUE(closed_.empty());
+  EXPECT_TRUE(failed_.empty());
+}
+
+}  // namespace
+}  // namespace dlaunch

@@ -1,0 +1,84 @@
+#include "launcher/run/run_plan.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace dlaunch {
+namespace {
+
+using ::testing::ElementsAre;
+
+JobSpec Spec() {
+  JobSpec s;
+  s.join_timeout_s = 30;
+  s.last_call_s = 2;
+  s.master_port = 29500;
+  s.heartbeat_interval_s = 0.5;
+  s.stop_grace_s = 3;
+  s.max_restarts = 1;
+  s.nproc_per_node = 4;
+  s.tail_lines = 7;
+  s.env = {{"A", "1"}};
+  s.show_all_ranks = false;
+  s.show_ranks = {0, 3};
+  s.isolate_gpus = true;
+  s.gpus_per_proc = 1;
+  return s;
+}
+
+TEST(RunPlanTest, RendezvousFollowsThePlanWithShortHostNames) {
+  HostPlan plan;
+  plan.hosts = {"nid001.cluster.org", "nid002"};
+  plan.min_nodes = 1;
+  plan.max_nodes = 2;
+  RendezvousConfig rc = MakeRendezvousConfig(Spec(), plan);
+  EXPECT_THAT(rc.host_order, ElementsAre("nid001", "nid002"));
+  EXPECT_EQ(rc.min_nodes, 1);
+  EXPECT_EQ(rc.max_nodes, 2);
+  EXPECT_EQ(rc.join_timeout_s, 30);
+  EXPECT_EQ(rc.last_call_s, 2);
+  EXPECT_EQ(rc.master_port, 29500);
+}
+
+TEST(RunPlanTest, JoinResponseIsTheTemplatePlusTheNodesPlace) {
+  JobPlacement place{"job-1", "/runs/job-1", {"/bin/train", "--x"}, "/work"};
+  v1::JoinResponse t = MakeJoinTemplate(Spec(), place);
+  EXPECT_EQ(t.job_id(), "job-1");
+  EXPECT_EQ(t.job_dir(), "/runs/job-1");
+  EXPECT_THAT(t.worker().argv(), ElementsAre("/bin/train", "--x"));
+  EXPECT_EQ(t.worker().env().at("A"), "1");
+  EXPECT_EQ(t.worker().workdir(), "/work");
+  EXPECT_TRUE(t.worker().isolate_gpus());
+  EXPECT_EQ(t.worker().gpus_per_proc(), 1);
+  EXPECT_EQ(t.heartbeat_ms(), 500);
+  EXPECT_EQ(t.grace_ms(), 3000);
+  EXPECT_EQ(t.max_restarts(), 1);
+  EXPECT_FALSE(t.forward_all());
+  EXPECT_THAT(t.forward_ranks(), ElementsAre(0, 3));
+
+  RoundResult round;
+  round.round = 0;
+  round.nodes.resize(2);
+  round.world_size = 8;
+  round.master_addr = "10.0.0.1";
+  round.master_port = 29500;
+  v1::JoinResponse r = MakeJoinResponse(t, round, NodeAssignment{1, 4, 4});
+  EXPECT_EQ(r.job_id(), "job-1");
+  EXPECT_EQ(r.node_rank(), 1);
+  EXPECT_EQ(r.nnodes(), 2);
+  EXPECT_EQ(r.rank_offset(), 4);
+  EXPECT_EQ(r.local_world_size(), 4);
+  EXPECT_EQ(r.world_size(), 8);
+  EXPECT_EQ(r.master_addr(), "10.0.0.1");
+  EXPECT_EQ(r.master_port(), 29500);
+}
+
+TEST(RunPlanTest, AgentArgvCarriesTheTokenFileNotTheToken) {
+  EXPECT_THAT(MakeAgentArgv("/bin/dlaunch-agent", "10.0.0.1:4000", "/runs/j/token", Spec()),
+              ElementsAre("/bin/dlaunch-agent", "--control", "10.0.0.1:4000", "--token-file",
+                          "/runs/j/token", "--nproc", "4", "--join-timeout", "30.000000",
+                          "--tail-lines", "7"));
+}
+
+}  // namespace
+}  // namespace dlaunch
