@@ -58,6 +58,9 @@ NodeTopology Describe(hwloc_topology_t topo) {
     if (parent != nullptr) gpu.numa = NumaIndex(out.numa_os_index, parent->nodeset, false);
     out.gpus.push_back(std::move(gpu));
   }
+  // hwloc lists devices in tree order (by locality); NVML and CUDA count in bus order.
+  std::sort(out.gpus.begin(), out.gpus.end(),
+            [](const auto& a, const auto& b) { return a.bus_id < b.bus_id; });
   out.allowed_cpus = Ids(hwloc_topology_get_allowed_cpuset(topo));
   return out;
 }
@@ -92,8 +95,11 @@ absl::StatusOr<NodeTopology> LoadTopologyXml(const std::string& path) {
 
 std::optional<std::string> NormalizePciBusId(const std::string& bus_id) {
   unsigned domain = 0, bus = 0, dev = 0, func = 0;
-  char tail = 0;
-  if (std::sscanf(bus_id.c_str(), "%x:%x:%x.%x%c", &domain, &bus, &dev, &func, &tail) != 4) {
+  int used = 0;
+  // Hex digits and separators only: sscanf's %x would also take a "0x" prefix.
+  if (bus_id.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos ||
+      std::sscanf(bus_id.c_str(), "%x:%x:%x.%x%n", &domain, &bus, &dev, &func, &used) != 4 ||
+      used != static_cast<int>(bus_id.size())) {
     return std::nullopt;
   }
   return absl::StrFormat("%04x:%02x:%02x.%x", domain, bus, dev, func);
