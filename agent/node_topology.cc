@@ -43,9 +43,13 @@ NodeTopology Describe(hwloc_topology_t topo) {
   for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, n));) {
     out.numa_os_index.push_back(static_cast<int>(n->os_index));
   }
-  for (hwloc_obj_t c = nullptr; (c = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_CORE, c));) {
+  // Some platforms (certain VMs, older kernels) expose no Core objects: each PU is then a core.
+  const hwloc_obj_type_t core_type =
+      hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+  for (hwloc_obj_t c = nullptr; (c = hwloc_get_next_obj_by_type(topo, core_type, c));) {
     TopologyCore core;
     core.pus = Ids(c->cpuset);
+    // A core hwloc attaches to no NUMA node (not seen on Linux) counts as the first domain.
     core.numa = std::max(0, NumaIndex(out.numa_os_index, c->nodeset, true));
     if (!core.pus.empty()) out.cores.push_back(std::move(core));
   }
@@ -70,7 +74,9 @@ absl::StatusOr<NodeTopology> Load(const std::string& xml_path) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) return absl::InternalError("hwloc_topology_init failed");
   TopologyPtr topo(raw);
-  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  // Should this fail, the topology merely lacks PCI devices: GPUs then have unknown locality and
+  // ranks are spread, which the plan's log line shows (no NUMA per rank).
+  (void)hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (!xml_path.empty() && hwloc_topology_set_xml(raw, xml_path.c_str()) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("cannot read hwloc XML '", xml_path, "'"));
   }

@@ -2,6 +2,7 @@
 // domain of each GPU, read with hwloc from this machine or from an hwloc XML file (tests).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>

@@ -73,7 +73,9 @@ std::vector<int> CheckPlan(const NodeTopology& t, const std::vector<int>& allowe
           EXPECT_TRUE(std::binary_search(p.cpus.begin(), p.cpus.end(), pu)) << "half core " << pu;
         }
       }
-      if (!p.gpu_indices.empty()) EXPECT_EQ(c->numa, req.gpu_numa[p.gpu_indices[0]]);
+      if (!p.gpu_indices.empty()) {
+        EXPECT_EQ(c->numa, req.gpu_numa[p.gpu_indices[0]]);
+      }
     }
   }
   return {used.begin(), used.end()};
