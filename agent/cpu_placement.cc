@@ -91,8 +91,8 @@ void Spread(const std::vector<std::vector<int>>& by_domain, int nproc,
   }
 }
 
-// GPU positions per rank, and each rank's home domain (-1 when unknown).
-std::vector<std::vector<int>> AssignGpus(const PlacementRequest& req) {
+// GPU positions per rank; a checked explicit map's GPU entries override (use_map).
+std::vector<std::vector<int>> AssignGpus(const PlacementRequest& req, bool use_map) {
   const int ngpu = static_cast<int>(req.gpu_numa.size());
   std::vector<int> order(ngpu);
   for (int i = 0; i < ngpu; ++i) order[i] = i;
@@ -108,7 +108,7 @@ std::vector<std::vector<int>> AssignGpus(const PlacementRequest& req) {
       for (int k = 0; k < req.gpus_per_proc; ++k) gpus[r].push_back(order[r * req.gpus_per_proc + k]);
     }
   }
-  for (int r = 0; r < req.nproc && r < static_cast<int>(req.explicit_map.size()); ++r) {
+  for (int r = 0; use_map && r < req.nproc; ++r) {
     if (req.explicit_map[r].gpu >= 0) gpus[r] = {req.explicit_map[r].gpu};
   }
   return gpus;
@@ -197,7 +197,7 @@ absl::StatusOr<std::vector<RankPlacement>> PlaceRanks(const NodeTopology& topo,
     if (absl::Status st = CheckExplicitMap(topo, allowed_cpus, req); !st.ok()) return st;
   }
 
-  std::vector<std::vector<int>> gpus = AssignGpus(req);
+  std::vector<std::vector<int>> gpus = AssignGpus(req, use_map);
   std::vector<RankPlacement> plan(req.nproc);
   for (int r = 0; r < req.nproc; ++r) plan[r].gpu_indices = gpus[r];
   if (req.binding == CpuBinding::kNone) return plan;

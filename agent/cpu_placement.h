@@ -31,7 +31,7 @@ struct PlacementRequest {
   // own GPU (isolation); otherwise LOCAL_RANK indexes the GPU list and the cores follow the GPU.
   bool gpus_by_locality = false;
   CpuBinding binding = CpuBinding::kCores;
-  std::vector<ExplicitRankPlacement> explicit_map;  // empty = computed
+  std::vector<ExplicitRankPlacement> explicit_map;  // empty = computed; ignored with kNone
 };
 
 struct RankPlacement {

@@ -287,7 +287,7 @@ TEST(CpuPlacementTest, BindingNoneKeepsGpusAndPinsNothing) {
   req.nproc = 4;
   req.gpu_numa = GpuNuma(t);
   req.binding = CpuBinding::kNone;
-  req.explicit_map = {{{0}, -1}};  // ignored: binding is off
+  req.explicit_map = {{{0}, 9}};  // ignored, GPU included: binding is off
   auto plan = PlaceRanks(t, t.allowed_cpus, req);
   ASSERT_TRUE(plan.ok()) << plan.status();
   for (int r = 0; r < 4; ++r) {

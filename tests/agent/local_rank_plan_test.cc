@@ -207,10 +207,16 @@ TEST(LocalRankPlanTest, ThisNodePlanStaysInTheAllowedCpus) {
   auto plan = PlanThisNode(GpuInventory{{}, "none"}, req, &note);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_THAT(note, HasSubstr("placement in CPUs"));
-  const std::vector<int> allowed = AllowedCpus();
+  auto topo = LoadThisNodeTopology();
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  // Within the allocation always; within this process's affinity unless an MPI launcher bound it.
+  const std::vector<int> bound = StartedAsMpiRank(ProcessGetenv) ? topo->allowed_cpus : AllowedCpus();
   for (const auto& s : *plan) {
     EXPECT_FALSE(s.cpus.empty());
-    for (int c : s.cpus) EXPECT_TRUE(std::binary_search(allowed.begin(), allowed.end(), c)) << c;
+    for (int c : s.cpus) {
+      EXPECT_TRUE(std::binary_search(topo->allowed_cpus.begin(), topo->allowed_cpus.end(), c)) << c;
+      EXPECT_TRUE(std::binary_search(bound.begin(), bound.end(), c)) << c;
+    }
   }
 }
 
