@@ -22,7 +22,7 @@ struct RankSlot {
   bool shares_cores = false;      // more ranks than cores: shares its core with others
 };
 
-// Plans nproc local ranks.
+// Plans nproc local ranks without a topology: every allowed CPU counts as a core of one domain.
 //  gpus_per_proc == 0: rank i gets visible GPU i % count (GPUs are shared when there are
 //    more ranks than GPUs; no GPU at all on a CPU-only node).
 //  gpus_per_proc == k > 0: rank i gets GPUs [i*k, (i+1)*k); FailedPrecondition when
