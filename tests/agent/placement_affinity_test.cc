@@ -26,9 +26,9 @@ using ::testing::HasSubstr;
 
 constexpr char kProbeVar[] = "DLAUNCH_PLACEMENT_PROBE";
 
-// Started with DLAUNCH_PLACEMENT_PROBE=<nproc>, this test binary prints the plan PlanThisNode
-// makes for that many CPU-only ranks, one "rank R cpus A,B" line each, and exits before any
-// test runs: the tests below start it under taskset, as an agent would be started.
+// Started with DLAUNCH_PLACEMENT_PROBE=<nproc>, this test binary prints its own affinity
+// ("affinity A,B") and the plan PlanThisNode makes for that many CPU-only ranks, one "rank R cpus
+// A,B" line each, and exits before any test runs: the tests below start it under taskset, as an agent would be started.
 const bool kProbed = [] {
   const char* nproc = std::getenv(kProbeVar);
   if (nproc == nullptr) return false;
@@ -40,6 +40,7 @@ const bool kProbed = [] {
     std::printf("error %s\n", std::string(plan.status().message()).c_str());
     std::_Exit(1);
   }
+  std::printf("affinity %s\n", JoinInts(AllowedCpus()).c_str());
   for (const RankSlot& s : *plan) std::printf("rank %d cpus %s\n", s.local_rank, JoinInts(s.cpus).c_str());
   std::fflush(stdout);
   std::_Exit(0);
@@ -67,6 +68,41 @@ absl::StatusOr<Result> RunToEnd(const SpawnOptions& options) {
   close(p->stderr_fd);
   waitpid(p->pid, &r.wait_status, 0);
   return r;
+}
+
+// The probe's output: its own affinity and each rank's CPUs.
+struct Probe {
+  std::vector<int> affinity;
+  std::vector<std::vector<int>> ranks;
+};
+
+std::vector<int> Ints(absl::string_view list) {
+  std::vector<int> out;
+  for (absl::string_view c : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    out.push_back(std::stoi(std::string(c)));
+  }
+  return out;
+}
+
+Probe ParseProbe(const std::string& out) {
+  Probe p;
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+    std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
+    if (f.size() == 2 && f[0] == "affinity") p.affinity = Ints(f[1]);
+    if (f.size() == 4 && f[0] == "rank") p.ranks.push_back(Ints(f[3]));
+  }
+  return p;
+}
+
+// Disjoint rank CPU sets whose union is `want`.
+void ExpectDisjointCover(const Probe& p, const std::vector<int>& want) {
+  std::vector<int> all;
+  for (const auto& r : p.ranks) {
+    EXPECT_FALSE(r.empty());
+    all.insert(all.end(), r.begin(), r.end());
+  }
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, want);
 }
 
 std::string SelfExe() {
@@ -124,13 +160,13 @@ TEST(PlacementAffinityTest, AgentConfinedByTasksetPlansInsideIt) {
   auto r = RunToEnd(o);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->wait_status, 0) << r->out;
-  EXPECT_EQ(r->out, absl::StrCat("rank 0 cpus ", cpu, "\nrank 1 cpus ", cpu, "\n"));
+  EXPECT_EQ(r->out, absl::StrCat("affinity ", cpu, "\nrank 0 cpus ", cpu, "\nrank 1 cpus ", cpu, "\n"));
 }
 
 TEST(PlacementAffinityTest, AgentBoundByAnMpiLauncherPlansInTheAllocation) {
   const std::vector<int> allowed = AllowedCpus();
   if (allowed.size() < 2) GTEST_SKIP() << "needs two CPUs to tell a binding from the allocation";
-  // mpirun bound the agent to one CPU; OMPI_COMM_WORLD_SIZE says it is an Open MPI rank.
+  // As if mpirun bound the agent to one CPU: OMPI_COMM_WORLD_SIZE says it is an Open MPI rank.
   SpawnOptions o;
   o.argv = {SelfExe()};
   o.envp = {absl::StrCat(kProbeVar, "=2"), "OMPI_COMM_WORLD_SIZE=1"};
@@ -138,18 +174,42 @@ TEST(PlacementAffinityTest, AgentBoundByAnMpiLauncherPlansInTheAllocation) {
   auto r = RunToEnd(o);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->wait_status, 0) << r->out;
-  std::vector<std::string> lines = absl::StrSplit(r->out, '\n', absl::SkipEmpty());
-  ASSERT_EQ(lines.size(), 2u) << r->out;
-  // Two ranks, disjoint, together covering what this (unbound) test may use.
-  std::vector<int> both;
-  for (const std::string& line : lines) {
-    std::vector<std::string> f = absl::StrSplit(line, ' ');
-    ASSERT_EQ(f.size(), 4u) << line;
-    for (absl::string_view c : absl::StrSplit(f[3], ',')) both.push_back(std::stoi(std::string(c)));
-  }
-  std::sort(both.begin(), both.end());
-  EXPECT_EQ(both, allowed) << r->out;
+  Probe p = ParseProbe(r->out);
+  EXPECT_EQ(p.affinity, std::vector<int>{allowed.front()}) << r->out;
+  ASSERT_EQ(p.ranks.size(), 2u) << r->out;
+  ExpectDisjointCover(p, allowed);
 }
+
+// The real launchers, where installed: each binds its one rank to a core (Open MPI's mpirun by
+// default, MPICH hydra when asked), and the agent still plans in the whole allocation.
+class RealMpiLauncherTest : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+TEST_P(RealMpiLauncherTest, BoundAgentPlansInTheAllocation) {
+  const std::vector<int> allowed = AllowedCpus();
+  if (allowed.size() < 2) GTEST_SKIP() << "needs two CPUs to tell a binding from the allocation";
+  std::vector<std::string> argv = GetParam();
+  if (access(("/usr/bin/" + argv[0]).c_str(), X_OK) != 0) GTEST_SKIP() << argv[0] << " not installed";
+  argv.push_back(SelfExe());
+  SpawnOptions o;
+  o.argv = argv;
+  // The environment passes through (both launchers hand it to a local rank); Open MPI refuses
+  // root without the two ALLOW variables.
+  o.envp = {absl::StrCat(kProbeVar, "=2"), "PATH=/usr/bin:/bin", "OMPI_ALLOW_RUN_AS_ROOT=1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "HOME=/tmp"};
+  auto r = RunToEnd(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->wait_status, 0) << r->out;
+  Probe p = ParseProbe(r->out);
+  EXPECT_EQ(p.affinity.size(), 1u) << "the launcher did not bind its rank:\n" << r->out;
+  ASSERT_EQ(p.ranks.size(), 2u) << r->out;
+  ExpectDisjointCover(p, allowed);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Launchers, RealMpiLauncherTest,
+    ::testing::Values(std::vector<std::string>{"mpirun.openmpi", "-n", "1"},
+                      std::vector<std::string>{"mpiexec.hydra", "-bind-to", "core", "-n", "1"}),
+    [](const auto& info) { return info.index == 0 ? "OpenMpiMpirun" : "MpichHydra"; });
 
 }  // namespace
 }  // namespace dlaunch
