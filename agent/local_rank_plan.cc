@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/host_identity.h"
 
 namespace dlaunch {
 namespace {
@@ -77,6 +78,7 @@ absl::StatusOr<std::vector<RankSlot>> PlanLocalRanks(int nproc, const GpuInvento
 
 absl::StatusOr<std::vector<RankSlot>> PlanThisNode(const GpuInventory& gpus, PlacementRequest req,
                                                    std::string* note) {
+  if (req.host.empty()) req.host = LocalHostName();  // errors name the node
   const std::vector<int> own = AllowedCpus();
   absl::StatusOr<NodeTopology> topo = LoadThisNodeTopology();
   if (!topo.ok()) {

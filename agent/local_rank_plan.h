@@ -42,8 +42,9 @@ absl::StatusOr<std::vector<RankSlot>> PlanLocalRanks(const NodeTopology& topo,
                                                      PlacementRequest req);
 
 // The plan for this machine: hwloc topology, the CPUs the allocation grants (PlanningCpus),
-// each GPU's NUMA domain from its NVML bus id. req.gpu_numa is filled here. When hwloc cannot
-// read the node, plans on the agent's affinity as one flat domain and says so in *note.
+// each GPU's NUMA domain from its NVML bus id. Fills req.gpu_numa, and req.host when empty
+// (LocalHostName). When hwloc cannot read the node, plans on the agent's affinity as one flat
+// domain and says so in *note.
 absl::StatusOr<std::vector<RankSlot>> PlanThisNode(const GpuInventory& gpus, PlacementRequest req,
                                                    std::string* note);
 
