@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
@@ -29,6 +30,49 @@ std::optional<int> NvmlDeviceCount() {
   if (init != nullptr && count != nullptr && init() == 0) {  // 0 = NVML_SUCCESS
     unsigned int n = 0;
     if (count(&n) == 0) result = static_cast<int>(n);
+    if (shutdown != nullptr) shutdown();
+  }
+  dlclose(lib);
+  return result;
+}
+
+std::optional<std::string> NvmlPciBusId(const std::string& visible_entry) {
+  if (visible_entry.rfind("MIG-", 0) == 0) return std::nullopt;
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return std::nullopt;
+  // nvml.h's nvmlPciInfo_t (v3), declared here so that no CUDA header is needed to build.
+  struct PciInfo {
+    char bus_id_legacy[16];
+    unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+  };
+  using Device = void*;
+  using InitFn = int (*)();
+  using ByIndexFn = int (*)(unsigned int, Device*);
+  using ByUuidFn = int (*)(const char*, Device*);
+  using PciFn = int (*)(Device, PciInfo*);
+  using ShutdownFn = int (*)();
+  auto init = reinterpret_cast<InitFn>(dlsym(lib, "nvmlInit_v2"));
+  auto by_index = reinterpret_cast<ByIndexFn>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+  auto by_uuid = reinterpret_cast<ByUuidFn>(dlsym(lib, "nvmlDeviceGetHandleByUUID"));
+  auto pci = reinterpret_cast<PciFn>(dlsym(lib, "nvmlDeviceGetPciInfo_v3"));
+  auto shutdown = reinterpret_cast<ShutdownFn>(dlsym(lib, "nvmlShutdown"));
+  std::optional<std::string> result;
+  if (init != nullptr && by_index != nullptr && by_uuid != nullptr && pci != nullptr &&
+      init() == 0) {  // 0 = NVML_SUCCESS
+    Device dev = nullptr;
+    int found = -1;
+    if (visible_entry.rfind("GPU-", 0) == 0) {
+      found = by_uuid(visible_entry.c_str(), &dev);
+    } else if (!visible_entry.empty() &&
+               visible_entry.size() < 10 &&
+               visible_entry.find_first_not_of("0123456789") == std::string::npos) {
+      found = by_index(static_cast<unsigned int>(std::stoul(visible_entry)), &dev);
+    }
+    PciInfo info{};
+    if (found == 0 && pci(dev, &info) == 0) {
+      result = std::string(info.bus_id, strnlen(info.bus_id, sizeof(info.bus_id)));
+    }
     if (shutdown != nullptr) shutdown();
   }
   dlclose(lib);

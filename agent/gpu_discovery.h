@@ -30,6 +30,11 @@ std::optional<std::string> ProcessGetenv(const std::string& name);
 // Device count from libnvidia-ml.so.1 (dlopen'ed; nvmlInit_v2 + nvmlDeviceGetCount_v2).
 std::optional<int> NvmlDeviceCount();
 
+// PCI bus id ("00000000:07:00.0") of a GpuInventory::visible entry, from NVML: an index is
+// NVML's index (CUDA's too where the GPUs are alike, or with CUDA_DEVICE_ORDER=PCI_BUS_ID), a
+// "GPU-..." entry a UUID. nullopt without NVML, for MIG entries, or when NVML does not know it.
+std::optional<std::string> NvmlPciBusId(const std::string& visible_entry);
+
 // Parses a CUDA_VISIBLE_DEVICES value the way the CUDA runtime reads it: comma separated,
 // whitespace trimmed, and the list ends at the first empty or negative entry ("-1" hides
 // every GPU). "NoDevFiles" (what PBS/Cobalt set when no GPU was allocated) means none.

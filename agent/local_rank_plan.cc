@@ -7,32 +7,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/host_identity.h"
 
 namespace dlaunch {
 namespace {
 
-// "0-3,8,10-11": compact form for log lines only.
-std::string Ranges(const std::vector<int>& values) {
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i < values.size()) {
-    size_t j = i;
-    while (j + 1 < values.size() && values[j + 1] == values[j] + 1) ++j;
-    if (j - i >= 2) {
-      parts.push_back(absl::StrCat(values[i], "-", values[j]));
-    } else {
-      for (size_t k = i; k <= j; ++k) parts.push_back(absl::StrCat(values[k]));
-    }
-    i = j + 1;
-  }
-  return absl::StrJoin(parts, ",");
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<RankSlot>> PlanLocalRanks(int nproc, const GpuInventory& gpus,
-                                                     const std::vector<int>& allowed_cpus,
-                                                     int gpus_per_proc) {
+// The GPU-count checks, with the inventory's source in the message (PlaceRanks cannot know it).
+absl::Status CheckGpuRequest(int nproc, const GpuInventory& gpus, int gpus_per_proc) {
   if (nproc < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("nproc_per_node must be at least 1, got ", nproc));
@@ -50,31 +31,73 @@ absl::StatusOr<std::vector<RankSlot>> PlanLocalRanks(int nproc, const GpuInvento
         " (from ", gpus.source.empty() ? "none" : gpus.source,
         ngpu > 0 ? absl::StrCat(": ", absl::StrJoin(gpus.visible, ",")) : "", ")"));
   }
+  return absl::OkStatus();
+}
 
-  std::vector<RankSlot> plan(nproc);
-  const int ncpu = static_cast<int>(allowed_cpus.size());
-  for (int r = 0; r < nproc; ++r) {
+}  // namespace
+
+absl::StatusOr<std::vector<RankSlot>> PlanLocalRanks(const NodeTopology& topo,
+                                                     const std::vector<int>& planning_cpus,
+                                                     const GpuInventory& gpus,
+                                                     PlacementRequest req) {
+  if (absl::Status st = CheckGpuRequest(req.nproc, gpus, req.gpus_per_proc); !st.ok()) return st;
+  req.gpu_numa.resize(gpus.visible.size(), -1);
+  auto placed = PlaceRanks(topo, planning_cpus, req);
+  if (!placed.ok()) return placed.status();
+  std::vector<RankSlot> plan(req.nproc);
+  for (int r = 0; r < req.nproc; ++r) {
     RankSlot& s = plan[r];
+    RankPlacement& p = (*placed)[r];
     s.local_rank = r;
-    if (gpus_per_proc == 0) {
-      if (ngpu > 0) s.gpu_indices.push_back(r % ngpu);
-    } else {
-      for (int k = 0; k < gpus_per_proc; ++k) s.gpu_indices.push_back(r * gpus_per_proc + k);
-    }
+    s.gpu_indices = std::move(p.gpu_indices);
     for (int idx : s.gpu_indices) s.gpus.push_back(gpus.visible[idx]);
-
-    if (ncpu >= nproc) {
-      // Contiguous shares keep a rank's cores together (same socket/L3 when ids are
-      // numbered that way); the first ncpu % nproc ranks take one extra core.
-      int base = ncpu / nproc, extra = ncpu % nproc;
-      int begin = r * base + std::min(r, extra);
-      int len = base + (r < extra ? 1 : 0);
-      s.cpus.assign(allowed_cpus.begin() + begin, allowed_cpus.begin() + begin + len);
-    } else if (ncpu > 0) {
-      s.cpus.push_back(allowed_cpus[r % ncpu]);
+    s.cpus = std::move(p.cpus);
+    s.cores = p.cores;
+    if (p.numa >= 0 && p.numa < static_cast<int>(topo.numa_os_index.size())) {
+      s.numa_node = topo.numa_os_index[p.numa];
     }
+    s.shares_cores = p.shared;
   }
   return plan;
+}
+
+absl::StatusOr<std::vector<RankSlot>> PlanLocalRanks(int nproc, const GpuInventory& gpus,
+                                                     const std::vector<int>& allowed_cpus,
+                                                     int gpus_per_proc) {
+  PlacementRequest req;
+  req.nproc = nproc;
+  req.gpus_per_proc = gpus_per_proc;
+  absl::StatusOr<std::vector<RankSlot>> plan =
+      PlanLocalRanks(FlatTopology(allowed_cpus), allowed_cpus, gpus, req);
+  // A flat topology knows no NUMA domains or cores: only the CPU shares mean anything.
+  if (plan.ok()) {
+    for (RankSlot& s : *plan) s.numa_node = -1;
+  }
+  return plan;
+}
+
+absl::StatusOr<std::vector<RankSlot>> PlanThisNode(const GpuInventory& gpus, PlacementRequest req,
+                                                   std::string* note) {
+  if (req.host.empty()) req.host = LocalHostName();  // errors name the node
+  const std::vector<int> own = AllowedCpus();
+  absl::StatusOr<NodeTopology> topo = LoadThisNodeTopology();
+  if (!topo.ok()) {
+    if (note != nullptr) {
+      *note = absl::StrCat("placement without topology (", topo.status().message(),
+                           "): CPUs ", CpuRanges(own), " as one domain");
+    }
+    return PlanLocalRanks(FlatTopology(own), own, gpus, std::move(req));
+  }
+  const bool mpi_rank = StartedAsMpiRank(ProcessGetenv);
+  const std::vector<int> cpus = PlanningCpus(topo->allowed_cpus, own, mpi_rank);
+  if (note != nullptr) {
+    *note = absl::StrCat("placement in CPUs ", CpuRanges(cpus), " (allocation ",
+                         CpuRanges(topo->allowed_cpus), ", agent affinity ", CpuRanges(own),
+                         mpi_rank && own != cpus ? ": a launcher's binding, widened" : "", "), ",
+                         topo->numa_os_index.size(), " NUMA domain(s)");
+  }
+  req.gpu_numa = GpuNumaDomains(*topo, gpus, NvmlPciBusId);
+  return PlanLocalRanks(*topo, cpus, gpus, std::move(req));
 }
 
 int DefaultProcsPerNode(const GpuInventory& gpus) {
@@ -109,7 +132,12 @@ std::string DescribeRankSlot(const RankSlot& slot) {
                          ? std::string("none")
                          : absl::StrCat(absl::StrJoin(slot.gpus, ","), " (index ",
                                         absl::StrJoin(slot.gpu_indices, ","), ")");
-  std::string cpus = slot.cpus.empty() ? std::string("any") : Ranges(slot.cpus);
+  std::string cpus = slot.cpus.empty() ? std::string("any") : CpuRanges(slot.cpus);
+  if (slot.cores > 0) {
+    absl::StrAppend(&cpus, " (", slot.cores, slot.cores == 1 ? " core" : " cores",
+                    slot.numa_node >= 0 ? absl::StrCat(", NUMA ", slot.numa_node) : "",
+                    slot.shares_cores ? ", shared with other ranks" : "", ")");
+  }
   return absl::StrCat("local_rank ", slot.local_rank, ": gpus ", gpus, ", cpus ", cpus);
 }
 

@@ -1,12 +1,14 @@
 // Local-rank plan: which GPUs and CPU cores each worker process on this node gets.
-// Pure: the inventory and the allowed CPUs are passed in, so any node shape can be tested.
+// Pure but for PlanThisNode and AllowedCpus: inventory, topology and CPUs are passed in.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/cpu_placement.h"
 #include "agent/gpu_discovery.h"
+#include "agent/node_topology.h"
 
 namespace dlaunch {
 
@@ -14,10 +16,13 @@ struct RankSlot {
   int local_rank = 0;
   std::vector<std::string> gpus;  // entries of GpuInventory::visible
   std::vector<int> gpu_indices;   // positions in GpuInventory::visible (what LOCAL_RANK indexes)
-  std::vector<int> cpus;          // CPU ids for this rank's affinity
+  std::vector<int> cpus;          // CPU ids for this rank's affinity; empty = inherit
+  int cores = 0;                  // whole cores among cpus (OMP_NUM_THREADS default)
+  int numa_node = -1;             // the kernel's number of the NUMA node of all its cores
+  bool shares_cores = false;      // more ranks than cores: shares its core with others
 };
 
-// Plans nproc local ranks.
+// Plans nproc local ranks without a topology: every allowed CPU counts as a core of one domain.
 //  gpus_per_proc == 0: rank i gets visible GPU i % count (GPUs are shared when there are
 //    more ranks than GPUs; no GPU at all on a CPU-only node).
 //  gpus_per_proc == k > 0: rank i gets GPUs [i*k, (i+1)*k); FailedPrecondition when
@@ -29,6 +34,20 @@ absl::StatusOr<std::vector<RankSlot>> PlanLocalRanks(int nproc, const GpuInvento
                                                      const std::vector<int>& allowed_cpus,
                                                      int gpus_per_proc);
 
+// Plans on a node's topology (PlaceRanks), within planning_cpus, naming the GPUs. The GPU count
+// errors are the ones above; req.gpu_numa must have one entry per visible GPU (-1 = unknown).
+absl::StatusOr<std::vector<RankSlot>> PlanLocalRanks(const NodeTopology& topo,
+                                                     const std::vector<int>& planning_cpus,
+                                                     const GpuInventory& gpus,
+                                                     PlacementRequest req);
+
+// The plan for this machine: hwloc topology, the CPUs the allocation grants (PlanningCpus),
+// each GPU's NUMA domain from its NVML bus id. Fills req.gpu_numa, and req.host when empty
+// (LocalHostName). When hwloc cannot read the node, plans on the agent's affinity as one flat
+// domain and says so in *note.
+absl::StatusOr<std::vector<RankSlot>> PlanThisNode(const GpuInventory& gpus, PlacementRequest req,
+                                                   std::string* note);
+
 // nproc_per_node when the spec leaves it 0: one per visible GPU, else 1.
 int DefaultProcsPerNode(const GpuInventory& gpus);
 
@@ -38,7 +57,7 @@ std::vector<int> AllowedCpus();
 // "0,1,2" for a list; "4-7" style ranges are not used so the value is easy to parse.
 std::string JoinInts(const std::vector<int>& values);
 
-// One log line per rank, e.g. "local_rank 1: gpus [1] (CUDA_VISIBLE_DEVICES index 1), cpus 8-15".
+// One log line per rank, e.g. "local_rank 1: gpus 1 (index 1), cpus 8-15,72-79 (8 cores, NUMA 1)".
 std::string DescribeRankSlot(const RankSlot& slot);
 
 }  // namespace dlaunch

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -36,14 +38,16 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   env["TORCHELASTIC_RUN_ID"] = in.job_id;
   env["TORCHELASTIC_ERROR_FILE"] = absl::StrCat(in.job_dir, "/errors/rank-", rank, ".json");
 
-  // torchrun's default too: N ranks each spawning one OpenMP thread per core would
-  // oversubscribe the node N-fold. DLAUNCH_CPUS tells a script how many cores it owns if
-  // it wants more threads; the planned share is not used as a default so behaviour
-  // matches torchrun.
+  // One OpenMP thread per core the rank owns: N ranks each starting one thread per core of the
+  // node would oversubscribe it N-fold (torchrun's reason for 1), but a rank pinned to its own
+  // cores can use all of them. Without a plan (nothing pinned) or on shared cores, 1 as torchrun.
   // An empty value counts as unset: it would leave the thread count to the runtime.
-  for (const char* key : {"OMP_NUM_THREADS", "TORCH_NCCL_ASYNC_ERROR_HANDLING"}) {
+  const int threads = in.slot.cores > 0 && !in.slot.shares_cores ? in.slot.cores : 1;
+  for (const auto& [key, value] : {std::pair<const char*, std::string>{"OMP_NUM_THREADS",
+                                                                       std::to_string(threads)},
+                                   {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"}}) {
     auto it = env.find(key);
-    if (it == env.end() || it->second.empty()) env[key] = "1";
+    if (it == env.end() || it->second.empty()) env[key] = value;
   }
 
   env["DLAUNCH_JOB_ID"] = in.job_id;

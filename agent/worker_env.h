@@ -32,8 +32,9 @@ struct WorkerEnvInput {
 };
 
 // The full environment for one worker. Precedence: base_env < spec_env < the contract
-// variables (RANK, MASTER_ADDR, ... are always dlaunch's). OMP_NUM_THREADS=1 and
-// TORCH_NCCL_ASYNC_ERROR_HANDLING=1 are defaults only, kept when base or spec set them.
+// variables (RANK, MASTER_ADDR, ... are always dlaunch's). OMP_NUM_THREADS (the rank's cores, 1
+// when it has none of its own) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 are defaults only, kept
+// when base or spec set them.
 EnvMap BuildWorkerEnv(const WorkerEnvInput& in);
 
 // "KEY=VALUE" strings for execve (keep the vector alive while using the char* array).

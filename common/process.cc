@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -44,6 +46,17 @@ absl::StatusOr<PendingProcess> ForkProcess(const SpawnOptions& options) {
   envp.push_back(nullptr);
   char** child_env = options.envp.empty() ? environ : envp.data();
   const pid_t parent = getpid();
+  int max_cpu = -1;
+  for (int cpu : options.cpu_affinity) max_cpu = std::max(max_cpu, cpu);
+  const size_t affinity_size = CPU_ALLOC_SIZE(max_cpu + 1);
+  std::unique_ptr<cpu_set_t, void (*)(cpu_set_t*)> affinity(
+      max_cpu >= 0 ? CPU_ALLOC(max_cpu + 1) : nullptr, [](cpu_set_t* s) { CPU_FREE(s); });
+  if (affinity) {
+    CPU_ZERO_S(affinity_size, affinity.get());
+    for (int cpu : options.cpu_affinity) {
+      if (cpu >= 0) CPU_SET_S(cpu, affinity_size, affinity.get());
+    }
+  }
 
   pid_t pid = fork();
   if (pid < 0) {
@@ -71,6 +84,12 @@ absl::StatusOr<PendingProcess> ForkProcess(const SpawnOptions& options) {
       dup2(err[1], 2);
     }
     int code = 0;
+    if (affinity && sched_setaffinity(0, affinity_size, affinity.get()) != 0) {
+      code = errno;
+      (void)!write(exec_err[1], "a", 1);
+      (void)!write(exec_err[1], &code, sizeof(code));
+      _exit(127);
+    }
     if (!options.workdir.empty() && chdir(options.workdir.c_str()) != 0) {
       code = errno;
       (void)!write(exec_err[1], "c", 1);
@@ -109,6 +128,10 @@ absl::StatusOr<SpawnedProcess> AwaitExec(PendingProcess p) {
     CloseIfOpen(p.stderr_fd);
     int st;
     waitpid(p.pid, &st, 0);
+    if (what == 'a') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot set CPU affinity of '", p.program, "': ", strerror(code)));
+    }
     if (what == 'c') {
       return absl::Status(ErrnoToStatusCode(code), absl::StrCat("cannot enter working directory '",
                                                                 p.workdir, "': ", strerror(code)));

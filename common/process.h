@@ -20,6 +20,7 @@ struct SpawnOptions {
   int parent_death_signal = 9;           // delivered when the spawning thread dies; 0 = none
   bool capture_output = true;            // stdout/stderr to pipes; else inherited
   bool stdin_null = true;
+  std::vector<int> cpu_affinity;         // CPU ids for sched_setaffinity in the child; empty = inherit
 };
 
 struct SpawnedProcess {

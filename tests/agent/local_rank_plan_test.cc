@@ -171,6 +171,62 @@ TEST(LocalRankPlanTest, AllowedCpusMatchesSchedGetaffinity) {
   for (int c : cpus) EXPECT_TRUE(CPU_ISSET(c, &set)) << c;
 }
 
+TEST(LocalRankPlanTest, TopologyPlanNamesGpusAndKernelNumaNodes) {
+  auto topo = LoadTopologyXml(std::string(DLAUNCH_SOURCE_DIR) + "/tests/agent/topologies/polaris.xml");
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  topo->numa_os_index = {4, 5, 6, 7};  // the kernel's numbers need not be the positions
+  PlacementRequest req;
+  req.nproc = 4;
+  req.gpu_numa = {3, 2, 1, 0};
+  req.gpus_by_locality = true;
+  auto plan = PlanLocalRanks(*topo, topo->allowed_cpus,
+                             Gpus({"GPU-a", "GPU-b", "GPU-c", "GPU-d"}), req);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT((*plan)[0].gpus, ElementsAre("GPU-d"));
+  EXPECT_THAT((*plan)[0].gpu_indices, ElementsAre(3));
+  EXPECT_EQ((*plan)[0].numa_node, 4);
+  EXPECT_EQ((*plan)[0].cores, 8);
+  EXPECT_EQ(DescribeRankSlot((*plan)[0]),
+            "local_rank 0: gpus GPU-d (index 3), cpus 0-7,32-39 (8 cores, NUMA 4)");
+}
+
+TEST(LocalRankPlanTest, TopologyPlanKeepsTheGpuCountMessage) {
+  PlacementRequest req;
+  req.nproc = 2;
+  req.gpus_per_proc = 1;
+  auto plan = PlanLocalRanks(FlatTopology({0, 1}), {0, 1}, Gpus({"3"}), req);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("needs 2 GPUs but this node sees 1 (from CUDA_VISIBLE_DEVICES: 3)"));
+}
+
+TEST(LocalRankPlanTest, ThisNodePlanStaysInTheAllowedCpus) {
+  std::string note;
+  PlacementRequest req;
+  req.nproc = 2;
+  auto plan = PlanThisNode(GpuInventory{{}, "none"}, req, &note);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(note, HasSubstr("placement in CPUs"));
+  auto topo = LoadThisNodeTopology();
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  // Within the allocation always; within this process's affinity unless an MPI launcher bound it.
+  const std::vector<int> bound = StartedAsMpiRank(ProcessGetenv) ? topo->allowed_cpus : AllowedCpus();
+  for (const auto& s : *plan) {
+    EXPECT_FALSE(s.cpus.empty());
+    for (int c : s.cpus) {
+      EXPECT_TRUE(std::binary_search(topo->allowed_cpus.begin(), topo->allowed_cpus.end(), c)) << c;
+      EXPECT_TRUE(std::binary_search(bound.begin(), bound.end(), c)) << c;
+    }
+  }
+}
+
+TEST(LocalRankPlanTest, SharedCoresAreNamedInTheLog) {
+  auto plan = PlanLocalRanks(3, Gpus({}), {5}, 0);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(DescribeRankSlot((*plan)[2]),
+            "local_rank 2: gpus none, cpus 5 (1 core, shared with other ranks)");
+}
+
 TEST(LocalRankPlanTest, DescribeAndJoin) {
   RankSlot s;
   s.local_rank = 1;

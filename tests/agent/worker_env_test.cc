@@ -138,6 +138,32 @@ TEST(WorkerEnvTest, ThreadAndNcclDefaultsYieldToBaseOrSpec) {
   EXPECT_EQ(BuildWorkerEnv(in)["OMP_NUM_THREADS"], "2");
 }
 
+TEST(WorkerEnvTest, OmpThreadsDefaultToTheRanksOwnCores) {
+  WorkerEnvInput in = Input();
+  in.slot.cpus = {8, 9, 10, 11, 40, 41, 42, 43};
+  in.slot.cores = 4;
+  EnvMap env = BuildWorkerEnv(in);
+  EXPECT_EQ(env["OMP_NUM_THREADS"], "4");  // cores, not hardware threads
+  EXPECT_EQ(env["DLAUNCH_CPUS"], "8,9,10,11,40,41,42,43");
+
+  in.base_env["OMP_NUM_THREADS"] = "";  // empty counts as unset
+  EXPECT_EQ(BuildWorkerEnv(in)["OMP_NUM_THREADS"], "4");
+  in.spec_env["OMP_NUM_THREADS"] = "2";  // the user's choice wins
+  EXPECT_EQ(BuildWorkerEnv(in)["OMP_NUM_THREADS"], "2");
+}
+
+TEST(WorkerEnvTest, OmpThreadsAreOneOnSharedCores) {
+  WorkerEnvInput in = Input();
+  in.slot.cpus = {0};
+  in.slot.cores = 1;
+  in.slot.shares_cores = true;
+  EXPECT_EQ(BuildWorkerEnv(in)["OMP_NUM_THREADS"], "1");
+  in.slot.cpus = {0, 1};
+  in.slot.cores = 2;
+  in.slot.shares_cores = true;
+  EXPECT_EQ(BuildWorkerEnv(in)["OMP_NUM_THREADS"], "1");
+}
+
 TEST(WorkerEnvTest, RanksAcrossANode) {
   WorkerEnvInput in = Input();
   std::set<std::string> ranks, files;
