@@ -51,6 +51,12 @@ struct Result {
   std::string out;
 };
 
+absl::StatusOr<SpawnedProcess> SpawnProcess(const SpawnOptions& options) {
+  auto pending = ForkProcess(options);
+  if (!pending.ok()) return pending.status();
+  return AwaitExec(std::move(*pending));
+}
+
 // Spawns, reads stdout to its end, reaps.
 absl::StatusOr<Result> RunToEnd(const SpawnOptions& options) {
   auto p = SpawnProcess(options);
