@@ -1,8 +1,7 @@
 // Serialises the training state (model parameters and buffers, optimizer state, step, loss
 // scaler) into a checkpoint payload and back. Framing and atomic file replacement live in
 // checkpoint_file; this is the LibTorch half.
-#ifndef DLAUNCH_WORKER_CHECKPOINT_IO_H_
-#define DLAUNCH_WORKER_CHECKPOINT_IO_H_
+#pragma once
 
 #include <string>
 
@@ -37,5 +36,3 @@ absl::StatusOr<std::string> LoadNewestIntactCheckpoint(const std::string& dir,
                                                        int64_t* step_in_name);
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_CHECKPOINT_IO_H_

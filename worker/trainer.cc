@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/file_io.h"
 #include "worker/checkpoint_file.h"
 #include "worker/checkpoint_io.h"
 #include "worker/datasets.h"

@@ -1,44 +1,35 @@
 #include "worker/training_summary.h"
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/json_line.h"
 
 namespace dlaunch::worker {
 namespace {
 
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "\"";
-}
-
+// Nine significant digits: throughput and loss keep the precision they had before summaries
+// went through JsonLine (whose doubles have six).
 std::string Num(double v) { return absl::StrFormat("%.9g", v); }
 
 }  // namespace
 
 std::string TrainingSummaryToJson(const TrainingSummary& s) {
-  std::string out = "{";
-  absl::StrAppend(&out, "\"model\": ", Quote(s.model), ", \"dataset\": ", Quote(s.dataset),
-                  ", \"backend\": ", Quote(s.backend), ", \"amp\": ", Quote(s.amp),
-                  ", \"world_size\": ", s.world_size, ", \"batch_size\": ", s.batch_size,
-                  ", \"epochs\": ", s.epochs, ", \"steps\": ", s.steps,
-                  ", \"start_step\": ", s.start_step,
-                  ", \"samples_per_sec_total\": ", Num(s.samples_per_sec_total),
-                  ", \"samples_per_sec_per_rank\": ", Num(s.samples_per_sec_per_rank),
-                  ", \"final_loss\": ", Num(s.final_loss), ", \"test_accuracy\": ",
-                  s.test_accuracy ? Num(*s.test_accuracy) : std::string("null"),
-                  ", \"wall_time_s\": ", Num(s.wall_time_s),
-                  ", \"time_to_first_step_s\": ", Num(s.time_to_first_step_s), "}\n");
-  return out;
+  JsonLine line;
+  line.Add("model", s.model)
+      .Add("dataset", s.dataset)
+      .Add("backend", s.backend)
+      .Add("amp", s.amp)
+      .Add("world_size", s.world_size)
+      .Add("batch_size", static_cast<int64_t>(s.batch_size))
+      .Add("epochs", static_cast<int64_t>(s.epochs))
+      .Add("steps", static_cast<int64_t>(s.steps))
+      .Add("start_step", static_cast<int64_t>(s.start_step))
+      .AddRaw("samples_per_sec_total", Num(s.samples_per_sec_total))
+      .AddRaw("samples_per_sec_per_rank", Num(s.samples_per_sec_per_rank))
+      .AddRaw("final_loss", Num(s.final_loss))
+      .AddRaw("test_accuracy", s.test_accuracy ? Num(*s.test_accuracy) : "null")
+      .AddRaw("wall_time_s", Num(s.wall_time_s))
+      .AddRaw("time_to_first_step_s", Num(s.time_to_first_step_s));
+  return line.str() + "\n";
 }
 
 }  // namespace dlaunch::worker
