@@ -21,11 +21,11 @@ TEST(TrainingSummaryTest, OneJsonObjectWithNineDigitDoubles) {
   s.wall_time_s = 3;
   s.time_to_first_step_s = 0.5;
   EXPECT_EQ(TrainingSummaryToJson(s),
-            "{\"model\":\"cnn\",\"dataset\":\"fashion-mnist\",\"backend\":\"gloo\",\"amp\":\"off\","
-            "\"world_size\":2,\"batch_size\":64,\"epochs\":1,\"steps\":468,\"start_step\":0,"
-            "\"samples_per_sec_total\":12345.6789,\"samples_per_sec_per_rank\":6172.83946,"
-            "\"final_loss\":0.25,\"test_accuracy\":null,\"wall_time_s\":3,"
-            "\"time_to_first_step_s\":0.5}\n");
+            "{\"model\": \"cnn\", \"dataset\": \"fashion-mnist\", \"backend\": \"gloo\", "
+            "\"amp\": \"off\", \"world_size\": 2, \"batch_size\": 64, \"epochs\": 1, "
+            "\"steps\": 468, \"start_step\": 0, \"samples_per_sec_total\": 12345.6789, "
+            "\"samples_per_sec_per_rank\": 6172.83946, \"final_loss\": 0.25, "
+            "\"test_accuracy\": null, \"wall_time_s\": 3, \"time_to_first_step_s\": 0.5}\n");
 }
 
 TEST(TrainingSummaryTest, TestAccuracyAndQuotedStrings) {
@@ -33,8 +33,8 @@ TEST(TrainingSummaryTest, TestAccuracyAndQuotedStrings) {
   s.model = "a\"b";
   s.test_accuracy = 0.8912;
   const std::string json = TrainingSummaryToJson(s);
-  EXPECT_NE(json.find("\"model\":\"a\\\"b\""), std::string::npos) << json;
-  EXPECT_NE(json.find("\"test_accuracy\":0.8912,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"model\": \"a\\\"b\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"test_accuracy\": 0.8912,"), std::string::npos) << json;
 }
 
 }  // namespace

@@ -362,9 +362,9 @@ TEST_F(WorkerProcessTest, TwoRanksCnnReachFashionMnistAccuracy) {
                           {}, std::chrono::seconds(2700));
   ExpectAllSucceeded(results);
   const std::string summary = ReadText(dir_ + "/s.json");
-  const size_t at = summary.find("\"test_accuracy\":");
+  const size_t at = summary.find("\"test_accuracy\": ");
   ASSERT_NE(at, std::string::npos) << summary;
-  const double accuracy = std::stod(summary.substr(at + 16));
+  const double accuracy = std::stod(summary.substr(at + 17));
   EXPECT_GE(accuracy, 0.88) << summary;
 }
 
