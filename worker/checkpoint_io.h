@@ -8,12 +8,13 @@
 #include <torch/torch.h>
 
 #include "absl/status/statusor.h"
+#include "worker/loss_scaler.h"
 
 namespace dlaunch::worker {
 
 struct ScalarTrainingState {
   int64_t step = 0;            // optimizer steps completed
-  double loss_scale = 65536.0; // fp16 dynamic loss scaling
+  double loss_scale = LossScaler::kInitialScale;  // fp16 dynamic loss scaling
   int64_t good_steps = 0;      // steps since the loss scale last changed
 };
 

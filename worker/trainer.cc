@@ -10,8 +10,6 @@
 #include <optional>
 
 #include <ATen/autocast_mode.h>
-#include <torch/csrc/distributed/c10d/comm.hpp>
-#include <torch/csrc/distributed/c10d/reducer.hpp>
 #include <torch/torch.h>
 #ifdef DLAUNCH_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
@@ -23,8 +21,10 @@
 #include "worker/checkpoint_file.h"
 #include "worker/checkpoint_io.h"
 #include "worker/datasets.h"
+#include "worker/ddp_model.h"
 #include "worker/distributed_sampler.h"
 #include "worker/learning_rate_schedule.h"
+#include "worker/loss_scaler.h"
 #include "worker/models.h"
 #include "worker/process_group.h"
 #include "worker/process_uptime.h"
@@ -36,13 +36,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Same defaults as torch.nn.parallel.DistributedDataParallel.
-constexpr int64_t kFirstBucketBytes = 1024 * 1024;
-constexpr size_t kBroadcastBucketBytes = 250 * 1024 * 1024;
-// torch.cuda.amp.GradScaler defaults.
-constexpr double kScaleGrowth = 2.0;
-constexpr double kScaleBackoff = 0.5;
-constexpr int64_t kScaleGrowthInterval = 2000;
+// Returns from the enclosing function when `expr` (an absl::Status) is not OK.
+#define DLAUNCH_WORKER_RETURN_IF_ERROR(expr)         \
+  do {                                               \
+    if (absl::Status _st = (expr); !_st.ok()) return _st; \
+  } while (0)
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
@@ -55,9 +53,29 @@ uint64_t StepSeed(uint64_t seed, int rank, int64_t step) {
   return z;
 }
 
+// Mixed precision of the forward pass (--amp); kOff trains in fp32.
+enum class Amp { kOff, kFp16, kBf16 };
+
+Amp AmpFromName(const std::string& name) {
+  if (name == "fp16") return Amp::kFp16;
+  if (name == "bf16") return Amp::kBf16;
+  return Amp::kOff;
+}
+
+const char* AmpName(Amp amp) {
+  switch (amp) {
+    case Amp::kFp16: return "fp16";
+    case Amp::kBf16: return "bf16";
+    case Amp::kOff: break;
+  }
+  return "off";
+}
+
 // Turns autocast on for the forward pass on CUDA; off (fp32) otherwise.
 class AutocastScope {
  public:
+  explicit AutocastScope(Amp amp)
+      : AutocastScope(amp != Amp::kOff, amp == Amp::kBf16 ? at::kBFloat16 : at::kHalf) {}
   AutocastScope(bool enabled, at::ScalarType dtype) : enabled_(enabled) {
     if (!enabled_) return;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
@@ -90,13 +108,27 @@ class Trainer {
   absl::Status Run();
 
  private:
+  // Setup, as the steps of the Horovod recipe (numbered) and what they need around them.
   absl::Status Setup();
-  absl::Status Resume();
-  void BroadcastModelState();
+  void ConfigureThreads();
+  void PinDevice();                        // 2
+  absl::Status ConnectReporter();
+  absl::Status InitProcessGroup();         // 1
+  absl::Status LoadAndShardData();         // 3
+  void ScaleLearningRate();                // 4
+  absl::Status BuildModelAndOptimizer();
+  void BroadcastModelState();              // 6
+  absl::Status Resume();                   // 7, the read side
+
   void TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offset);
+  bool UnscaleAndUpdateLossScale();
+  absl::Status OnStepEnd(int64_t first_step);
   void Report(dlaunch::v1::WorkerReport::Kind kind, std::optional<double> test_accuracy);
   double Evaluate();
   absl::Status Checkpoint();
+  double FinalThroughput();
+  absl::Status Finish(double per_rank_samples_per_sec, Clock::time_point run_start);
+  absl::Status WriteSummary(double per_rank_samples_per_sec);
   absl::Status SaveParams() const;
   bool IsRankZero() const { return env_.rank == 0; }
 
@@ -104,14 +136,14 @@ class Trainer {
   const DistributedEnv& env_;
   torch::Device device_;
   bool use_cuda_ = false;
-  std::string amp_ = "off";
+  Amp amp_ = Amp::kOff;
   ProcessGroupHandle pg_;
   Datasets data_;
   torch::nn::Sequential model_{nullptr};
   std::vector<torch::Tensor> params_;
   std::vector<torch::Tensor> buffers_;
   std::unique_ptr<torch::optim::SGD> optimizer_;
-  std::unique_ptr<c10d::Reducer> reducer_;
+  std::unique_ptr<DdpModel> ddp_;
   std::optional<ReportClient> reporter_;
   std::unique_ptr<DistributedSampler> sampler_;
   std::unique_ptr<LearningRateSchedule> schedule_;
@@ -128,14 +160,36 @@ class Trainer {
   Clock::time_point interval_start_;
   double data_ms_ = 0, forward_ms_ = 0, backward_ms_ = 0, optimizer_ms_ = 0;
   double last_loss_ = 0;
+  std::optional<double> test_accuracy_;
 
   // Whole run (this rank), excluding evaluation, checkpoints and the first step's warm-up.
+  Clock::time_point timed_start_;
   double train_seconds_ = 0;
   int64_t timed_samples_ = 0;
   double time_to_first_step_s_ = 0;
 };
 
 absl::Status Trainer::Setup() {
+  ConfigureThreads();
+  PinDevice();
+  DLAUNCH_WORKER_RETURN_IF_ERROR(ConnectReporter());
+  DLAUNCH_WORKER_RETURN_IF_ERROR(InitProcessGroup());
+  DLAUNCH_WORKER_RETURN_IF_ERROR(LoadAndShardData());
+  ScaleLearningRate();
+  DLAUNCH_WORKER_RETURN_IF_ERROR(BuildModelAndOptimizer());
+  BroadcastModelState();
+  if (options_.resume) DLAUNCH_WORKER_RETURN_IF_ERROR(Resume());
+  // 5: the reducer's hooks go on once the parameters hold their final (broadcast or resumed)
+  // values.
+  ddp_ = std::make_unique<DdpModel>(params_, buffers_, pg_.group, env_.world_size,
+                                    options_.bucket_cap_mb);
+  auto opts = torch::TensorOptions().device(device_).dtype(torch::kFloat64);
+  loss_sum_ = torch::zeros({}, opts);
+  correct_sum_ = torch::zeros({}, opts);
+  return absl::OkStatus();
+}
+
+void Trainer::ConfigureThreads() {
   const int threads = options_.threads > 0 ? options_.threads
                                            : (env_.omp_num_threads > 0 ? env_.omp_num_threads : 1);
   at::set_num_threads(threads);
@@ -144,7 +198,10 @@ absl::Status Trainer::Setup() {
   } catch (const std::exception&) {
     // Already fixed by an earlier parallel call; harmless.
   }
+}
 
+// One GPU per local rank when there are GPUs; mixed precision only there.
+void Trainer::PinDevice() {
   use_cuda_ = torch::cuda::is_available();
   if (use_cuda_) {
     const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
@@ -153,24 +210,32 @@ absl::Status Trainer::Setup() {
     c10::cuda::set_device(device_.index());
 #endif
   }
-  amp_ = options_.amp;
-  if (!use_cuda_ && amp_ != "off") {
+  amp_ = AmpFromName(options_.amp);
+  if (!use_cuda_ && amp_ != Amp::kOff) {
     std::fprintf(stderr, "dlaunch-worker: --amp %s needs CUDA; training in fp32 on CPU\n",
-                 amp_.c_str());
-    amp_ = "off";
+                 AmpName(amp_));
+    amp_ = Amp::kOff;
   }
+}
 
+absl::Status Trainer::ConnectReporter() {
   absl::StatusOr<ReportClient> reporter = ReportClient::Connect(env_.report_socket);
   if (!reporter.ok()) return reporter.status();
   reporter_.emplace(std::move(*reporter));
+  return absl::OkStatus();
+}
 
+absl::Status Trainer::InitProcessGroup() {
   absl::StatusOr<ProcessGroupHandle> pg = CreateProcessGroup(
       env_, options_.backend, use_cuda_,
       std::chrono::milliseconds(static_cast<int64_t>(options_.store_timeout_s * 1000)),
       std::chrono::milliseconds(static_cast<int64_t>(options_.collective_timeout_s * 1000)));
   if (!pg.ok()) return pg.status();
   pg_ = std::move(*pg);
+  return absl::OkStatus();
+}
 
+absl::Status Trainer::LoadAndShardData() {
   if (options_.dataset == "fashion-mnist") {
     absl::StatusOr<Datasets> d = LoadFashionMnist(options_.data_dir);
     if (!d.ok()) return d.status();
@@ -178,7 +243,6 @@ absl::Status Trainer::Setup() {
   } else {
     data_ = MakeSyntheticDatasets(options_.image_shape, options_.synthetic_samples, options_.seed);
   }
-
   steps_per_epoch_ = StepsPerEpoch(data_.train.size(), env_.world_size, options_.batch_size);
   if (steps_per_epoch_ == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -188,9 +252,15 @@ absl::Status Trainer::Setup() {
   total_steps_ = options_.steps > 0 ? options_.steps : options_.epochs * steps_per_epoch_;
   sampler_ = std::make_unique<DistributedSampler>(data_.train.size(), env_.world_size, env_.rank,
                                                   options_.seed);
+  return absl::OkStatus();
+}
+
+void Trainer::ScaleLearningRate() {
   schedule_ = std::make_unique<LearningRateSchedule>(options_.lr, env_.world_size,
                                                      options_.warmup_epochs, steps_per_epoch_);
+}
 
+absl::Status Trainer::BuildModelAndOptimizer() {
   torch::manual_seed(options_.seed);
   absl::StatusOr<torch::nn::Sequential> model =
       MakeModel(options_.model, options_.image_shape, data_.num_classes);
@@ -203,39 +273,13 @@ absl::Status Trainer::Setup() {
       params_, torch::optim::SGDOptions(schedule_->At(0))
                    .momentum(options_.momentum)
                    .weight_decay(options_.weight_decay));
-
-  BroadcastModelState();
-  if (options_.resume) {
-    if (absl::Status s = Resume(); !s.ok()) return s;
-  }
-
-  // Bucket like DistributedDataParallel: assign in parameter order, then reverse so that the
-  // first bucket holds the last layers, whose gradients are ready first in backward.
-  const auto bucket_bytes = static_cast<int64_t>(options_.bucket_cap_mb * 1024 * 1024);
-  std::vector<bool> expect_sparse(params_.size(), false);
-  auto assignment = c10d::compute_bucket_assignment_by_size(
-      params_, {static_cast<size_t>(kFirstBucketBytes), static_cast<size_t>(bucket_bytes)},
-      expect_sparse);
-  std::vector<std::vector<size_t>> buckets = std::get<0>(assignment);
-  std::vector<size_t> limits = std::get<1>(assignment);
-  std::reverse(buckets.begin(), buckets.end());
-  std::reverse(limits.begin(), limits.end());
-  reducer_ = std::make_unique<c10d::Reducer>(
-      params_, buckets, limits, pg_.group, expect_sparse, bucket_bytes,
-      /*find_unused_parameters=*/false, /*gradient_as_bucket_view=*/false,
-      std::unordered_map<size_t, std::string>{}, kFirstBucketBytes);
-
-  auto opts = torch::TensorOptions().device(device_).dtype(torch::kFloat64);
-  loss_sum_ = torch::zeros({}, opts);
-  correct_sum_ = torch::zeros({}, opts);
   return absl::OkStatus();
 }
 
 void Trainer::BroadcastModelState() {
-  torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> tensors = params_;
   tensors.insert(tensors.end(), buffers_.begin(), buffers_.end());
-  if (env_.world_size > 1) c10d::broadcast_coalesced(pg_.group, tensors, kBroadcastBucketBytes, 0);
+  if (env_.world_size > 1) BroadcastFromRankZero(pg_.group, tensors);
 }
 
 absl::Status Trainer::Resume() {
@@ -307,55 +351,25 @@ void Trainer::TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offse
   const auto t1 = Clock::now();
 
   model_->train();
-  // As DistributedDataParallel.forward: rebuild buckets in gradient-ready order after the
-  // first iteration, keep buffers (BatchNorm statistics) in step with rank 0, and tell the
-  // reducer a backward pass is coming.
-  reducer_->prepare_for_forward();
-  reducer_->rebuild_buckets();
-  if (!buffers_.empty() && env_.world_size > 1) {
-    torch::NoGradGuard no_grad;
-    c10d::broadcast_coalesced(pg_.group, buffers_, kBroadcastBucketBytes, 0);
-  }
   torch::Tensor loss;
   torch::Tensor output;
-  {
-    AutocastScope autocast(amp_ != "off", amp_ == "bf16" ? at::kBFloat16 : at::kHalf);
+  ddp_->Forward([&] {
+    AutocastScope autocast(amp_);
     output = model_->forward(x);
     loss = torch::nll_loss(output.to(torch::kFloat32), y);
-  }
-  reducer_->prepare_for_backward({});
+  });
   const auto t2 = Clock::now();
 
-  // The reducer's autograd hooks all-reduce each bucket as soon as its gradients are ready and
-  // its final callback waits for them, so the averaged gradients are in .grad on return.
-  if (amp_ == "fp16") {
+  // The averaged gradients are in .grad when backward() returns (DdpModel::Forward), so the
+  // time blocked on the all-reduce is part of backward_ms.
+  if (amp_ == Amp::kFp16) {
     (loss * state_.loss_scale).backward();
   } else {
     loss.backward();
   }
   const auto t3 = Clock::now();
 
-  bool apply = true;
-  if (amp_ == "fp16") {
-    // Gradients are identical on every rank after the all-reduce, so every rank takes the same
-    // decision without another collective.
-    torch::NoGradGuard no_grad;
-    const double inv = 1.0 / state_.loss_scale;
-    bool finite = true;
-    for (auto& p : params_) {
-      if (!p.grad().defined()) continue;
-      p.grad().mul_(inv);
-      finite = finite && p.grad().isfinite().all().item<bool>();
-    }
-    if (!finite) {
-      apply = false;
-      state_.loss_scale *= kScaleBackoff;
-      state_.good_steps = 0;
-    } else if (++state_.good_steps >= kScaleGrowthInterval) {
-      state_.loss_scale *= kScaleGrowth;
-      state_.good_steps = 0;
-    }
-  }
+  const bool apply = amp_ != Amp::kFp16 || UnscaleAndUpdateLossScale();
   if (apply) optimizer_->step();
   optimizer_->zero_grad();
   ++state_.step;
@@ -372,6 +386,25 @@ void Trainer::TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offse
   forward_ms_ += Ms(t2 - t1);
   backward_ms_ += Ms(t3 - t2);
   optimizer_ms_ += Ms(t4 - t3);
+}
+
+// fp16: unscales the gradients and moves the loss scale; false when the step must be skipped.
+// Gradients are identical on every rank after the all-reduce, so every rank takes the same
+// decision without another collective.
+bool Trainer::UnscaleAndUpdateLossScale() {
+  torch::NoGradGuard no_grad;
+  LossScaler scaler(state_.loss_scale, state_.good_steps);
+  const double inv = scaler.UnscaleFactor();
+  bool finite = true;
+  for (auto& p : params_) {
+    if (!p.grad().defined()) continue;
+    p.grad().mul_(inv);
+    finite = finite && p.grad().isfinite().all().item<bool>();
+  }
+  const bool apply = scaler.Update(finite);
+  state_.loss_scale = scaler.scale();
+  state_.good_steps = scaler.good_steps();
+  return apply;
 }
 
 void Trainer::Report(dlaunch::v1::WorkerReport::Kind kind, std::optional<double> test_accuracy) {
@@ -429,7 +462,7 @@ double Trainer::Evaluate() {
   for (size_t off = 0; off < mine.size(); off += kEvalBatch) {
     const int64_t count = std::min<int64_t>(kEvalBatch, static_cast<int64_t>(mine.size() - off));
     auto [x, y] = data_.test.Batch(mine.data() + off, count);
-    AutocastScope autocast(amp_ != "off", amp_ == "bf16" ? at::kBFloat16 : at::kHalf);
+    AutocastScope autocast(amp_);
     torch::Tensor out = model_->forward(x.to(device_));
     correct += out.argmax(1).eq(y.to(device_)).sum().item<double>();
   }
@@ -463,13 +496,11 @@ absl::Status Trainer::SaveParams() const {
 absl::Status Trainer::Run() {
   const auto run_start = Clock::now();
   try {
-    if (absl::Status s = Setup(); !s.ok()) return s;
-
-    std::optional<double> test_accuracy;
+    DLAUNCH_WORKER_RETURN_IF_ERROR(Setup());
     int64_t epoch = -1;
     std::vector<int64_t> indices;
     interval_start_ = Clock::now();
-    auto timed_start = Clock::now();
+    timed_start_ = Clock::now();
     const int64_t first_step = state_.step;
     while (state_.step < total_steps_) {
       const int64_t e = state_.step / steps_per_epoch_;
@@ -478,90 +509,100 @@ absl::Status Trainer::Run() {
         indices = sampler_->EpochIndices(epoch);
       }
       TrainStep(indices, state_.step % steps_per_epoch_);
-      if (state_.step == first_step + 1) {
-        // The first step carries one-time costs (allocations, bucket rebuild); throughput is
-        // timed from its end.
-        time_to_first_step_s_ = SecondsSinceProcessStart();
-        timed_start = Clock::now();
-      } else {
-        timed_samples_ += options_.batch_size;
-      }
-      const bool epoch_end = state_.step % steps_per_epoch_ == 0;
-      const bool last = state_.step == total_steps_;
-      if (state_.step % options_.report_every == 0 && !epoch_end && !last) {
-        Report(dlaunch::v1::WorkerReport::STEP, std::nullopt);
-      }
-      if (epoch_end || last) {
-        train_seconds_ += std::chrono::duration<double>(Clock::now() - timed_start).count();
-        if (options_.evaluate) test_accuracy = Evaluate();
-        Report(last ? dlaunch::v1::WorkerReport::FINAL : dlaunch::v1::WorkerReport::EPOCH,
-               options_.evaluate ? test_accuracy : std::nullopt);
-        if (IsRankZero()) {
-          std::fprintf(stderr, "epoch %lld step %lld/%lld loss %.4f test_accuracy %s\n",
-                       static_cast<long long>(epoch + 1), static_cast<long long>(state_.step),
-                       static_cast<long long>(total_steps_), last_loss_,
-                       test_accuracy ? absl::StrFormat("%.4f", *test_accuracy).c_str() : "n/a");
-        }
-        timed_start = Clock::now();
-      }
-      if ((options_.checkpoint_every > 0 && state_.step % options_.checkpoint_every == 0) || last) {
-        const auto c0 = Clock::now();
-        if (absl::Status s = Checkpoint(); !s.ok()) return s;
-        timed_start += Clock::now() - c0;
-      }
-      if (state_.step == options_.fail_at_step) {
-        std::fflush(nullptr);
-        ::raise(SIGKILL);
-      }
+      DLAUNCH_WORKER_RETURN_IF_ERROR(OnStepEnd(first_step));
     }
-
-    // Throughput: mean over ranks of each rank's samples/s; the total is that times the size.
-    torch::Tensor t = torch::tensor(
-        {train_seconds_ > 0 ? timed_samples_ / train_seconds_ : 0.0}, torch::kFloat64).to(device_);
-    AllReduceMean(pg_, t);
-    const double per_rank = t.cpu().item<double>();
-    const double wall = std::chrono::duration<double>(Clock::now() - run_start).count();
-
-    if (!options_.save_params.empty()) {
-      if (absl::Status s = SaveParams(); !s.ok()) return s;
-    }
-    if (IsRankZero()) {
-      std::fprintf(stderr,
-                   "done: %lld steps, %d ranks, %.1f samples/s total (%.1f per rank), "
-                   "test_accuracy %s, loss %.4f, %.1f s\n",
-                   static_cast<long long>(state_.step), env_.world_size,
-                   per_rank * env_.world_size, per_rank,
-                   test_accuracy ? absl::StrFormat("%.4f", *test_accuracy).c_str() : "n/a",
-                   last_loss_, wall);
-      if (!options_.summary_json.empty()) {
-        TrainingSummary s;
-        s.model = options_.model;
-        s.dataset = options_.dataset;
-        s.backend = pg_.backend;
-        s.amp = amp_;
-        s.world_size = env_.world_size;
-        s.batch_size = options_.batch_size;
-        s.epochs = (state_.step + steps_per_epoch_ - 1) / steps_per_epoch_;
-        s.steps = state_.step;
-        s.start_step = start_step_;
-        s.samples_per_sec_total = per_rank * env_.world_size;
-        s.samples_per_sec_per_rank = per_rank;
-        s.final_loss = last_loss_;
-        s.test_accuracy = test_accuracy;
-        s.wall_time_s = SecondsSinceProcessStart();
-        s.time_to_first_step_s = time_to_first_step_s_;
-        if (absl::Status st = WriteFileAtomically(options_.summary_json, TrainingSummaryToJson(s));
-            !st.ok()) {
-          return st;
-        }
-      }
-    }
-    // All ranks leave together, so rank 0's store outlives everyone's last use of it.
-    if (env_.world_size > 1) pg_.group->barrier()->wait();
-    return absl::OkStatus();
+    return Finish(FinalThroughput(), run_start);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("training failed: ", e.what()));
   }
+}
+
+// After each step: throughput bookkeeping, the report / evaluation / checkpoint cadence, and
+// the --fail-at-step fault injection.
+absl::Status Trainer::OnStepEnd(int64_t first_step) {
+  if (state_.step == first_step + 1) {
+    // The first step carries one-time costs (allocations, bucket rebuild); throughput is timed
+    // from its end.
+    time_to_first_step_s_ = SecondsSinceProcessStart();
+    timed_start_ = Clock::now();
+  } else {
+    timed_samples_ += options_.batch_size;
+  }
+  const bool epoch_end = state_.step % steps_per_epoch_ == 0;
+  const bool last = state_.step == total_steps_;
+  if (state_.step % options_.report_every == 0 && !epoch_end && !last) {
+    Report(dlaunch::v1::WorkerReport::STEP, std::nullopt);
+  }
+  if (epoch_end || last) {
+    train_seconds_ += std::chrono::duration<double>(Clock::now() - timed_start_).count();
+    if (options_.evaluate) test_accuracy_ = Evaluate();
+    Report(last ? dlaunch::v1::WorkerReport::FINAL : dlaunch::v1::WorkerReport::EPOCH,
+           options_.evaluate ? test_accuracy_ : std::nullopt);
+    if (IsRankZero()) {
+      const int64_t epoch = (state_.step - 1) / steps_per_epoch_;
+      std::fprintf(stderr, "epoch %lld step %lld/%lld loss %.4f test_accuracy %s\n",
+                   static_cast<long long>(epoch + 1), static_cast<long long>(state_.step),
+                   static_cast<long long>(total_steps_), last_loss_,
+                   test_accuracy_ ? absl::StrFormat("%.4f", *test_accuracy_).c_str() : "n/a");
+    }
+    timed_start_ = Clock::now();
+  }
+  if ((options_.checkpoint_every > 0 && state_.step % options_.checkpoint_every == 0) || last) {
+    const auto c0 = Clock::now();
+    DLAUNCH_WORKER_RETURN_IF_ERROR(Checkpoint());
+    timed_start_ += Clock::now() - c0;
+  }
+  if (state_.step == options_.fail_at_step) {
+    std::fflush(nullptr);
+    ::raise(SIGKILL);
+  }
+  return absl::OkStatus();
+}
+
+// Throughput: the mean over ranks of each rank's samples/s (the total is that times the size).
+double Trainer::FinalThroughput() {
+  torch::Tensor t = torch::tensor(
+      {train_seconds_ > 0 ? timed_samples_ / train_seconds_ : 0.0}, torch::kFloat64).to(device_);
+  AllReduceMean(pg_, t);
+  return t.cpu().item<double>();
+}
+
+absl::Status Trainer::Finish(double per_rank, Clock::time_point run_start) {
+  const double wall = std::chrono::duration<double>(Clock::now() - run_start).count();
+  if (!options_.save_params.empty()) DLAUNCH_WORKER_RETURN_IF_ERROR(SaveParams());
+  if (IsRankZero()) {
+    std::fprintf(stderr,
+                 "done: %lld steps, %d ranks, %.1f samples/s total (%.1f per rank), "
+                 "test_accuracy %s, loss %.4f, %.1f s\n",
+                 static_cast<long long>(state_.step), env_.world_size,
+                 per_rank * env_.world_size, per_rank,
+                 test_accuracy_ ? absl::StrFormat("%.4f", *test_accuracy_).c_str() : "n/a",
+                 last_loss_, wall);
+    if (!options_.summary_json.empty()) DLAUNCH_WORKER_RETURN_IF_ERROR(WriteSummary(per_rank));
+  }
+  // All ranks leave together, so rank 0's store outlives everyone's last use of it.
+  if (env_.world_size > 1) pg_.group->barrier()->wait();
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::WriteSummary(double per_rank) {
+  TrainingSummary s;
+  s.model = options_.model;
+  s.dataset = options_.dataset;
+  s.backend = pg_.backend;
+  s.amp = AmpName(amp_);
+  s.world_size = env_.world_size;
+  s.batch_size = options_.batch_size;
+  s.epochs = (state_.step + steps_per_epoch_ - 1) / steps_per_epoch_;
+  s.steps = state_.step;
+  s.start_step = start_step_;
+  s.samples_per_sec_total = per_rank * env_.world_size;
+  s.samples_per_sec_per_rank = per_rank;
+  s.final_loss = last_loss_;
+  s.test_accuracy = test_accuracy_;
+  s.wall_time_s = SecondsSinceProcessStart();
+  s.time_to_first_step_s = time_to_first_step_s_;
+  return WriteFileAtomically(options_.summary_json, TrainingSummaryToJson(s));
 }
 
 }  // namespace
