@@ -1,19 +1,15 @@
 #include "worker/checkpoint_file.h"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/file_io.h"
 
 namespace dlaunch::worker {
 namespace {
@@ -42,17 +38,6 @@ uint64_t Crc32(std::string_view data) {
     off += n;
   }
   return crc;
-}
-
-absl::Status ErrnoStatus(std::string_view what, const std::string& path) {
-  return absl::InternalError(absl::StrCat(std::string(what), " ", path, ": ", std::strerror(errno)));
-}
-
-std::string DirOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
 }
 
 }  // namespace
@@ -89,53 +74,6 @@ absl::StatusOr<std::string> UnframeCheckpoint(std::string_view file_bytes, std::
   return std::string(payload);
 }
 
-absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("cannot create", tmp);
-  size_t off = 0;
-  while (off < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      absl::Status s = ErrnoStatus("cannot write", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    absl::Status s = ErrnoStatus("cannot fsync", tmp);
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    absl::Status s = ErrnoStatus("cannot rename onto", path);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  // The rename is durable only once the directory entry is.
-  const std::string dir = DirOf(path);
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return absl::InternalError(absl::StrCat("cannot read ", path));
-  return buf.str();
-}
-
 std::string CheckpointPath(const std::string& dir, int64_t step) {
   return absl::StrFormat("%s/%s%012d%s", dir, kPrefix, step, kSuffix);
 }
@@ -145,7 +83,7 @@ absl::StatusOr<std::vector<CheckpointEntry>> ListCheckpoints(const std::string& 
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) {
     if (errno == ENOENT) return out;
-    return ErrnoStatus("cannot list checkpoint directory", dir);
+    return ErrnoStatus(errno, "cannot list checkpoint directory", dir);
   }
   while (dirent* e = ::readdir(d)) {
     const std::string_view name(e->d_name);

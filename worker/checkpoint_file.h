@@ -4,10 +4,9 @@
 // A file is the payload followed by a 24-byte trailer: the magic "DLCKPT01", the payload length
 // (u64 little-endian) and the CRC-32 of the payload (u64 little-endian). A file cut short, with
 // bytes appended, or with a flipped bit fails the check and is reported as DataLoss, so a torn
-// write is never loaded. Files are written to a temporary name, fsync'd, renamed over the final
-// name and the directory fsync'd, so readers see either the old or the new file.
-#ifndef DLAUNCH_WORKER_CHECKPOINT_FILE_H_
-#define DLAUNCH_WORKER_CHECKPOINT_FILE_H_
+// write is never loaded. Files are written with common/file_io's WriteFileAtomically (temporary
+// name, fsync, rename, directory fsync), so readers see either the old or the new file.
+#pragma once
 
 #include <cstdint>
 #include <string>
@@ -28,11 +27,6 @@ std::string FrameCheckpoint(std::string_view payload);
 absl::StatusOr<std::string> UnframeCheckpoint(std::string_view file_bytes,
                                               std::string_view what = "checkpoint");
 
-// Writes bytes to path via path.tmp, fsync, rename, fsync of the directory.
-absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes);
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
-
 // <dir>/ckpt-<step, 12 digits>.dlck
 std::string CheckpointPath(const std::string& dir, int64_t step);
 
@@ -48,5 +42,3 @@ absl::StatusOr<std::vector<CheckpointEntry>> ListCheckpoints(const std::string& 
 void PruneCheckpoints(const std::string& dir, size_t keep);
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_CHECKPOINT_FILE_H_

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_io.h"
 #include "worker/checkpoint_file.h"
 
 namespace dlaunch::worker {
@@ -76,7 +77,7 @@ absl::StatusOr<std::string> LoadNewestIntactCheckpoint(const std::string& dir,
   absl::StatusOr<std::vector<CheckpointEntry>> entries = ListCheckpoints(dir);
   if (!entries.ok()) return entries.status();
   for (const CheckpointEntry& e : *entries) {
-    absl::StatusOr<std::string> bytes = ReadWholeFile(e.path);
+    absl::StatusOr<std::string> bytes = ReadFile(e.path);
     if (!bytes.ok()) {
       std::fprintf(stderr, "dlaunch-worker: skipping checkpoint: %s\n",
                    bytes.status().ToString().c_str());

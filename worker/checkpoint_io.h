@@ -1,20 +1,20 @@
 // Serialises the training state (model parameters and buffers, optimizer state, step, loss
 // scaler) into a checkpoint payload and back. Framing and atomic file replacement live in
 // checkpoint_file; this is the LibTorch half.
-#ifndef DLAUNCH_WORKER_CHECKPOINT_IO_H_
-#define DLAUNCH_WORKER_CHECKPOINT_IO_H_
+#pragma once
 
 #include <string>
 
 #include <torch/torch.h>
 
 #include "absl/status/statusor.h"
+#include "worker/loss_scaler.h"
 
 namespace dlaunch::worker {
 
 struct ScalarTrainingState {
   int64_t step = 0;            // optimizer steps completed
-  double loss_scale = 65536.0; // fp16 dynamic loss scaling
+  double loss_scale = LossScaler::kInitialScale;  // fp16 dynamic loss scaling
   int64_t good_steps = 0;      // steps since the loss scale last changed
 };
 
@@ -37,5 +37,3 @@ absl::StatusOr<std::string> LoadNewestIntactCheckpoint(const std::string& dir,
                                                        int64_t* step_in_name);
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_CHECKPOINT_IO_H_

@@ -2,8 +2,7 @@
 // (normalised with the training set's mean and standard deviation), or synthetic samples of any
 // shape for throughput runs (a fixed pool of random images, indexed modulo its size, so that a
 // large synthetic epoch costs no memory).
-#ifndef DLAUNCH_WORKER_DATASETS_H_
-#define DLAUNCH_WORKER_DATASETS_H_
+#pragma once
 
 #include <string>
 #include <vector>
@@ -42,5 +41,3 @@ Datasets MakeSyntheticDatasets(const std::vector<int64_t>& image_shape, int64_t 
                                uint64_t seed);
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_DATASETS_H_

@@ -2,8 +2,7 @@
 // WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, OMP_NUM_THREADS, DLAUNCH_REPORT_SOCKET),
 // validated. Run by hand with none of it set, the worker is rank 0 of 1. Pure: the lookup
 // function is injected.
-#ifndef DLAUNCH_WORKER_DISTRIBUTED_ENV_H_
-#define DLAUNCH_WORKER_DISTRIBUTED_ENV_H_
+#pragma once
 
 #include <functional>
 #include <string>
@@ -30,5 +29,3 @@ absl::StatusOr<DistributedEnv> ReadDistributedEnv(
     const std::function<const char*(const char*)>& lookup);
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_DISTRIBUTED_ENV_H_

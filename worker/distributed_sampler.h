@@ -2,8 +2,7 @@
 // torch.utils.data.DistributedSampler(drop_last=True): every rank takes a disjoint, equally long
 // strided slice of one permutation shared by all ranks (seeded by seed and epoch), so together
 // they cover the epoch and the order changes every epoch. Pure: no I/O, no LibTorch.
-#ifndef DLAUNCH_WORKER_DISTRIBUTED_SAMPLER_H_
-#define DLAUNCH_WORKER_DISTRIBUTED_SAMPLER_H_
+#pragma once
 
 #include <cstdint>
 #include <vector>
@@ -38,5 +37,3 @@ class DistributedSampler {
 int64_t StepsPerEpoch(int64_t dataset_size, int world_size, int64_t batch_size);
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_DISTRIBUTED_SAMPLER_H_

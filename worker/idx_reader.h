@@ -1,8 +1,7 @@
 // Reads the idx format of MNIST / Fashion-MNIST (optionally gzip-compressed): a big-endian
 // header (two zero bytes, a type code, the number of dimensions, each dimension as u32) followed
 // by the unsigned-byte data. No LibTorch, so it is unit-tested cheaply.
-#ifndef DLAUNCH_WORKER_IDX_READER_H_
-#define DLAUNCH_WORKER_IDX_READER_H_
+#pragma once
 
 #include <cstdint>
 #include <string>
@@ -25,5 +24,3 @@ absl::StatusOr<IdxArray> ParseIdx(std::string_view bytes, std::string_view what)
 absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path);
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_IDX_READER_H_

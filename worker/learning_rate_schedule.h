@@ -2,8 +2,7 @@
 // The target rate is base_lr x world_size; with a warm-up the rate climbs linearly from base_lr
 // to the target over the first warmup_epochs, which keeps large effective batches from
 // diverging early. Pure.
-#ifndef DLAUNCH_WORKER_LEARNING_RATE_SCHEDULE_H_
-#define DLAUNCH_WORKER_LEARNING_RATE_SCHEDULE_H_
+#pragma once
 
 #include <cstdint>
 
@@ -26,5 +25,3 @@ class LearningRateSchedule {
 };
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_LEARNING_RATE_SCHEDULE_H_

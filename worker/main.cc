@@ -4,27 +4,31 @@
 #include <string>
 #include <vector>
 
+#include "common/exit_codes.h"
 #include "worker/distributed_env.h"
 #include "worker/trainer.h"
 #include "worker/worker_options.h"
 
 int main(int argc, char** argv) {
   using namespace dlaunch::worker;
+  using dlaunch::kExitJobFailed;
+  using dlaunch::kExitOk;
+  using dlaunch::kExitUsage;
   const std::vector<std::string> args(argv, argv + argc);
   if (WantsHelp(args)) {
     std::fputs(WorkerUsage().c_str(), stdout);
-    return 0;
+    return kExitOk;
   }
   absl::StatusOr<WorkerOptions> options = ParseWorkerOptions(args);
   if (!options.ok()) {
     std::fprintf(stderr, "dlaunch-worker: %s\n", std::string(options.status().message()).c_str());
-    return 2;
+    return kExitUsage;
   }
   absl::StatusOr<DistributedEnv> env =
       ReadDistributedEnv([](const char* name) { return std::getenv(name); });
   if (!env.ok()) {
     std::fprintf(stderr, "dlaunch-worker: %s\n", std::string(env.status().message()).c_str());
-    return 2;
+    return kExitUsage;
   }
   const absl::Status status = RunTraining(*options, *env);
   if (!status.ok()) {
@@ -32,7 +36,7 @@ int main(int argc, char** argv) {
                  std::string(status.message()).c_str());
     const bool usage = absl::IsInvalidArgument(status) || absl::IsFailedPrecondition(status) ||
                        absl::IsNotFound(status);
-    return usage ? 2 : 1;
+    return usage ? kExitUsage : kExitJobFailed;
   }
-  return 0;
+  return kExitOk;
 }

@@ -1,7 +1,6 @@
 // The model zoo of dlaunch-worker: the classic PyTorch MNIST CNN, a 784-512-256-10 MLP and
 // ResNet 18/34/50 (torchvision's layout), each ending in log-softmax so the loss is NLL.
-#ifndef DLAUNCH_WORKER_MODELS_H_
-#define DLAUNCH_WORKER_MODELS_H_
+#pragma once
 
 #include <string>
 #include <vector>
@@ -19,5 +18,3 @@ absl::StatusOr<torch::nn::Sequential> MakeModel(const std::string& name,
                                                 int64_t num_classes);
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_MODELS_H_

@@ -1,8 +1,7 @@
 // Initialises the c10d process group from the torchrun environment: a TCPStore at
 // MASTER_ADDR:MASTER_PORT (rank 0 serves it) and NCCL or Gloo on top. A store or peer that does
 // not answer within the store timeout is a DeadlineExceeded/Unavailable error, never a hang.
-#ifndef DLAUNCH_WORKER_PROCESS_GROUP_H_
-#define DLAUNCH_WORKER_PROCESS_GROUP_H_
+#pragma once
 
 #include <chrono>
 #include <string>
@@ -35,5 +34,3 @@ absl::StatusOr<ProcessGroupHandle> CreateProcessGroup(const DistributedEnv& env,
 void AllReduceMean(const ProcessGroupHandle& pg, torch::Tensor& values);
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_PROCESS_GROUP_H_

@@ -1,7 +1,6 @@
 // Seconds since this process was started by the kernel (from /proc/self/stat), so "time to the
 // first training step" includes loading the shared libraries before main().
-#ifndef DLAUNCH_WORKER_PROCESS_UPTIME_H_
-#define DLAUNCH_WORKER_PROCESS_UPTIME_H_
+#pragma once
 
 namespace dlaunch::worker {
 
@@ -9,5 +8,3 @@ namespace dlaunch::worker {
 double SecondsSinceProcessStart();
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_PROCESS_UPTIME_H_

@@ -2,8 +2,7 @@
 // per message on the Unix stream socket named by DLAUNCH_REPORT_SOCKET; without a socket the
 // same line goes to stdout, so a hand-run worker shows what an agent would see. Reporting
 // never stops training: a send that fails drops the connection and falls back to stdout.
-#ifndef DLAUNCH_WORKER_REPORT_CLIENT_H_
-#define DLAUNCH_WORKER_REPORT_CLIENT_H_
+#pragma once
 
 #include <string>
 
@@ -35,5 +34,3 @@ class ReportClient {
 };
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_REPORT_CLIENT_H_

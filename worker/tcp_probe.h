@@ -1,8 +1,7 @@
 // Waits until something accepts TCP connections at host:port. Ranks other than 0 use it before
 // creating their TCPStore client: LibTorch's client backs off for a whole second after a refused
 // connect, which, when all ranks start together, costs up to a second of every start-up.
-#ifndef DLAUNCH_WORKER_TCP_PROBE_H_
-#define DLAUNCH_WORKER_TCP_PROBE_H_
+#pragma once
 
 #include <chrono>
 #include <string>
@@ -17,5 +16,3 @@ absl::Status WaitForTcpListener(const std::string& host, int port, std::chrono::
                                 std::chrono::milliseconds interval = std::chrono::milliseconds(10));
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_TCP_PROBE_H_

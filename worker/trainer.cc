@@ -10,38 +10,18 @@
 #include <optional>
 
 #include <ATen/autocast_mode.h>
-#include <torch/csrc/distributed/c10d/comm.hpp>
-#include <torch/csrc/distributed/c10d/reducer.hpp>
 #include <torch/torch.h>
-#ifdef DLAUNCH_WITH_CUDA
-#include <c10/cuda/CUDAFunctions.h>
-#endif
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "worker/checkpoint_file.h"
-#include "worker/checkpoint_io.h"
-#include "worker/datasets.h"
-#include "worker/distributed_sampler.h"
-#include "worker/learning_rate_schedule.h"
-#include "worker/models.h"
-#include "worker/process_group.h"
+#include "common/file_io.h"
+#include "worker/loss_scaler.h"
 #include "worker/process_uptime.h"
-#include "worker/report_client.h"
+#include "worker/trainer_internal.h"
 #include "worker/training_summary.h"
 
 namespace dlaunch::worker {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Same defaults as torch.nn.parallel.DistributedDataParallel.
-constexpr int64_t kFirstBucketBytes = 1024 * 1024;
-constexpr size_t kBroadcastBucketBytes = 250 * 1024 * 1024;
-// torch.cuda.amp.GradScaler defaults.
-constexpr double kScaleGrowth = 2.0;
-constexpr double kScaleBackoff = 0.5;
-constexpr int64_t kScaleGrowthInterval = 2000;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
@@ -57,6 +37,8 @@ uint64_t StepSeed(uint64_t seed, int rank, int64_t step) {
 // Turns autocast on for the forward pass on CUDA; off (fp32) otherwise.
 class AutocastScope {
  public:
+  explicit AutocastScope(Amp amp)
+      : AutocastScope(amp != Amp::kOff, amp == Amp::kBf16 ? at::kBFloat16 : at::kHalf) {}
   AutocastScope(bool enabled, at::ScalarType dtype) : enabled_(enabled) {
     if (!enabled_) return;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
@@ -81,215 +63,7 @@ class AutocastScope {
   bool enabled_;
 };
 
-class Trainer {
- public:
-  Trainer(const WorkerOptions& options, const DistributedEnv& env)
-      : options_(options), env_(env), device_(torch::kCPU) {}
-
-  absl::Status Run();
-
- private:
-  absl::Status Setup();
-  absl::Status Resume();
-  void BroadcastModelState();
-  void TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offset);
-  void Report(dlaunch::v1::WorkerReport::Kind kind, std::optional<double> test_accuracy);
-  double Evaluate();
-  absl::Status Checkpoint();
-  absl::Status SaveParams() const;
-  bool IsRankZero() const { return env_.rank == 0; }
-
-  const WorkerOptions& options_;
-  const DistributedEnv& env_;
-  torch::Device device_;
-  bool use_cuda_ = false;
-  std::string amp_ = "off";
-  ProcessGroupHandle pg_;
-  Datasets data_;
-  torch::nn::Sequential model_{nullptr};
-  std::vector<torch::Tensor> params_;
-  std::vector<torch::Tensor> buffers_;
-  std::unique_ptr<torch::optim::SGD> optimizer_;
-  std::unique_ptr<c10d::Reducer> reducer_;
-  std::optional<ReportClient> reporter_;
-  std::unique_ptr<DistributedSampler> sampler_;
-  std::unique_ptr<LearningRateSchedule> schedule_;
-  int64_t steps_per_epoch_ = 0;
-  int64_t total_steps_ = 0;
-  ScalarTrainingState state_;
-  int64_t start_step_ = 0;
-
-  // Accumulated since the last report (this rank).
-  torch::Tensor loss_sum_;
-  torch::Tensor correct_sum_;
-  int64_t interval_samples_ = 0;
-  int64_t interval_steps_ = 0;
-  Clock::time_point interval_start_;
-  double data_ms_ = 0, forward_ms_ = 0, backward_ms_ = 0, optimizer_ms_ = 0;
-  double last_loss_ = 0;
-
-  // Whole run (this rank), excluding evaluation, checkpoints and the first step's warm-up.
-  double train_seconds_ = 0;
-  int64_t timed_samples_ = 0;
-  double time_to_first_step_s_ = 0;
-};
-
-absl::Status Trainer::Setup() {
-  const int threads = options_.threads > 0 ? options_.threads
-                                           : (env_.omp_num_threads > 0 ? env_.omp_num_threads : 1);
-  at::set_num_threads(threads);
-  try {
-    at::set_num_interop_threads(1);
-  } catch (const std::exception&) {
-    // Already fixed by an earlier parallel call; harmless.
-  }
-
-  use_cuda_ = torch::cuda::is_available();
-  if (use_cuda_) {
-    const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
-    device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env_.local_rank % count));
-#ifdef DLAUNCH_WITH_CUDA
-    c10::cuda::set_device(device_.index());
-#endif
-  }
-  amp_ = options_.amp;
-  if (!use_cuda_ && amp_ != "off") {
-    std::fprintf(stderr, "dlaunch-worker: --amp %s needs CUDA; training in fp32 on CPU\n",
-                 amp_.c_str());
-    amp_ = "off";
-  }
-
-  absl::StatusOr<ReportClient> reporter = ReportClient::Connect(env_.report_socket);
-  if (!reporter.ok()) return reporter.status();
-  reporter_.emplace(std::move(*reporter));
-
-  absl::StatusOr<ProcessGroupHandle> pg = CreateProcessGroup(
-      env_, options_.backend, use_cuda_,
-      std::chrono::milliseconds(static_cast<int64_t>(options_.store_timeout_s * 1000)),
-      std::chrono::milliseconds(static_cast<int64_t>(options_.collective_timeout_s * 1000)));
-  if (!pg.ok()) return pg.status();
-  pg_ = std::move(*pg);
-
-  if (options_.dataset == "fashion-mnist") {
-    absl::StatusOr<Datasets> d = LoadFashionMnist(options_.data_dir);
-    if (!d.ok()) return d.status();
-    data_ = std::move(*d);
-  } else {
-    data_ = MakeSyntheticDatasets(options_.image_shape, options_.synthetic_samples, options_.seed);
-  }
-
-  steps_per_epoch_ = StepsPerEpoch(data_.train.size(), env_.world_size, options_.batch_size);
-  if (steps_per_epoch_ == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the training set (", data_.train.size(), " samples) is smaller than one global batch (",
-        env_.world_size, " ranks x --batch-size ", options_.batch_size, ")"));
-  }
-  total_steps_ = options_.steps > 0 ? options_.steps : options_.epochs * steps_per_epoch_;
-  sampler_ = std::make_unique<DistributedSampler>(data_.train.size(), env_.world_size, env_.rank,
-                                                  options_.seed);
-  schedule_ = std::make_unique<LearningRateSchedule>(options_.lr, env_.world_size,
-                                                     options_.warmup_epochs, steps_per_epoch_);
-
-  torch::manual_seed(options_.seed);
-  absl::StatusOr<torch::nn::Sequential> model =
-      MakeModel(options_.model, options_.image_shape, data_.num_classes);
-  if (!model.ok()) return model.status();
-  model_ = *model;
-  model_->to(device_);
-  params_ = model_->parameters();
-  buffers_ = model_->buffers();
-  optimizer_ = std::make_unique<torch::optim::SGD>(
-      params_, torch::optim::SGDOptions(schedule_->At(0))
-                   .momentum(options_.momentum)
-                   .weight_decay(options_.weight_decay));
-
-  BroadcastModelState();
-  if (options_.resume) {
-    if (absl::Status s = Resume(); !s.ok()) return s;
-  }
-
-  // Bucket like DistributedDataParallel: assign in parameter order, then reverse so that the
-  // first bucket holds the last layers, whose gradients are ready first in backward.
-  const auto bucket_bytes = static_cast<int64_t>(options_.bucket_cap_mb * 1024 * 1024);
-  std::vector<bool> expect_sparse(params_.size(), false);
-  auto assignment = c10d::compute_bucket_assignment_by_size(
-      params_, {static_cast<size_t>(kFirstBucketBytes), static_cast<size_t>(bucket_bytes)},
-      expect_sparse);
-  std::vector<std::vector<size_t>> buckets = std::get<0>(assignment);
-  std::vector<size_t> limits = std::get<1>(assignment);
-  std::reverse(buckets.begin(), buckets.end());
-  std::reverse(limits.begin(), limits.end());
-  reducer_ = std::make_unique<c10d::Reducer>(
-      params_, buckets, limits, pg_.group, expect_sparse, bucket_bytes,
-      /*find_unused_parameters=*/false, /*gradient_as_bucket_view=*/false,
-      std::unordered_map<size_t, std::string>{}, kFirstBucketBytes);
-
-  auto opts = torch::TensorOptions().device(device_).dtype(torch::kFloat64);
-  loss_sum_ = torch::zeros({}, opts);
-  correct_sum_ = torch::zeros({}, opts);
-  return absl::OkStatus();
-}
-
-void Trainer::BroadcastModelState() {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> tensors = params_;
-  tensors.insert(tensors.end(), buffers_.begin(), buffers_.end());
-  if (env_.world_size > 1) c10d::broadcast_coalesced(pg_.group, tensors, kBroadcastBucketBytes, 0);
-}
-
-absl::Status Trainer::Resume() {
-  // Rank 0 reads the file; the bytes travel to the other ranks over the process group, which
-  // need not share a filesystem with it.
-  std::string payload;
-  int64_t length = 0;
-  absl::Status load_status;
-  if (IsRankZero()) {
-    int64_t step_in_name = 0;
-    absl::StatusOr<std::string> bytes = LoadNewestIntactCheckpoint(options_.checkpoint_dir,
-                                                                   &step_in_name);
-    if (bytes.ok()) {
-      payload = std::move(*bytes);
-      length = static_cast<int64_t>(payload.size());
-    } else if (!absl::IsNotFound(bytes.status())) {
-      load_status = bytes.status();
-      length = -1;
-    } else {
-      std::fprintf(stderr, "dlaunch-worker: --resume: %s; starting from step 0\n",
-                   std::string(bytes.status().message()).c_str());
-    }
-  }
-  if (env_.world_size > 1) {
-    torch::Tensor len = torch::tensor({length}, torch::kInt64).to(device_);
-    std::vector<torch::Tensor> t = {len};
-    pg_.group->broadcast(t)->wait();
-    length = len.cpu().item<int64_t>();
-  }
-  if (length < 0) {
-    return load_status.ok() ? absl::DataLossError("rank 0 could not read the checkpoint")
-                            : load_status;
-  }
-  if (length == 0) return absl::OkStatus();
-  if (env_.world_size > 1) {
-    torch::Tensor bytes = torch::empty({length}, torch::kUInt8);
-    if (IsRankZero()) std::memcpy(bytes.data_ptr(), payload.data(), payload.size());
-    bytes = bytes.to(device_);
-    std::vector<torch::Tensor> t = {bytes};
-    pg_.group->broadcast(t)->wait();
-    bytes = bytes.cpu();
-    payload.assign(static_cast<const char*>(bytes.data_ptr()), static_cast<size_t>(length));
-  }
-  absl::StatusOr<ScalarTrainingState> state =
-      DeserializeTrainingState(payload, *model_, *optimizer_, device_);
-  if (!state.ok()) return state.status();
-  state_ = *state;
-  start_step_ = state_.step;
-  if (IsRankZero()) {
-    std::fprintf(stderr, "dlaunch-worker: resumed from step %lld\n",
-                 static_cast<long long>(start_step_));
-  }
-  BroadcastModelState();
-  return absl::OkStatus();
-}
+}  // namespace
 
 void Trainer::TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offset) {
   const int64_t step = state_.step;
@@ -306,55 +80,25 @@ void Trainer::TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offse
   const auto t1 = Clock::now();
 
   model_->train();
-  // As DistributedDataParallel.forward: rebuild buckets in gradient-ready order after the
-  // first iteration, keep buffers (BatchNorm statistics) in step with rank 0, and tell the
-  // reducer a backward pass is coming.
-  reducer_->prepare_for_forward();
-  reducer_->rebuild_buckets();
-  if (!buffers_.empty() && env_.world_size > 1) {
-    torch::NoGradGuard no_grad;
-    c10d::broadcast_coalesced(pg_.group, buffers_, kBroadcastBucketBytes, 0);
-  }
   torch::Tensor loss;
   torch::Tensor output;
-  {
-    AutocastScope autocast(amp_ != "off", amp_ == "bf16" ? at::kBFloat16 : at::kHalf);
+  ddp_->Forward([&] {
+    AutocastScope autocast(amp_);
     output = model_->forward(x);
     loss = torch::nll_loss(output.to(torch::kFloat32), y);
-  }
-  reducer_->prepare_for_backward({});
+  });
   const auto t2 = Clock::now();
 
-  // The reducer's autograd hooks all-reduce each bucket as soon as its gradients are ready and
-  // its final callback waits for them, so the averaged gradients are in .grad on return.
-  if (amp_ == "fp16") {
+  // The averaged gradients are in .grad when backward() returns (DdpModel::Forward), so the
+  // time blocked on the all-reduce is part of backward_ms.
+  if (amp_ == Amp::kFp16) {
     (loss * state_.loss_scale).backward();
   } else {
     loss.backward();
   }
   const auto t3 = Clock::now();
 
-  bool apply = true;
-  if (amp_ == "fp16") {
-    // Gradients are identical on every rank after the all-reduce, so every rank takes the same
-    // decision without another collective.
-    torch::NoGradGuard no_grad;
-    const double inv = 1.0 / state_.loss_scale;
-    bool finite = true;
-    for (auto& p : params_) {
-      if (!p.grad().defined()) continue;
-      p.grad().mul_(inv);
-      finite = finite && p.grad().isfinite().all().item<bool>();
-    }
-    if (!finite) {
-      apply = false;
-      state_.loss_scale *= kScaleBackoff;
-      state_.good_steps = 0;
-    } else if (++state_.good_steps >= kScaleGrowthInterval) {
-      state_.loss_scale *= kScaleGrowth;
-      state_.good_steps = 0;
-    }
-  }
+  const bool apply = amp_ != Amp::kFp16 || UnscaleAndUpdateLossScale();
   if (apply) optimizer_->step();
   optimizer_->zero_grad();
   ++state_.step;
@@ -371,6 +115,25 @@ void Trainer::TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offse
   forward_ms_ += Ms(t2 - t1);
   backward_ms_ += Ms(t3 - t2);
   optimizer_ms_ += Ms(t4 - t3);
+}
+
+// fp16: unscales the gradients and moves the loss scale; false when the step must be skipped.
+// Gradients are identical on every rank after the all-reduce, so every rank takes the same
+// decision without another collective.
+bool Trainer::UnscaleAndUpdateLossScale() {
+  torch::NoGradGuard no_grad;
+  LossScaler scaler(state_.loss_scale, state_.good_steps);
+  const double inv = scaler.UnscaleFactor();
+  bool finite = true;
+  for (auto& p : params_) {
+    if (!p.grad().defined()) continue;
+    p.grad().mul_(inv);
+    finite = finite && p.grad().isfinite().all().item<bool>();
+  }
+  const bool apply = scaler.Update(finite);
+  state_.loss_scale = scaler.scale();
+  state_.good_steps = scaler.good_steps();
+  return apply;
 }
 
 void Trainer::Report(dlaunch::v1::WorkerReport::Kind kind, std::optional<double> test_accuracy) {
@@ -428,7 +191,7 @@ double Trainer::Evaluate() {
   for (size_t off = 0; off < mine.size(); off += kEvalBatch) {
     const int64_t count = std::min<int64_t>(kEvalBatch, static_cast<int64_t>(mine.size() - off));
     auto [x, y] = data_.test.Batch(mine.data() + off, count);
-    AutocastScope autocast(amp_ != "off", amp_ == "bf16" ? at::kBFloat16 : at::kHalf);
+    AutocastScope autocast(amp_);
     torch::Tensor out = model_->forward(x.to(device_));
     correct += out.argmax(1).eq(y.to(device_)).sum().item<double>();
   }
@@ -462,13 +225,11 @@ absl::Status Trainer::SaveParams() const {
 absl::Status Trainer::Run() {
   const auto run_start = Clock::now();
   try {
-    if (absl::Status s = Setup(); !s.ok()) return s;
-
-    std::optional<double> test_accuracy;
+    DLAUNCH_WORKER_RETURN_IF_ERROR(Setup());
     int64_t epoch = -1;
     std::vector<int64_t> indices;
     interval_start_ = Clock::now();
-    auto timed_start = Clock::now();
+    timed_start_ = Clock::now();
     const int64_t first_step = state_.step;
     while (state_.step < total_steps_) {
       const int64_t e = state_.step / steps_per_epoch_;
@@ -477,93 +238,101 @@ absl::Status Trainer::Run() {
         indices = sampler_->EpochIndices(epoch);
       }
       TrainStep(indices, state_.step % steps_per_epoch_);
-      if (state_.step == first_step + 1) {
-        // The first step carries one-time costs (allocations, bucket rebuild); throughput is
-        // timed from its end.
-        time_to_first_step_s_ = SecondsSinceProcessStart();
-        timed_start = Clock::now();
-      } else {
-        timed_samples_ += options_.batch_size;
-      }
-      const bool epoch_end = state_.step % steps_per_epoch_ == 0;
-      const bool last = state_.step == total_steps_;
-      if (state_.step % options_.report_every == 0 && !epoch_end && !last) {
-        Report(dlaunch::v1::WorkerReport::STEP, std::nullopt);
-      }
-      if (epoch_end || last) {
-        train_seconds_ += std::chrono::duration<double>(Clock::now() - timed_start).count();
-        if (options_.evaluate) test_accuracy = Evaluate();
-        Report(last ? dlaunch::v1::WorkerReport::FINAL : dlaunch::v1::WorkerReport::EPOCH,
-               options_.evaluate ? test_accuracy : std::nullopt);
-        if (IsRankZero()) {
-          std::fprintf(stderr, "epoch %lld step %lld/%lld loss %.4f test_accuracy %s\n",
-                       static_cast<long long>(epoch + 1), static_cast<long long>(state_.step),
-                       static_cast<long long>(total_steps_), last_loss_,
-                       test_accuracy ? absl::StrFormat("%.4f", *test_accuracy).c_str() : "n/a");
-        }
-        timed_start = Clock::now();
-      }
-      if ((options_.checkpoint_every > 0 && state_.step % options_.checkpoint_every == 0) || last) {
-        const auto c0 = Clock::now();
-        if (absl::Status s = Checkpoint(); !s.ok()) return s;
-        timed_start += Clock::now() - c0;
-      }
-      if (state_.step == options_.fail_at_step) {
-        std::fflush(nullptr);
-        ::raise(SIGKILL);
-      }
+      DLAUNCH_WORKER_RETURN_IF_ERROR(OnStepEnd(first_step));
     }
-
-    // Throughput: mean over ranks of each rank's samples/s; the total is that times the size.
-    torch::Tensor t = torch::tensor(
-        {train_seconds_ > 0 ? timed_samples_ / train_seconds_ : 0.0}, torch::kFloat64).to(device_);
-    AllReduceMean(pg_, t);
-    const double per_rank = t.cpu().item<double>();
-    const double wall = std::chrono::duration<double>(Clock::now() - run_start).count();
-
-    if (!options_.save_params.empty()) {
-      if (absl::Status s = SaveParams(); !s.ok()) return s;
-    }
-    if (IsRankZero()) {
-      std::fprintf(stderr,
-                   "done: %lld steps, %d ranks, %.1f samples/s total (%.1f per rank), "
-                   "test_accuracy %s, loss %.4f, %.1f s\n",
-                   static_cast<long long>(state_.step), env_.world_size,
-                   per_rank * env_.world_size, per_rank,
-                   test_accuracy ? absl::StrFormat("%.4f", *test_accuracy).c_str() : "n/a",
-                   last_loss_, wall);
-      if (!options_.summary_json.empty()) {
-        TrainingSummary s;
-        s.model = options_.model;
-        s.dataset = options_.dataset;
-        s.backend = pg_.backend;
-        s.amp = amp_;
-        s.world_size = env_.world_size;
-        s.batch_size = options_.batch_size;
-        s.epochs = (state_.step + steps_per_epoch_ - 1) / steps_per_epoch_;
-        s.steps = state_.step;
-        s.start_step = start_step_;
-        s.samples_per_sec_total = per_rank * env_.world_size;
-        s.samples_per_sec_per_rank = per_rank;
-        s.final_loss = last_loss_;
-        s.test_accuracy = test_accuracy;
-        s.wall_time_s = SecondsSinceProcessStart();
-        s.time_to_first_step_s = time_to_first_step_s_;
-        if (absl::Status st = WriteFileAtomically(options_.summary_json, TrainingSummaryToJson(s));
-            !st.ok()) {
-          return st;
-        }
-      }
-    }
-    // All ranks leave together, so rank 0's store outlives everyone's last use of it.
-    if (env_.world_size > 1) pg_.group->barrier()->wait();
-    return absl::OkStatus();
+    return Finish(FinalThroughput(), run_start);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("training failed: ", e.what()));
   }
 }
 
-}  // namespace
+// After each step: throughput bookkeeping, the report / evaluation / checkpoint cadence, and
+// the --fail-at-step fault injection.
+absl::Status Trainer::OnStepEnd(int64_t first_step) {
+  if (state_.step == first_step + 1) {
+    // The first step carries one-time costs (allocations, bucket rebuild); throughput is timed
+    // from its end.
+    time_to_first_step_s_ = SecondsSinceProcessStart();
+    timed_start_ = Clock::now();
+  } else {
+    timed_samples_ += options_.batch_size;
+  }
+  const bool epoch_end = state_.step % steps_per_epoch_ == 0;
+  const bool last = state_.step == total_steps_;
+  if (state_.step % options_.report_every == 0 && !epoch_end && !last) {
+    Report(dlaunch::v1::WorkerReport::STEP, std::nullopt);
+  }
+  if (epoch_end || last) {
+    train_seconds_ += std::chrono::duration<double>(Clock::now() - timed_start_).count();
+    if (options_.evaluate) test_accuracy_ = Evaluate();
+    Report(last ? dlaunch::v1::WorkerReport::FINAL : dlaunch::v1::WorkerReport::EPOCH,
+           options_.evaluate ? test_accuracy_ : std::nullopt);
+    if (IsRankZero()) {
+      const int64_t epoch = (state_.step - 1) / steps_per_epoch_;
+      std::fprintf(stderr, "epoch %lld step %lld/%lld loss %.4f test_accuracy %s\n",
+                   static_cast<long long>(epoch + 1), static_cast<long long>(state_.step),
+                   static_cast<long long>(total_steps_), last_loss_,
+                   test_accuracy_ ? absl::StrFormat("%.4f", *test_accuracy_).c_str() : "n/a");
+    }
+    timed_start_ = Clock::now();
+  }
+  if ((options_.checkpoint_every > 0 && state_.step % options_.checkpoint_every == 0) || last) {
+    const auto c0 = Clock::now();
+    DLAUNCH_WORKER_RETURN_IF_ERROR(Checkpoint());
+    timed_start_ += Clock::now() - c0;
+  }
+  if (state_.step == options_.fail_at_step) {
+    std::fflush(nullptr);
+    ::raise(SIGKILL);
+  }
+  return absl::OkStatus();
+}
+
+// Throughput: the mean over ranks of each rank's samples/s (the total is that times the size).
+double Trainer::FinalThroughput() {
+  torch::Tensor t = torch::tensor(
+      {train_seconds_ > 0 ? timed_samples_ / train_seconds_ : 0.0}, torch::kFloat64).to(device_);
+  AllReduceMean(pg_, t);
+  return t.cpu().item<double>();
+}
+
+absl::Status Trainer::Finish(double per_rank, Clock::time_point run_start) {
+  const double wall = std::chrono::duration<double>(Clock::now() - run_start).count();
+  if (!options_.save_params.empty()) DLAUNCH_WORKER_RETURN_IF_ERROR(SaveParams());
+  if (IsRankZero()) {
+    std::fprintf(stderr,
+                 "done: %lld steps, %d ranks, %.1f samples/s total (%.1f per rank), "
+                 "test_accuracy %s, loss %.4f, %.1f s\n",
+                 static_cast<long long>(state_.step), env_.world_size,
+                 per_rank * env_.world_size, per_rank,
+                 test_accuracy_ ? absl::StrFormat("%.4f", *test_accuracy_).c_str() : "n/a",
+                 last_loss_, wall);
+    if (!options_.summary_json.empty()) DLAUNCH_WORKER_RETURN_IF_ERROR(WriteSummary(per_rank));
+  }
+  // All ranks leave together, so rank 0's store outlives everyone's last use of it.
+  if (env_.world_size > 1) pg_.group->barrier()->wait();
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::WriteSummary(double per_rank) {
+  TrainingSummary s;
+  s.model = options_.model;
+  s.dataset = options_.dataset;
+  s.backend = pg_.backend;
+  s.amp = AmpName(amp_);
+  s.world_size = env_.world_size;
+  s.batch_size = options_.batch_size;
+  s.epochs = (state_.step + steps_per_epoch_ - 1) / steps_per_epoch_;
+  s.steps = state_.step;
+  s.start_step = start_step_;
+  s.samples_per_sec_total = per_rank * env_.world_size;
+  s.samples_per_sec_per_rank = per_rank;
+  s.final_loss = last_loss_;
+  s.test_accuracy = test_accuracy_;
+  s.wall_time_s = SecondsSinceProcessStart();
+  s.time_to_first_step_s = time_to_first_step_s_;
+  return WriteFileAtomically(options_.summary_json, TrainingSummaryToJson(s));
+}
 
 absl::Status RunTraining(const WorkerOptions& options, const DistributedEnv& env) {
   Trainer trainer(options, env);

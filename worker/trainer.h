@@ -1,8 +1,7 @@
 // The dlaunch-worker training run: process group, model, sharded data, DDP gradient averaging
 // through c10d's Reducer (bucketed all-reduce overlapped with backward), rank-0 checkpoints,
 // resume, rank-averaged metrics and reports. Free of LibTorch types so main() stays a cheap TU.
-#ifndef DLAUNCH_WORKER_TRAINER_H_
-#define DLAUNCH_WORKER_TRAINER_H_
+#pragma once
 
 #include "absl/status/status.h"
 #include "worker/distributed_env.h"
@@ -15,5 +14,3 @@ namespace dlaunch::worker {
 absl::Status RunTraining(const WorkerOptions& options, const DistributedEnv& env);
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_TRAINER_H_

@@ -2,33 +2,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/json_line.h"
 
 namespace dlaunch::worker {
 namespace {
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "\"";
-}
 
 std::string Num(double v) { return absl::StrFormat("%.9g", v); }
 
 }  // namespace
 
+// Laid out by hand rather than with JsonLine, whose compact form and six-digit doubles would
+// change the file that scripts and the bench read; strings go through the one JSON escaper.
 std::string TrainingSummaryToJson(const TrainingSummary& s) {
   std::string out = "{";
-  absl::StrAppend(&out, "\"model\": ", Quote(s.model), ", \"dataset\": ", Quote(s.dataset),
-                  ", \"backend\": ", Quote(s.backend), ", \"amp\": ", Quote(s.amp),
+  absl::StrAppend(&out, "\"model\": ", JsonQuote(s.model), ", \"dataset\": ", JsonQuote(s.dataset),
+                  ", \"backend\": ", JsonQuote(s.backend), ", \"amp\": ", JsonQuote(s.amp),
                   ", \"world_size\": ", s.world_size, ", \"batch_size\": ", s.batch_size,
                   ", \"epochs\": ", s.epochs, ", \"steps\": ", s.steps,
                   ", \"start_step\": ", s.start_step,

@@ -1,6 +1,5 @@
 // TrainingSummary: what rank 0 writes to --summary-json at the end of a run. Pure rendering.
-#ifndef DLAUNCH_WORKER_TRAINING_SUMMARY_H_
-#define DLAUNCH_WORKER_TRAINING_SUMMARY_H_
+#pragma once
 
 #include <cstdint>
 #include <optional>
@@ -30,5 +29,3 @@ struct TrainingSummary {
 std::string TrainingSummaryToJson(const TrainingSummary& summary);
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_TRAINING_SUMMARY_H_

@@ -48,6 +48,39 @@ Setter String(const std::string& flag, std::string* out) {
   };
 }
 
+// C,H,W: three positive integers.
+Setter ImageShape(const std::string& flag, std::vector<int64_t>* out) {
+  return [flag, out](const std::string& v) {
+    std::vector<std::string> parts = absl::StrSplit(v, ',');
+    std::vector<int64_t> shape;
+    for (const std::string& p : parts) {
+      int64_t d;
+      if (!absl::SimpleAtoi(p, &d) || d < 1) return Bad(flag, v, "want C,H,W with positive integers");
+      shape.push_back(d);
+    }
+    if (shape.size() != 3) return Bad(flag, v, "want three dimensions C,H,W");
+    *out = shape;
+    return absl::OkStatus();
+  };
+}
+
+Setter Seed(const std::string& flag, uint64_t* out) {
+  return [flag, out](const std::string& v) {
+    if (!absl::SimpleAtoi(v, out)) return Bad(flag, v, "want a non-negative integer");
+    return absl::OkStatus();
+  };
+}
+
+// An int-sized option, checked as Int does.
+Setter SmallInt(const std::string& flag, int* out, int64_t min) {
+  return [flag, out, min](const std::string& v) {
+    int64_t wide = 0;
+    if (absl::Status s = Int(flag, &wide, min)(v); !s.ok()) return s;
+    *out = static_cast<int>(wide);
+    return absl::OkStatus();
+  };
+}
+
 }  // namespace
 
 bool WantsHelp(const std::vector<std::string>& args) {
@@ -100,19 +133,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
       {"model", Choice("model", &o.model, {"cnn", "mlp", "resnet18", "resnet34", "resnet50"})},
       {"dataset", Choice("dataset", &o.dataset, {"fashion-mnist", "synthetic"})},
       {"data-dir", String("data-dir", &o.data_dir)},
-      {"image-shape",
-       [&o](const std::string& v) {
-         std::vector<std::string> parts = absl::StrSplit(v, ',');
-         std::vector<int64_t> shape;
-         for (const std::string& p : parts) {
-           int64_t d;
-           if (!absl::SimpleAtoi(p, &d) || d < 1) return Bad("image-shape", v, "want C,H,W with positive integers");
-           shape.push_back(d);
-         }
-         if (shape.size() != 3) return Bad("image-shape", v, "want three dimensions C,H,W");
-         o.image_shape = shape;
-         return absl::OkStatus();
-       }},
+      {"image-shape", ImageShape("image-shape", &o.image_shape)},
       {"synthetic-samples", Int("synthetic-samples", &o.synthetic_samples, 1)},
       {"epochs", [&](const std::string& v) { epochs_given = true; return Int("epochs", &o.epochs, 1)(v); }},
       {"steps", Int("steps", &o.steps, 1)},
@@ -126,19 +147,9 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
       {"checkpoint-dir", String("checkpoint-dir", &o.checkpoint_dir)},
       {"checkpoint-every", Int("checkpoint-every", &o.checkpoint_every, 0)},
       {"report-every", Int("report-every", &o.report_every, 1)},
-      {"seed",
-       [&o](const std::string& v) {
-         if (!absl::SimpleAtoi(v, &o.seed)) return Bad("seed", v, "want a non-negative integer");
-         return absl::OkStatus();
-       }},
+      {"seed", Seed("seed", &o.seed)},
       {"summary-json", String("summary-json", &o.summary_json)},
-      {"threads",
-       [&o](const std::string& v) {
-         int64_t t;
-         absl::Status s = Int("threads", &t, 1)(v);
-         o.threads = static_cast<int>(t);
-         return s;
-       }},
+      {"threads", SmallInt("threads", &o.threads, 1)},
       {"store-timeout", Double("store-timeout", &o.store_timeout_s, 0.001)},
       {"collective-timeout", Double("collective-timeout", &o.collective_timeout_s, 0.001)},
       {"bucket-cap-mb", Double("bucket-cap-mb", &o.bucket_cap_mb, 0.0)},

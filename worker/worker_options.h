@@ -1,6 +1,5 @@
 // WorkerOptions: the dlaunch-worker command line, parsed and validated. Pure.
-#ifndef DLAUNCH_WORKER_WORKER_OPTIONS_H_
-#define DLAUNCH_WORKER_WORKER_OPTIONS_H_
+#pragma once
 
 #include <cstdint>
 #include <string>
@@ -49,5 +48,3 @@ bool WantsHelp(const std::vector<std::string>& args);
 std::string WorkerUsage();
 
 }  // namespace dlaunch::worker
-
-#endif  // DLAUNCH_WORKER_WORKER_OPTIONS_H_

@@ -1,11 +1,14 @@
 #include "launcher/cli/cli.h"
 
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "common/exit_codes.h"
+#include "launcher/cli/job_commands.h"
 #include "launcher/cli/run_command.h"
-#include "launcher/cli/submit_commands.h"
+#include "launcher/cli/submit_command.h"
 
 namespace dlaunch {
 namespace {
@@ -26,32 +29,55 @@ constexpr char kUsage[] =
     "`dlaunch run --help` lists the run options. Exit codes: 0 success, 1 job failed,\n"
     "2 bad usage or invalid job.yaml, 3 scheduler or launch error, 130 interrupted.\n";
 
+using Command = std::function<int(const std::vector<std::string>& args)>;
+
+int PrintVersion(const std::vector<std::string>&) {
+  std::cout << "dlaunch 0.1.0\n";
+  return kExitOk;
+}
+
+int PrintUsage(const std::vector<std::string>&) {
+  std::cout << kUsage;
+  return kExitOk;
+}
+
+// Every command, under each of its names.
+struct CommandEntry {
+  std::vector<std::string> names;
+  Command run;
+};
+
+const std::vector<CommandEntry>& Commands() {
+  static const auto* commands = new std::vector<CommandEntry>{
+      {{"run"}, RunRunCommand},
+      {{"validate"}, RunValidateCommand},
+      {{"script"}, RunScriptCommand},
+      {{"submit"}, RunSubmitCommand},
+      {{"status"}, RunStatusCommand},
+      {{"logs"}, RunLogsCommand},
+      {{"cancel"}, RunCancelCommand},
+      {{"version", "--version"}, PrintVersion},
+      {{"help", "-h", "--help"}, PrintUsage},
+  };
+  return *commands;
+}
+
 }  // namespace
 
 int RunCli(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << kUsage;
-    return 2;
+    return kExitUsage;
   }
-  std::string cmd = argv[1];
-  std::vector<std::string> args(argv + 2, argv + argc);
-  if (cmd == "run") return RunRunCommand(args);
-  if (cmd == "validate") return RunValidateCommand(args);
-  if (cmd == "script") return RunScriptCommand(args);
-  if (cmd == "submit") return RunSubmitCommand(args);
-  if (cmd == "status") return RunStatusCommand(args);
-  if (cmd == "logs") return RunLogsCommand(args);
-  if (cmd == "cancel") return RunCancelCommand(args);
-  if (cmd == "version" || cmd == "--version") {
-    std::cout << "dlaunch 0.1.0\n";
-    return 0;
-  }
-  if (cmd == "help" || cmd == "-h" || cmd == "--help") {
-    std::cout << kUsage;
-    return 0;
+  const std::string cmd = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  for (const CommandEntry& entry : Commands()) {
+    for (const std::string& name : entry.names) {
+      if (name == cmd) return entry.run(args);
+    }
   }
   std::cerr << "dlaunch: unknown command '" << cmd << "'\n\n" << kUsage;
-  return 2;
+  return kExitUsage;
 }
 
 }  // namespace dlaunch

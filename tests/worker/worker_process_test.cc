@@ -26,6 +26,7 @@
 #include "dlaunch/report.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "common/file_io.h"
 #include "worker/checkpoint_file.h"
 
 extern char** environ;

@@ -1,6 +1,8 @@
 // dlaunch script/submit/status/logs/cancel, called as the CLI calls them, against real job
-// directories, stand-in scheduler programs and a real background job.
-#include "launcher/cli/submit_commands.h"
+// directories, stand-in scheduler programs and a real background job. The fixture changes the
+// process's cwd and environment, so these run as the integration label (one process per test).
+#include "launcher/cli/job_commands.h"
+#include "launcher/cli/submit_command.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -23,11 +25,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "launcher/submit/batch_script.h"
 #include "launcher/jobdir/job_record.h"
 #include "launcher/spec/job_spec_parser.h"
-#include "launcher/submit/site_profile.h"
 #include "tests/testing/test_files.h"
+#include "tests/testing/wait_for.h"
 
 namespace dlaunch {
 namespace {
@@ -36,48 +37,9 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-bool WaitFor(const std::function<bool()>& cond, std::chrono::seconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
-}
-
-// --- The examples render as shipped ----------------------------------------------------------
-
-class ExampleTest : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(ExampleTest, LoadsAndRendersWithoutEdits) {
-  const std::string path = absl::StrCat(DLAUNCH_SOURCE_DIR, "/examples/", GetParam(), ".yaml");
-  absl::StatusOr<JobSpec> spec = LoadJobSpec(path);
-  ASSERT_TRUE(spec.ok()) << spec.status();
-  absl::StatusOr<SiteProfile> profile = LoadSiteProfile(
-      DefaultSiteName(spec->scheduler.site, spec->scheduler.type),
-      MakeSiteSearchPath("", "", "", {std::string(DLAUNCH_SOURCE_DIR) + "/templates"}));
-  ASSERT_TRUE(profile.ok()) << profile.status();
-  RenderContext ctx;
-  ctx.job_id = MakeJobId(spec->name, absl::Now(), 0xa3f9);
-  ctx.job_dir = "/home/user/proj/runs/" + ctx.job_id;
-  ctx.resolved_spec_path = ctx.job_dir + "/job.yaml";
-  ctx.dlaunch_binary = "/opt/dlaunch/bin/dlaunch";
-  ctx.submit_cwd = "/home/user/proj";
-  absl::StatusOr<std::string> script = RenderBatchScript(*spec, *profile, ctx);
-  ASSERT_TRUE(script.ok()) << script.status();
-  EXPECT_THAT(*script, HasSubstr(" run /home/user/proj/runs/"));
-  // The resolved spec the job directory keeps parses back to the same job.
-  absl::StatusOr<JobSpec> again = ParseJobSpec(ResolvedJobYaml(*spec), "job.yaml");
-  ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->scheduler.site, spec->scheduler.site);
-}
-
-INSTANTIATE_TEST_SUITE_P(Examples, ExampleTest,
-                         ::testing::Values("polaris", "thetagpu", "slurm"));
-
 // --- Commands against a scratch directory ----------------------------------------------------
 
-class SubmitCommandsTest : public ::testing::Test {
+class CliProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string tmpl = (fs::temp_directory_path() / "dlaunch-cmds-XXXXXX").string();
@@ -140,7 +102,7 @@ class SubmitCommandsTest : public ::testing::Test {
   std::map<std::string, std::optional<std::string>> saved_env_;
 };
 
-TEST_F(SubmitCommandsTest, ScriptPrintsTheScriptAndWritesNothing) {
+TEST_F(CliProcessTest, ScriptPrintsTheScriptAndWritesNothing) {
   std::string out, err;
   ASSERT_EQ(Run(RunScriptCommand, {"job.yaml", "--site", "generic-pbs"}, &out, &err), 0) << err;
   EXPECT_THAT(out, ::testing::StartsWith("#!/bin/bash\n#PBS -N smoke\n"));
@@ -149,12 +111,12 @@ TEST_F(SubmitCommandsTest, ScriptPrintsTheScriptAndWritesNothing) {
   EXPECT_FALSE(fs::exists(dir_ + "/runs"));
 }
 
-TEST_F(SubmitCommandsTest, BadUsageExitsTwoWithUsage) {
+TEST_F(CliProcessTest, BadUsageExitsTwoWithUsage) {
   std::string out, err;
   EXPECT_EQ(Run(RunScriptCommand, {}, &out, &err), 2);
   EXPECT_THAT(err, HasSubstr("usage: dlaunch script"));
   EXPECT_EQ(Run(RunSubmitCommand, {"job.yaml", "--bogus"}, &out, &err), 2);
-  EXPECT_THAT(err, HasSubstr("unknown option '--bogus'"));
+  EXPECT_THAT(err, HasSubstr("unknown flag --bogus"));
   EXPECT_EQ(Run(RunLogsCommand, {"x", "--rank", "one"}, &out, &err), 2);
   EXPECT_EQ(Run(RunCancelCommand, {}, &out, &err), 2);
   EXPECT_EQ(Run(RunStatusCommand, {"a", "b"}, &out, &err), 2);
@@ -164,7 +126,7 @@ TEST_F(SubmitCommandsTest, BadUsageExitsTwoWithUsage) {
   EXPECT_THAT(out, HasSubstr("--dry-run"));
 }
 
-TEST_F(SubmitCommandsTest, DryRunWritesTheJobDirectory) {
+TEST_F(CliProcessTest, DryRunWritesTheJobDirectory) {
   std::string out, err;
   ASSERT_EQ(Run(RunSubmitCommand, {"job.yaml", "--site", "generic-slurm", "--dry-run"}, &out,
                 &err),
@@ -196,7 +158,7 @@ TEST_F(SubmitCommandsTest, DryRunWritesTheJobDirectory) {
   EXPECT_THAT(out, HasSubstr("dlaunch    not started"));
 }
 
-TEST_F(SubmitCommandsTest, SubmitsThroughQsubAndRecordsItsId) {
+TEST_F(CliProcessTest, SubmitsThroughQsubAndRecordsItsId) {
   WriteFile(dir_ + "/bin/qsub",
             "#!/bin/sh\ncp \"$1\" \"" + dir_ + "/submitted.sh\"\necho 901.pbs-server\n", 0755);
   WriteFile(dir_ + "/bin/qstat",
@@ -217,7 +179,7 @@ TEST_F(SubmitCommandsTest, SubmitsThroughQsubAndRecordsItsId) {
   EXPECT_THAT(out, HasSubstr("scheduler  job 901.pbs-server: queued (Q)"));
 }
 
-TEST_F(SubmitCommandsTest, SchedulerRefusalExitsThree) {
+TEST_F(CliProcessTest, SchedulerRefusalExitsThree) {
   WriteFile(dir_ + "/bin/qsub", "#!/bin/sh\necho 'qsub: Unauthorized Request' >&2\nexit 159\n",
             0755);
   SetEnv("DLAUNCH_QSUB", dir_ + "/bin/qsub");
@@ -226,7 +188,7 @@ TEST_F(SubmitCommandsTest, SchedulerRefusalExitsThree) {
   EXPECT_THAT(err, HasSubstr("Unauthorized Request"));
 }
 
-TEST_F(SubmitCommandsTest, PrecheckProblemsAreListedAndNothingIsWritten) {
+TEST_F(CliProcessTest, PrecheckProblemsAreListedAndNothingIsWritten) {
   WriteFile(dir_ + "/bad.yaml",
             "name: big\nnodes: 5000\ncommand: [./no-such-trainer]\n"
             "scheduler:\n  walltime: \"30:00:00\"\n");
@@ -239,7 +201,7 @@ TEST_F(SubmitCommandsTest, PrecheckProblemsAreListedAndNothingIsWritten) {
   EXPECT_FALSE(fs::exists(dir_ + "/runs"));
 }
 
-TEST_F(SubmitCommandsTest, StatusAndLogsReadTheJobDirectory) {
+TEST_F(CliProcessTest, StatusAndLogsReadTheJobDirectory) {
   const std::string job_dir = dir_ + "/runs/fmnist-20261121-101530-a3f9";
   fs::create_directories(job_dir + "/logs");
   SubmitRecord rec;
@@ -286,7 +248,7 @@ TEST_F(SubmitCommandsTest, StatusAndLogsReadTheJobDirectory) {
   EXPECT_THAT(err, HasSubstr("no job 'no-such-job'"));
 }
 
-TEST_F(SubmitCommandsTest, LocalSubmitRunsInBackgroundAndCancelStopsIt) {
+TEST_F(CliProcessTest, LocalSubmitRunsInBackgroundAndCancelStopsIt) {
   std::string out, err;
   ASSERT_EQ(Run(RunSubmitCommand, {"job.yaml", "--site", "local"}, &out, &err), 0) << err;
   std::string id(absl::StripAsciiWhitespace(out));
@@ -311,7 +273,7 @@ TEST_F(SubmitCommandsTest, LocalSubmitRunsInBackgroundAndCancelStopsIt) {
       std::chrono::seconds(20)));
 }
 
-TEST_F(SubmitCommandsTest, FollowStopsWhenTheLauncherDiedWithoutASummary) {
+TEST_F(CliProcessTest, FollowStopsWhenTheLauncherDiedWithoutASummary) {
   const std::string job_dir = dir_ + "/runs/killed-20261121-101530-0002";
   fs::create_directories(job_dir + "/logs");
   WriteFile(job_dir + "/job.yaml", "name: killed\n");
@@ -328,7 +290,22 @@ TEST_F(SubmitCommandsTest, FollowStopsWhenTheLauncherDiedWithoutASummary) {
   EXPECT_EQ(out, "[rank 0] step 1\n");
 }
 
-TEST_F(SubmitCommandsTest, CancelSignalsALauncherOnThisHost) {
+TEST_F(CliProcessTest, FollowStopsWhenEventsSayTheJobFinished) {
+  // No summary.json (its write failed) and no launcher.json (the launcher ran on another host):
+  // the last event alone ends the follow.
+  const std::string job_dir = dir_ + "/runs/elsewhere-20261121-101530-0003";
+  fs::create_directories(job_dir + "/logs");
+  WriteFile(job_dir + "/job.yaml", "name: elsewhere\n");
+  WriteFile(job_dir + "/logs/rank-0.log", "step 1\n");
+  WriteFile(job_dir + "/events.jsonl",
+            "{\"time\": 1.0, \"event\": \"job_started\"}\n"
+            "{\"time\": 2.0, \"event\": \"job_finished\", \"exit_code\": 0}\n");
+  std::string out;
+  ASSERT_EQ(Run(RunLogsCommand, {job_dir, "--follow"}, &out), 0);
+  EXPECT_EQ(out, "[rank 0] step 1\n");
+}
+
+TEST_F(CliProcessTest, CancelSignalsALauncherOnThisHost) {
   const std::string job_dir = dir_ + "/runs/interactive-20261121-101530-0001";
   fs::create_directories(job_dir);
   WriteFile(job_dir + "/job.yaml", "name: interactive\n");

@@ -1,0 +1,275 @@
+#include "launcher/cli/job_commands.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/exit_codes.h"
+#include "launcher/cli/cli_support.h"
+#include "launcher/cli/job_view.h"
+#include "launcher/jobdir/job_record.h"
+#include "launcher/submit/scheduler_client.h"
+#include "launcher/submit/site_profile.h"
+
+namespace dlaunch {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr int kRecentJobs = 20;
+constexpr size_t kStatusEvents = 10;
+// How often `logs --follow` looks for new lines and for the job's end.
+constexpr std::chrono::milliseconds kFollowPoll(250);
+
+constexpr char kStatusUsage[] =
+    "usage: dlaunch status [JOB]\n"
+    "  JOB is a job id under $DLAUNCH_JOB_ROOT (default runs/) or a job directory.\n"
+    "  Without JOB, lists recent jobs.\n";
+constexpr char kLogsUsage[] =
+    "usage: dlaunch logs JOB [--rank N] [--follow]\n"
+    "  Prints runs/JOB/logs/rank-N.log; all ranks, each line prefixed, without --rank.\n"
+    "  --follow   keep printing new lines until the job finishes (Ctrl-C stops)\n";
+constexpr char kCancelUsage[] =
+    "usage: dlaunch cancel JOB\n"
+    "  Cancels the scheduler job (qdel / scancel) and stops the job's launcher.\n";
+
+absl::StatusOr<SubmitRecord> LoadRecord(const std::string& job_dir) {
+  absl::StatusOr<std::string> text = ReadTextFile(job_dir + "/submit.json");
+  if (!text.ok()) return text.status();
+  return ParseSubmitRecord(*text);
+}
+
+// The job's profile if it can still be found (for command overrides), else null.
+std::unique_ptr<SiteProfile> TryLoadProfile(const std::string& site) {
+  if (site.empty()) return nullptr;
+  absl::StatusOr<SiteProfile> p = LoadSiteProfile(site, DefaultSiteSearchPath());
+  return p.ok() ? std::make_unique<SiteProfile>(*std::move(p)) : nullptr;
+}
+
+SchedulerClient ClientFor(const SubmitRecord& record) {
+  std::unique_ptr<SiteProfile> profile = TryLoadProfile(record.site);
+  return SchedulerClient(record.scheduler,
+                         ResolveSchedulerCommands(record.scheduler, profile.get(),
+                                                  [](const char* n) { return std::getenv(n); }),
+                         RealCommandRunner());
+}
+
+// What dlaunch itself recorded in the job directory.
+JobFiles ReadJobFiles(const std::string& job_dir) {
+  JobFiles files;
+  absl::StatusOr<std::string> events_text = ReadTextFile(job_dir + "/events.jsonl");
+  files.events_present = events_text.ok();
+  int bad = 0;
+  if (events_text.ok()) files.events = ParseEvents(*events_text, &bad);
+  absl::StatusOr<std::string> summary_text = ReadTextFile(job_dir + "/summary.json");
+  if (summary_text.ok()) {
+    absl::StatusOr<std::map<std::string, std::string>> summary =
+        ParseJsonObjectFields(*summary_text);
+    if (summary.ok()) files.summary = *std::move(summary);
+  }
+  return files;
+}
+
+int ListRecentJobs(const std::string& root) {
+  std::vector<std::string> dirs = ListJobDirs(root);
+  if (dirs.empty()) {
+    std::cout << "no jobs in " << root << "\n";
+    return kExitOk;
+  }
+  std::cout << "JOB\tSITE\tSCHEDULER JOB\tSUBMITTED\tSTATE\n";
+  int shown = 0;
+  for (const auto& dir : dirs) {
+    if (shown++ == kRecentJobs) break;
+    std::cout << FormatJobListRow(fs::path(dir).filename().string(), LoadRecord(dir),
+                                  ReadJobFiles(dir));
+  }
+  return kExitOk;
+}
+
+int ShowJob(const std::string& job_arg, const std::string& root) {
+  absl::StatusOr<std::string> dir = ResolveJobDir(job_arg, root);
+  if (!dir.ok()) {
+    std::cerr << "dlaunch: " << dir.status().message() << "\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<SubmitRecord> rec = LoadRecord(*dir);
+  SchedulerAnswer answer;
+  if (rec.ok() && !rec->dry_run && !rec->scheduler_job_id.empty()) {
+    answer = ClientFor(*rec).Query(rec->scheduler_job_id, *dir);
+  }
+  std::cout << FormatJobStatus(*dir, rec, answer, ReadJobFiles(*dir), kStatusEvents);
+  return answer.has_value() && !answer->ok() ? kExitLaunchError : kExitOk;
+}
+
+// Rank logs present in <dir>/logs, by rank number.
+std::map<int, std::string> RankLogs(const std::string& job_dir) {
+  std::map<int, std::string> logs;
+  std::error_code ec;
+  for (fs::directory_iterator it(job_dir + "/logs", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    absl::string_view v(name);
+    int rank = 0;
+    if (absl::ConsumePrefix(&v, "rank-") && absl::ConsumeSuffix(&v, ".log") &&
+        absl::SimpleAtoi(v, &rank)) {
+      logs[rank] = it->path().string();
+    }
+  }
+  return logs;
+}
+
+// True when launcher.json names a process on this host that no longer exists.
+bool LauncherGoneHere(const std::string& job_dir) {
+  absl::StatusOr<std::string> text = ReadTextFile(job_dir + "/launcher.json");
+  if (!text.ok()) return false;
+  absl::StatusOr<LauncherInfo> info = ParseLauncherInfo(*text);
+  if (!info.ok()) return false;
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  if (!info->host.empty() && info->host != host) return false;
+  return ::kill(info->pid, 0) != 0 && errno == ESRCH;
+}
+
+// Prints the complete lines of `path` past `*offset` (prefixed), advancing the offset.
+void PrintNewLines(const std::string& path, const std::string& prefix, std::streamoff* offset) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  in.seekg(*offset);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // a partial last line: wait for its newline
+    std::cout << prefix << line << "\n";
+    *offset += static_cast<std::streamoff>(line.size()) + 1;
+  }
+  std::cout.flush();
+}
+
+}  // namespace
+
+int RunStatusCommand(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::cout << kStatusUsage;
+    return kExitOk;
+  }
+  ParsedArgs parsed;
+  int rc = kExitOk;
+  if (!ParseCommandFlags(args, {}, 1, kStatusUsage, &parsed, &rc)) return rc;
+  const std::string root = DefaultJobRoot();
+  return parsed.positional.empty() ? ListRecentJobs(root) : ShowJob(parsed.positional[0], root);
+}
+
+int RunLogsCommand(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::cout << kLogsUsage;
+    return kExitOk;
+  }
+  int rank = -1;
+  bool follow = false;
+  const std::vector<Flag> table = {
+      {{"--rank"}, true, IntFlag("--rank", &rank, 0, std::numeric_limits<int>::max())},
+      {{"--follow", "-f"}, false, SwitchFlag(&follow)},
+  };
+  ParsedArgs parsed;
+  int rc = kExitOk;
+  if (!ParseCommandFlags(args, table, 1, kLogsUsage, &parsed, &rc)) return rc;
+  if (parsed.positional.empty()) return UsageError(kLogsUsage, "no job given");
+  absl::StatusOr<std::string> dir = ResolveJobDir(parsed.positional[0], DefaultJobRoot());
+  if (!dir.ok()) {
+    std::cerr << "dlaunch: " << dir.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::map<std::string, std::streamoff> offsets;
+  auto print_all = [&]() {
+    std::map<int, std::string> logs = RankLogs(*dir);
+    for (const auto& [r, path] : logs) {
+      if (rank >= 0 && r != rank) continue;
+      PrintNewLines(path, rank >= 0 ? "" : absl::StrCat("[rank ", r, "] "), &offsets[path]);
+    }
+    return logs;
+  };
+  std::map<int, std::string> logs = print_all();
+  if (!follow) {
+    if (rank >= 0 && !logs.count(rank)) {
+      std::cerr << "dlaunch: no log for rank " << rank << " in " << *dir << "/logs\n";
+      return kExitUsage;
+    }
+    if (logs.empty()) std::cerr << "dlaunch: no rank logs yet in " << *dir << "/logs\n";
+    return kExitOk;
+  }
+  // Follow until the job directory says the job ended (summary.json, or job_finished as the
+  // last event), or until a launcher known to run here is gone without either (killed); a
+  // final pass picks up the last lines.
+  while (!JobEnded(ReadJobFiles(*dir)) && !LauncherGoneHere(*dir)) {
+    std::this_thread::sleep_for(kFollowPoll);
+    print_all();
+  }
+  print_all();
+  return kExitOk;
+}
+
+int RunCancelCommand(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::cout << kCancelUsage;
+    return kExitOk;
+  }
+  ParsedArgs parsed;
+  int rc = kExitOk;
+  if (!ParseCommandFlags(args, {}, 1, kCancelUsage, &parsed, &rc)) return rc;
+  if (parsed.positional.empty()) return UsageError(kCancelUsage, "no job given");
+  absl::StatusOr<std::string> dir = ResolveJobDir(parsed.positional[0], DefaultJobRoot());
+  if (!dir.ok()) {
+    std::cerr << "dlaunch: " << dir.status().message() << "\n";
+    return kExitUsage;
+  }
+  bool acted = false;
+  bool scheduler_failed = false;
+  absl::StatusOr<SubmitRecord> rec = LoadRecord(*dir);
+  if (rec.ok() && !rec->scheduler_job_id.empty()) {
+    SchedulerClient client = ClientFor(*rec);
+    absl::Status st = client.Cancel(rec->scheduler_job_id);
+    if (st.ok()) {
+      std::cout << "cancelled " << rec->scheduler << " job " << rec->scheduler_job_id << "\n";
+      acted = true;
+    } else {
+      std::cerr << "dlaunch: cancelling " << rec->scheduler << " job " << rec->scheduler_job_id
+                << ": " << st.message() << "\n";
+      scheduler_failed = rec->scheduler != "local";
+    }
+  }
+  // Without a scheduler job to cancel (an interactive `dlaunch run`, or a scheduler that
+  // refused), SIGTERM the launcher itself when it runs here; it stops its agents and workers.
+  // Not both: the scheduler's cancel already signals the launcher, and a second SIGTERM tells
+  // it to skip the stop grace period.
+  absl::StatusOr<std::string> info_text = ReadTextFile(*dir + "/launcher.json");
+  if (!acted && info_text.ok() && !fs::exists(*dir + "/summary.json")) {
+    absl::StatusOr<LauncherInfo> info = ParseLauncherInfo(*info_text);
+    char host[256] = {0};
+    ::gethostname(host, sizeof(host) - 1);
+    if (info.ok() && (info->host.empty() || info->host == host)) {
+      if (::kill(info->pid, SIGTERM) == 0) {
+        std::cout << "sent SIGTERM to launcher pid " << info->pid << "\n";
+        acted = true;
+      }
+    } else if (info.ok()) {
+      std::cout << "launcher runs on " << info->host << " (" << info->address
+                << "); the scheduler's cancel stops it\n";
+    }
+  }
+  if (scheduler_failed) return kExitLaunchError;
+  if (!acted) std::cout << "nothing to cancel: the job is not queued or running here\n";
+  return kExitOk;
+}
+
+}  // namespace dlaunch

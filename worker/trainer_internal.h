@@ -1,0 +1,124 @@
+// The Trainer behind RunTraining, shared by trainer.cc (the loop, reports, checkpoints, the
+// summary) and trainer_setup.cc (the set-up steps). Internal to dlaunch_worker_torch: it names
+// LibTorch types, so only those two files include it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "absl/status/status.h"
+#include "dlaunch/report.pb.h"
+#include "worker/checkpoint_io.h"
+#include "worker/datasets.h"
+#include "worker/ddp_model.h"
+#include "worker/distributed_env.h"
+#include "worker/distributed_sampler.h"
+#include "worker/learning_rate_schedule.h"
+#include "worker/process_group.h"
+#include "worker/report_client.h"
+#include "worker/worker_options.h"
+
+namespace dlaunch::worker {
+
+using Clock = std::chrono::steady_clock;
+
+// Returns from the enclosing function when `expr` (an absl::Status) is not OK.
+#define DLAUNCH_WORKER_RETURN_IF_ERROR(expr)         \
+  do {                                               \
+    if (absl::Status _st = (expr); !_st.ok()) return _st; \
+  } while (0)
+
+// Mixed precision of the forward pass (--amp); kOff trains in fp32.
+enum class Amp { kOff, kFp16, kBf16 };
+
+inline Amp AmpFromName(const std::string& name) {
+  if (name == "fp16") return Amp::kFp16;
+  if (name == "bf16") return Amp::kBf16;
+  return Amp::kOff;
+}
+
+inline const char* AmpName(Amp amp) {
+  switch (amp) {
+    case Amp::kFp16: return "fp16";
+    case Amp::kBf16: return "bf16";
+    case Amp::kOff: break;
+  }
+  return "off";
+}
+
+class Trainer {
+ public:
+  Trainer(const WorkerOptions& options, const DistributedEnv& env)
+      : options_(options), env_(env), device_(torch::kCPU) {}
+
+  absl::Status Run();
+
+ private:
+  // Setup, as the steps of the Horovod recipe (numbered) and what they need around them.
+  absl::Status Setup();
+  void ConfigureThreads();
+  void PinDevice();                        // 2
+  absl::Status ConnectReporter();
+  absl::Status InitProcessGroup();         // 1
+  absl::Status LoadAndShardData();         // 3
+  void ScaleLearningRate();                // 4
+  absl::Status BuildModelAndOptimizer();
+  void BroadcastModelState();              // 6
+  absl::Status Resume();                   // 7, the read side
+
+  void TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offset);
+  bool UnscaleAndUpdateLossScale();
+  absl::Status OnStepEnd(int64_t first_step);
+  void Report(dlaunch::v1::WorkerReport::Kind kind, std::optional<double> test_accuracy);
+  double Evaluate();
+  absl::Status Checkpoint();
+  double FinalThroughput();
+  absl::Status Finish(double per_rank_samples_per_sec, Clock::time_point run_start);
+  absl::Status WriteSummary(double per_rank_samples_per_sec);
+  absl::Status SaveParams() const;
+  bool IsRankZero() const { return env_.rank == 0; }
+
+  const WorkerOptions& options_;
+  const DistributedEnv& env_;
+  torch::Device device_;
+  bool use_cuda_ = false;
+  Amp amp_ = Amp::kOff;
+  ProcessGroupHandle pg_;
+  Datasets data_;
+  torch::nn::Sequential model_{nullptr};
+  std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> buffers_;
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+  std::unique_ptr<DdpModel> ddp_;
+  std::optional<ReportClient> reporter_;
+  std::unique_ptr<DistributedSampler> sampler_;
+  std::unique_ptr<LearningRateSchedule> schedule_;
+  int64_t steps_per_epoch_ = 0;
+  int64_t total_steps_ = 0;
+  ScalarTrainingState state_;
+  int64_t start_step_ = 0;
+
+  // Accumulated since the last report (this rank).
+  torch::Tensor loss_sum_;
+  torch::Tensor correct_sum_;
+  int64_t interval_samples_ = 0;
+  int64_t interval_steps_ = 0;
+  Clock::time_point interval_start_;
+  double data_ms_ = 0, forward_ms_ = 0, backward_ms_ = 0, optimizer_ms_ = 0;
+  double last_loss_ = 0;
+  std::optional<double> test_accuracy_;
+
+  // Whole run (this rank), excluding evaluation, checkpoints and the first step's warm-up.
+  Clock::time_point timed_start_;
+  double train_seconds_ = 0;
+  int64_t timed_samples_ = 0;
+  double time_to_first_step_s_ = 0;
+};
+
+}  // namespace dlaunch::worker

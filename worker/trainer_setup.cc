@@ -1,0 +1,183 @@
+// Trainer::Setup: the set-up steps of the Horovod recipe, one method each, and the resume.
+#include <cstdio>
+#include <cstring>
+
+#include <torch/torch.h>
+#ifdef DLAUNCH_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+#include "absl/strings/str_cat.h"
+#include "worker/models.h"
+#include "worker/trainer_internal.h"
+
+namespace dlaunch::worker {
+
+absl::Status Trainer::Setup() {
+  ConfigureThreads();
+  PinDevice();
+  DLAUNCH_WORKER_RETURN_IF_ERROR(ConnectReporter());
+  DLAUNCH_WORKER_RETURN_IF_ERROR(InitProcessGroup());
+  DLAUNCH_WORKER_RETURN_IF_ERROR(LoadAndShardData());
+  ScaleLearningRate();
+  DLAUNCH_WORKER_RETURN_IF_ERROR(BuildModelAndOptimizer());
+  BroadcastModelState();
+  if (options_.resume) DLAUNCH_WORKER_RETURN_IF_ERROR(Resume());
+  // 5: the reducer's hooks go on once the parameters hold their final (broadcast or resumed)
+  // values.
+  ddp_ = std::make_unique<DdpModel>(params_, buffers_, pg_.group, env_.world_size,
+                                    options_.bucket_cap_mb);
+  auto opts = torch::TensorOptions().device(device_).dtype(torch::kFloat64);
+  loss_sum_ = torch::zeros({}, opts);
+  correct_sum_ = torch::zeros({}, opts);
+  return absl::OkStatus();
+}
+
+void Trainer::ConfigureThreads() {
+  const int threads = options_.threads > 0 ? options_.threads
+                                           : (env_.omp_num_threads > 0 ? env_.omp_num_threads : 1);
+  at::set_num_threads(threads);
+  try {
+    at::set_num_interop_threads(1);
+  } catch (const std::exception&) {
+    // Already fixed by an earlier parallel call; harmless.
+  }
+}
+
+// One GPU per local rank when there are GPUs; mixed precision only there.
+void Trainer::PinDevice() {
+  use_cuda_ = torch::cuda::is_available();
+  if (use_cuda_) {
+    const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
+    device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env_.local_rank % count));
+#ifdef DLAUNCH_WITH_CUDA
+    c10::cuda::set_device(device_.index());
+#endif
+  }
+  amp_ = AmpFromName(options_.amp);
+  if (!use_cuda_ && amp_ != Amp::kOff) {
+    std::fprintf(stderr, "dlaunch-worker: --amp %s needs CUDA; training in fp32 on CPU\n",
+                 AmpName(amp_));
+    amp_ = Amp::kOff;
+  }
+}
+
+absl::Status Trainer::ConnectReporter() {
+  absl::StatusOr<ReportClient> reporter = ReportClient::Connect(env_.report_socket);
+  if (!reporter.ok()) return reporter.status();
+  reporter_.emplace(std::move(*reporter));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::InitProcessGroup() {
+  absl::StatusOr<ProcessGroupHandle> pg = CreateProcessGroup(
+      env_, options_.backend, use_cuda_,
+      std::chrono::milliseconds(static_cast<int64_t>(options_.store_timeout_s * 1000)),
+      std::chrono::milliseconds(static_cast<int64_t>(options_.collective_timeout_s * 1000)));
+  if (!pg.ok()) return pg.status();
+  pg_ = std::move(*pg);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::LoadAndShardData() {
+  if (options_.dataset == "fashion-mnist") {
+    absl::StatusOr<Datasets> d = LoadFashionMnist(options_.data_dir);
+    if (!d.ok()) return d.status();
+    data_ = std::move(*d);
+  } else {
+    data_ = MakeSyntheticDatasets(options_.image_shape, options_.synthetic_samples, options_.seed);
+  }
+  steps_per_epoch_ = StepsPerEpoch(data_.train.size(), env_.world_size, options_.batch_size);
+  if (steps_per_epoch_ == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the training set (", data_.train.size(), " samples) is smaller than one global batch (",
+        env_.world_size, " ranks x --batch-size ", options_.batch_size, ")"));
+  }
+  total_steps_ = options_.steps > 0 ? options_.steps : options_.epochs * steps_per_epoch_;
+  sampler_ = std::make_unique<DistributedSampler>(data_.train.size(), env_.world_size, env_.rank,
+                                                  options_.seed);
+  return absl::OkStatus();
+}
+
+void Trainer::ScaleLearningRate() {
+  schedule_ = std::make_unique<LearningRateSchedule>(options_.lr, env_.world_size,
+                                                     options_.warmup_epochs, steps_per_epoch_);
+}
+
+absl::Status Trainer::BuildModelAndOptimizer() {
+  torch::manual_seed(options_.seed);
+  absl::StatusOr<torch::nn::Sequential> model =
+      MakeModel(options_.model, options_.image_shape, data_.num_classes);
+  if (!model.ok()) return model.status();
+  model_ = *model;
+  model_->to(device_);
+  params_ = model_->parameters();
+  buffers_ = model_->buffers();
+  optimizer_ = std::make_unique<torch::optim::SGD>(
+      params_, torch::optim::SGDOptions(schedule_->At(0))
+                   .momentum(options_.momentum)
+                   .weight_decay(options_.weight_decay));
+  return absl::OkStatus();
+}
+
+void Trainer::BroadcastModelState() {
+  std::vector<torch::Tensor> tensors = params_;
+  tensors.insert(tensors.end(), buffers_.begin(), buffers_.end());
+  if (env_.world_size > 1) BroadcastFromRankZero(pg_.group, tensors);
+}
+
+absl::Status Trainer::Resume() {
+  // Rank 0 reads the file; the bytes travel to the other ranks over the process group, which
+  // need not share a filesystem with it.
+  std::string payload;
+  int64_t length = 0;
+  absl::Status load_status;
+  if (IsRankZero()) {
+    int64_t step_in_name = 0;
+    absl::StatusOr<std::string> bytes = LoadNewestIntactCheckpoint(options_.checkpoint_dir,
+                                                                   &step_in_name);
+    if (bytes.ok()) {
+      payload = std::move(*bytes);
+      length = static_cast<int64_t>(payload.size());
+    } else if (!absl::IsNotFound(bytes.status())) {
+      load_status = bytes.status();
+      length = -1;
+    } else {
+      std::fprintf(stderr, "dlaunch-worker: --resume: %s; starting from step 0\n",
+                   std::string(bytes.status().message()).c_str());
+    }
+  }
+  if (env_.world_size > 1) {
+    torch::Tensor len = torch::tensor({length}, torch::kInt64).to(device_);
+    std::vector<torch::Tensor> t = {len};
+    pg_.group->broadcast(t)->wait();
+    length = len.cpu().item<int64_t>();
+  }
+  if (length < 0) {
+    return load_status.ok() ? absl::DataLossError("rank 0 could not read the checkpoint")
+                            : load_status;
+  }
+  if (length == 0) return absl::OkStatus();
+  if (env_.world_size > 1) {
+    torch::Tensor bytes = torch::empty({length}, torch::kUInt8);
+    if (IsRankZero()) std::memcpy(bytes.data_ptr(), payload.data(), payload.size());
+    bytes = bytes.to(device_);
+    std::vector<torch::Tensor> t = {bytes};
+    pg_.group->broadcast(t)->wait();
+    bytes = bytes.cpu();
+    payload.assign(static_cast<const char*>(bytes.data_ptr()), static_cast<size_t>(length));
+  }
+  absl::StatusOr<ScalarTrainingState> state =
+      DeserializeTrainingState(payload, *model_, *optimizer_, device_);
+  if (!state.ok()) return state.status();
+  state_ = *state;
+  start_step_ = state_.step;
+  if (IsRankZero()) {
+    std::fprintf(stderr, "dlaunch-worker: resumed from step %lld\n",
+                 static_cast<long long>(start_step_));
+  }
+  BroadcastModelState();
+  return absl::OkStatus();
+}
+
+}  // namespace dlaunch::worker
