@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/environment.h"
+
 namespace dlaunch {
 
 struct GpuInventory {
@@ -20,7 +22,7 @@ struct GpuInventory {
   int count() const { return static_cast<int>(visible.size()); }
 };
 
-using GetenvFn = std::function<std::optional<std::string>(const std::string&)>;
+using GetenvFn = EnvLookup;  // the one environment lookup (common/environment.h)
 // Number of devices NVML reports, nullopt when NVML is unavailable or fails.
 using GpuCountFn = std::function<std::optional<int>()>;
 

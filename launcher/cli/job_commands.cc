@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/environment.h"
 #include "common/exit_codes.h"
 #include "launcher/cli/cli_support.h"
 #include "launcher/cli/job_view.h"
@@ -62,7 +63,7 @@ SchedulerClient ClientFor(const SubmitRecord& record) {
   std::unique_ptr<SiteProfile> profile = TryLoadProfile(record.site);
   return SchedulerClient(record.scheduler,
                          ResolveSchedulerCommands(record.scheduler, profile.get(),
-                                                  [](const char* n) { return std::getenv(n); }),
+                                                  ProcessEnvironment()),
                          RealCommandRunner());
 }
 

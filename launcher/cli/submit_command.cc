@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/environment.h"
 #include "common/exit_codes.h"
 #include "launcher/cli/cli_support.h"
 #include "launcher/jobdir/job_record.h"
@@ -180,7 +181,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
   if (!parsed.dry_run) {
     SchedulerClient client(job.profile.scheduler,
                            ResolveSchedulerCommands(job.profile.scheduler, &job.profile,
-                                                    [](const char* n) { return std::getenv(n); }),
+                                                    ProcessEnvironment()),
                            RealCommandRunner());
     absl::StatusOr<std::string> id = client.Submit(script_path, job.ctx.job_dir);
     if (!id.ok()) {

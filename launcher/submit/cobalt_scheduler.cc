@@ -41,14 +41,7 @@ std::string_view CobaltScheduler::default_site() const { return "thetagpu"; }
 
 SchedulerCommands CobaltScheduler::ResolveCommands(const SiteProfile* profile,
                                                    const GetEnv& getenv) const {
-  // Cobalt's programs share PBS's names, and so do their overrides.
-  const SiteProfile empty;
-  const SiteProfile& p = profile != nullptr ? *profile : empty;
-  SchedulerCommands c;
-  c.submit = scheduler_text::Pick(getenv("DLAUNCH_QSUB"), p.submit_command, "qsub");
-  c.status = scheduler_text::Pick(getenv("DLAUNCH_QSTAT"), p.status_command, "qstat");
-  c.cancel = scheduler_text::Pick(getenv("DLAUNCH_QDEL"), p.cancel_command, "qdel");
-  return c;
+  return scheduler_text::QsubFamilyCommands(profile, getenv);
 }
 
 std::vector<std::string> CobaltScheduler::SubmitArgv(const SchedulerCommands& commands,

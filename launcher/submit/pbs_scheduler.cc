@@ -44,13 +44,7 @@ std::string_view PbsScheduler::default_site() const { return "generic-pbs"; }
 
 SchedulerCommands PbsScheduler::ResolveCommands(const SiteProfile* profile,
                                                 const GetEnv& getenv) const {
-  const SiteProfile empty;
-  const SiteProfile& p = profile != nullptr ? *profile : empty;
-  SchedulerCommands c;
-  c.submit = scheduler_text::Pick(getenv("DLAUNCH_QSUB"), p.submit_command, "qsub");
-  c.status = scheduler_text::Pick(getenv("DLAUNCH_QSTAT"), p.status_command, "qstat");
-  c.cancel = scheduler_text::Pick(getenv("DLAUNCH_QDEL"), p.cancel_command, "qdel");
-  return c;
+  return scheduler_text::QsubFamilyCommands(profile, getenv);
 }
 
 std::vector<std::string> PbsScheduler::SubmitArgv(const SchedulerCommands& commands,

@@ -9,6 +9,7 @@
 #include "launcher/submit/local_scheduler.h"
 #include "launcher/submit/pbs_scheduler.h"
 #include "launcher/submit/slurm_scheduler.h"
+#include "launcher/submit/site_profile.h"
 
 namespace dlaunch {
 
@@ -56,8 +57,9 @@ std::vector<std::string> Lines(const std::string& text) {
   return out;
 }
 
-std::string Pick(const char* env, const std::string& profile_value, const char* fallback) {
-  if (env != nullptr && env[0] != '\0') return env;
+std::string Pick(const std::optional<std::string>& env, const std::string& profile_value,
+                 const char* fallback) {
+  if (env.has_value() && !env->empty()) return *env;
   if (!profile_value.empty()) return profile_value;
   return fallback;
 }
@@ -66,6 +68,16 @@ absl::Status NoJobId(std::string_view scheduler, const std::string& output) {
   return absl::UnavailableError(absl::StrCat("could not find a job id in the ",
                                              std::string(scheduler), " submit output: \"",
                                              absl::CHexEscape(output), "\""));
+}
+
+SchedulerCommands QsubFamilyCommands(const SiteProfile* profile, const GetEnv& getenv) {
+  const SiteProfile empty;
+  const SiteProfile& p = profile != nullptr ? *profile : empty;
+  SchedulerCommands c;
+  c.submit = Pick(getenv("DLAUNCH_QSUB"), p.submit_command, "qsub");
+  c.status = Pick(getenv("DLAUNCH_QSTAT"), p.status_command, "qstat");
+  c.cancel = Pick(getenv("DLAUNCH_QDEL"), p.cancel_command, "qdel");
+  return c;
 }
 
 SchedulerJobStatus NotInQueue() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/command_runner.h"
+#include "common/environment.h"
 
 namespace dlaunch {
 
@@ -34,7 +36,7 @@ struct SchedulerCommands {
 };
 
 // Looks up an environment variable; nullptr when unset.
-using GetEnv = std::function<const char*(const char*)>;
+using GetEnv = EnvLookup;  // the one environment lookup (common/environment.h)
 
 class Scheduler {
  public:
@@ -100,7 +102,10 @@ namespace scheduler_text {
 // Non-empty lines, blanks stripped.
 std::vector<std::string> Lines(const std::string& text);
 // Environment first, then the profile's value, then the usual name.
-std::string Pick(const char* env, const std::string& profile_value, const char* fallback);
+std::string Pick(const std::optional<std::string>& env, const std::string& profile_value,
+                 const char* fallback);
+// qsub, qstat and qdel (PBS and Cobalt share the names and their DLAUNCH_Q* overrides).
+SchedulerCommands QsubFamilyCommands(const SiteProfile* profile, const GetEnv& getenv);
 // The Unavailable error for a submit reply that holds no job id.
 absl::Status NoJobId(std::string_view scheduler, const std::string& output);
 SchedulerJobStatus NotInQueue();

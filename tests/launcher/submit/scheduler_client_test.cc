@@ -84,9 +84,10 @@ TEST(ResolveSchedulerCommands, EnvironmentThenProfileThenDefault) {
   SiteProfile p;
   p.submit_command = "/site/bin/qsub";
   std::map<std::string, std::string> env = {{"DLAUNCH_QDEL", "/tmp/qdel"}};
-  auto getenv = [&](const char* n) -> const char* {
+  auto getenv = [&](const std::string& n) -> std::optional<std::string> {
     auto it = env.find(n);
-    return it == env.end() ? nullptr : it->second.c_str();
+    if (it == env.end()) return std::nullopt;
+    return it->second;
   };
   SchedulerCommands c = ResolveSchedulerCommands("pbs", &p, getenv);
   EXPECT_EQ(c.submit, "/site/bin/qsub");
