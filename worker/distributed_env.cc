@@ -6,14 +6,13 @@
 namespace dlaunch::worker {
 namespace {
 
-absl::Status ReadInt(const std::function<const char*(const char*)>& lookup, const char* name,
-                     int min, int* out) {
-  const char* v = lookup(name);
-  if (v == nullptr || *v == '\0') return absl::OkStatus();
+absl::Status ReadInt(const EnvLookup& lookup, const char* name, int min, int* out) {
+  std::optional<std::string> v = lookup(name);
+  if (!v.has_value() || v->empty()) return absl::OkStatus();
   int parsed;
-  if (!absl::SimpleAtoi(v, &parsed) || parsed < min) {
+  if (!absl::SimpleAtoi(*v, &parsed) || parsed < min) {
     return absl::InvalidArgumentError(
-        absl::StrCat("environment variable ", name, "=\"", v, "\" is not an integer >= ", min));
+        absl::StrCat("environment variable ", name, "=\"", *v, "\" is not an integer >= ", min));
   }
   *out = parsed;
   return absl::OkStatus();
@@ -21,8 +20,7 @@ absl::Status ReadInt(const std::function<const char*(const char*)>& lookup, cons
 
 }  // namespace
 
-absl::StatusOr<DistributedEnv> ReadDistributedEnv(
-    const std::function<const char*(const char*)>& lookup) {
+absl::StatusOr<DistributedEnv> ReadDistributedEnv(const EnvLookup& lookup) {
   DistributedEnv env;
   absl::Status s;
   if (!(s = ReadInt(lookup, "RANK", 0, &env.rank)).ok()) return s;
@@ -38,15 +36,17 @@ absl::StatusOr<DistributedEnv> ReadDistributedEnv(
     return absl::InvalidArgumentError(absl::StrCat("RANK=", env.rank, " is not below WORLD_SIZE=",
                                                    env.world_size));
   }
-  if (const char* a = lookup("MASTER_ADDR"); a != nullptr && *a != '\0') env.master_addr = a;
+  if (std::optional<std::string> a = lookup("MASTER_ADDR"); a.has_value() && !a->empty()) {
+    env.master_addr = *a;
+  }
   if (env.world_size > 1 && env.master_port == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("WORLD_SIZE=", env.world_size, " needs MASTER_PORT (and MASTER_ADDR)"));
   }
-  if (const char* a = lookup("TORCHELASTIC_USE_AGENT_STORE"); a != nullptr) {
-    env.use_agent_store = std::string(a) == "True" || std::string(a) == "1";
+  if (std::optional<std::string> a = lookup("TORCHELASTIC_USE_AGENT_STORE")) {
+    env.use_agent_store = *a == "True" || *a == "1";
   }
-  if (const char* r = lookup("DLAUNCH_REPORT_SOCKET"); r != nullptr) env.report_socket = r;
+  if (std::optional<std::string> r = lookup("DLAUNCH_REPORT_SOCKET")) env.report_socket = *r;
   return env;
 }
 

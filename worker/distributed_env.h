@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/environment.h"
 
 namespace dlaunch::worker {
 
@@ -24,8 +25,8 @@ struct DistributedEnv {
   bool use_agent_store = false;
 };
 
-// `lookup` returns nullptr for an unset variable (std::getenv fits).
+// `lookup` is common's EnvLookup: ProcessEnvironment() in the worker, a map in tests.
 absl::StatusOr<DistributedEnv> ReadDistributedEnv(
-    const std::function<const char*(const char*)>& lookup);
+    const EnvLookup& lookup);
 
 }  // namespace dlaunch::worker

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/environment.h"
 #include "common/exit_codes.h"
 #include "worker/distributed_env.h"
 #include "worker/trainer.h"
@@ -25,7 +26,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   absl::StatusOr<DistributedEnv> env =
-      ReadDistributedEnv([](const char* name) { return std::getenv(name); });
+      ReadDistributedEnv(dlaunch::ProcessEnvironment());
   if (!env.ok()) {
     std::fprintf(stderr, "dlaunch-worker: %s\n", std::string(env.status().message()).c_str());
     return kExitUsage;

@@ -9,10 +9,7 @@ namespace dlaunch::worker {
 namespace {
 
 absl::StatusOr<DistributedEnv> Read(const std::map<std::string, std::string>& vars) {
-  return ReadDistributedEnv([&vars](const char* name) -> const char* {
-    auto it = vars.find(name);
-    return it == vars.end() ? nullptr : it->second.c_str();
-  });
+  return ReadDistributedEnv(MapEnvironment(vars));
 }
 
 TEST(DistributedEnvTest, AloneWithoutEnvironment) {
