@@ -125,20 +125,6 @@ absl::Status ExpandItem(absl::string_view hostlist, absl::string_view item,
   return absl::OkStatus();
 }
 
-// A host name split as prefix + trailing decimal number ("nid007" -> "nid", "007").
-struct NumberedHost {
-  absl::string_view prefix;
-  absl::string_view digits;  // "" when the name does not end in a digit
-};
-
-NumberedHost SplitTrailingNumber(absl::string_view host) {
-  size_t start = host.size();
-  while (start > 0 && absl::ascii_isdigit(static_cast<unsigned char>(host[start - 1]))) --start;
-  // Keep numbers short enough to add to without overflow; longer ones stay literal.
-  if (host.size() - start > 18) start = host.size();
-  return {host.substr(0, start), host.substr(start)};
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view hostlist_view) {
@@ -159,54 +145,6 @@ absl::StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view hostlis
     if (absl::Status status = ExpandItem(hostlist, item, &hosts); !status.ok()) return status;
   }
   return hosts;
-}
-
-std::string CompressHostlist(const std::vector<std::string>& hosts) {
-  std::vector<std::string> items;
-  size_t i = 0;
-  while (i < hosts.size()) {
-    const NumberedHost first = SplitTrailingNumber(hosts[i]);
-    if (first.digits.empty()) {
-      items.push_back(hosts[i]);
-      ++i;
-      continue;
-    }
-    // Gather following hosts with the same prefix into ranges; a range grows while the next
-    // host is exactly the previous number plus one written at the range's padding.
-    std::vector<std::string> ranges;
-    size_t count = 0;
-    size_t j = i;
-    while (j < hosts.size()) {
-      const NumberedHost lo = SplitTrailingNumber(hosts[j]);
-      if (lo.digits.empty() || lo.prefix != first.prefix) break;
-      uint64_t lo_value = 0;
-      absl::SimpleAtoi(lo.digits, &lo_value);
-      uint64_t hi_value = lo_value;
-      absl::string_view hi_digits = lo.digits;
-      size_t k = j + 1;
-      while (k < hosts.size()) {
-        const NumberedHost next = SplitTrailingNumber(hosts[k]);
-        if (next.prefix != first.prefix || next.digits.empty() ||
-            Padded(hi_value + 1, lo.digits.size()) != next.digits) {
-          break;
-        }
-        ++hi_value;
-        hi_digits = next.digits;
-        ++k;
-      }
-      ranges.push_back(lo_value == hi_value ? std::string(lo.digits)
-                                            : absl::StrCat(lo.digits, "-", hi_digits));
-      count += k - j;
-      j = k;
-    }
-    if (count == 1) {
-      items.push_back(hosts[i]);
-    } else {
-      items.push_back(absl::StrCat(first.prefix, "[", absl::StrJoin(ranges, ","), "]"));
-    }
-    i = j;
-  }
-  return absl::StrJoin(items, ",");
 }
 
 }  // namespace dlaunch

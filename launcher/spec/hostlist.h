@@ -21,8 +21,5 @@ absl::StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view hostlis
 // exhausting memory.
 inline constexpr size_t kMaxHostlistHosts = 1000000;
 
-// The reverse, for display: runs of consecutive hosts that differ only in a trailing number
-// become one bracket group. Order is kept, so ExpandHostlist(CompressHostlist(h)) == h.
-std::string CompressHostlist(const std::vector<std::string>& hosts);
 
 }  // namespace dlaunch

@@ -77,33 +77,5 @@ TEST(ExpandHostlistTest, MalformedInputNamesTheProblem) {
   EXPECT_THAT(ExpandError("n[1-99999999999999999999]"), HasSubstr("out of range"));
 }
 
-TEST(CompressHostlistTest, MergesRunsAndKeepsOrder) {
-  EXPECT_EQ(CompressHostlist({}), "");
-  EXPECT_EQ(CompressHostlist({"login"}), "login");
-  EXPECT_EQ(CompressHostlist({"nid007"}), "nid007");
-  EXPECT_EQ(CompressHostlist({"nid001", "nid002", "nid003", "nid004", "nid007"}),
-            "nid[001-004,007]");
-  EXPECT_EQ(CompressHostlist({"n9", "n10", "n11"}), "n[9-11]");
-  EXPECT_EQ(CompressHostlist({"n099", "n100"}), "n[099-100]");
-  EXPECT_EQ(CompressHostlist({"a1", "a2", "b1", "a3"}), "a[1-2],b1,a3");
-  EXPECT_EQ(CompressHostlist({"x", "n1", "n2"}), "x,n[1-2]");
-}
-
-TEST(CompressHostlistTest, ExpandsBackToTheSameList) {
-  const std::vector<std::vector<std::string>> cases = {
-      {"n01", "n1", "n02"},
-      {"n3", "n2", "n1"},
-      {"h1", "h1", "h2"},
-      {"node1-ib", "node2-ib"},
-      {"a", "b10", "b11", "b012", "b13"},
-  };
-  for (const auto& hosts : cases) {
-    const std::string compressed = CompressHostlist(hosts);
-    absl::StatusOr<std::vector<std::string>> back = ExpandHostlist(compressed);
-    ASSERT_TRUE(back.ok()) << compressed << ": " << back.status();
-    EXPECT_EQ(*back, hosts) << compressed;
-  }
-}
-
 }  // namespace
 }  // namespace dlaunch
