@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +28,76 @@ void CloseIfOpen(int& fd) {
 
 bool MakePipe(int fds[2]) { return pipe2(fds, O_CLOEXEC) == 0; }
 
+void CloseAll(std::initializer_list<int*> fds) {
+  for (int* fd : fds) CloseIfOpen(*fd);
+}
+
+// Everything the child needs, built before fork: after fork only async-signal-safe calls.
+struct ExecPlan {
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+  char** env = nullptr;
+  size_t affinity_size = 0;
+  std::unique_ptr<cpu_set_t, void (*)(cpu_set_t*)> affinity{nullptr, [](cpu_set_t* s) {
+                                                               if (s) CPU_FREE(s);
+                                                             }};
+};
+
+void PrepareExec(const SpawnOptions& options, ExecPlan* plan) {
+  for (const auto& a : options.argv) plan->argv.push_back(const_cast<char*>(a.c_str()));
+  plan->argv.push_back(nullptr);
+  for (const auto& e : options.envp) plan->envp.push_back(const_cast<char*>(e.c_str()));
+  plan->envp.push_back(nullptr);
+  plan->env = options.envp.empty() ? environ : plan->envp.data();
+  int max_cpu = -1;
+  for (int cpu : options.cpu_affinity) max_cpu = std::max(max_cpu, cpu);
+  if (max_cpu < 0) return;
+  plan->affinity_size = CPU_ALLOC_SIZE(max_cpu + 1);
+  plan->affinity.reset(CPU_ALLOC(max_cpu + 1));
+  CPU_ZERO_S(plan->affinity_size, plan->affinity.get());
+  for (int cpu : options.cpu_affinity) {
+    if (cpu >= 0) CPU_SET_S(cpu, plan->affinity_size, plan->affinity.get());
+  }
+}
+
+// The child's failure report on the exec-status pipe: what failed ('a'ffinity, 'c'hdir,
+// 'e'xec) and its errno; the parent's AwaitExec turns it into a status.
+[[noreturn]] void FailInChild(int status_fd, char what) {
+  int code = errno;
+  (void)!write(status_fd, &what, 1);
+  (void)!write(status_fd, &code, sizeof(code));
+  _exit(127);
+}
+
+// In the forked child: become what `options` asks for, then exec. Never returns.
+[[noreturn]] void RunChild(const SpawnOptions& options, const ExecPlan& plan, pid_t parent,
+                           int out_fd, int err_fd, int status_fd) {
+  if (options.new_process_group) setpgid(0, 0);
+  if (options.parent_death_signal != 0) {
+    prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
+  }
+  // Reset what the parent may have blocked or ignored (asio blocks signals in some threads).
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP, SIGQUIT}) signal(s, SIG_DFL);
+  if (options.stdin_null) {
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+  }
+  if (options.capture_output) {
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+  }
+  if (plan.affinity && sched_setaffinity(0, plan.affinity_size, plan.affinity.get()) != 0) {
+    FailInChild(status_fd, 'a');
+  }
+  if (!options.workdir.empty() && chdir(options.workdir.c_str()) != 0) FailInChild(status_fd, 'c');
+  execvpe(plan.argv[0], plan.argv.data(), plan.env);
+  FailInChild(status_fd, 'e');
+}
+
 }  // namespace
 
 absl::StatusOr<PendingProcess> ForkProcess(const SpawnOptions& options) {
@@ -34,79 +105,21 @@ absl::StatusOr<PendingProcess> ForkProcess(const SpawnOptions& options) {
   int out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};
   if ((options.capture_output && (!MakePipe(out) || !MakePipe(err))) || !MakePipe(exec_err)) {
     int e = errno;
-    for (int* fd : {&out[0], &out[1], &err[0], &err[1], &exec_err[0], &exec_err[1]}) CloseIfOpen(*fd);
+    CloseAll({&out[0], &out[1], &err[0], &err[1], &exec_err[0], &exec_err[1]});
     return absl::InternalError(absl::StrCat("pipe: ", strerror(e)));
   }
-
-  // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
-  std::vector<char*> argv;
-  for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const auto& e : options.envp) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  char** child_env = options.envp.empty() ? environ : envp.data();
+  ExecPlan plan;
+  PrepareExec(options, &plan);
   const pid_t parent = getpid();
-  int max_cpu = -1;
-  for (int cpu : options.cpu_affinity) max_cpu = std::max(max_cpu, cpu);
-  const size_t affinity_size = CPU_ALLOC_SIZE(max_cpu + 1);
-  std::unique_ptr<cpu_set_t, void (*)(cpu_set_t*)> affinity(
-      max_cpu >= 0 ? CPU_ALLOC(max_cpu + 1) : nullptr, [](cpu_set_t* s) { CPU_FREE(s); });
-  if (affinity) {
-    CPU_ZERO_S(affinity_size, affinity.get());
-    for (int cpu : options.cpu_affinity) {
-      if (cpu >= 0) CPU_SET_S(cpu, affinity_size, affinity.get());
-    }
-  }
-
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
-    for (int* fd : {&out[0], &out[1], &err[0], &err[1], &exec_err[0], &exec_err[1]}) CloseIfOpen(*fd);
+    CloseAll({&out[0], &out[1], &err[0], &err[1], &exec_err[0], &exec_err[1]});
     return absl::ResourceExhaustedError(absl::StrCat("fork: ", strerror(e)));
   }
-  if (pid == 0) {
-    if (options.new_process_group) setpgid(0, 0);
-    if (options.parent_death_signal != 0) {
-      prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
-      if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
-    }
-    // Reset what the parent may have blocked or ignored (asio blocks signals in some threads).
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP, SIGQUIT}) signal(s, SIG_DFL);
-    if (options.stdin_null) {
-      int devnull = open("/dev/null", O_RDONLY);
-      if (devnull >= 0) dup2(devnull, 0);
-    }
-    if (options.capture_output) {
-      dup2(out[1], 1);
-      dup2(err[1], 2);
-    }
-    int code = 0;
-    if (affinity && sched_setaffinity(0, affinity_size, affinity.get()) != 0) {
-      code = errno;
-      (void)!write(exec_err[1], "a", 1);
-      (void)!write(exec_err[1], &code, sizeof(code));
-      _exit(127);
-    }
-    if (!options.workdir.empty() && chdir(options.workdir.c_str()) != 0) {
-      code = errno;
-      (void)!write(exec_err[1], "c", 1);
-      (void)!write(exec_err[1], &code, sizeof(code));
-      _exit(127);
-    }
-    execvpe(argv[0], argv.data(), child_env);
-    code = errno;
-    (void)!write(exec_err[1], "e", 1);
-    (void)!write(exec_err[1], &code, sizeof(code));
-    _exit(127);
-  }
+  if (pid == 0) RunChild(options, plan, parent, out[1], err[1], exec_err[1]);
   if (options.new_process_group) setpgid(pid, pid);  // also in the parent: no race with a signal
-  CloseIfOpen(out[1]);
-  CloseIfOpen(err[1]);
-  CloseIfOpen(exec_err[1]);
+  CloseAll({&out[1], &err[1], &exec_err[1]});
   PendingProcess p;
   p.pid = pid;
   p.stdout_fd = out[0];
