@@ -4,15 +4,17 @@
 # so both workers inherit that core; "after" = dlaunch's own mpirun line (--bind-to none) and the
 # default placement (each rank on its own cores). Optional: torchrun under the same mpirun line.
 # Runs are interleaved; prints samples/s of each run and the medians.
-#   bench/placement/run.sh [--reps 3] [--steps 60] [--torchrun] [--bin build/bin]
+#   bench/placement/run.sh [--reps 3] [--steps 60] [--torchrun] [--kinds before,after,torchrun]
+#                          [--bin build/bin]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-reps=3 steps=60 torchrun=0 bin=build/bin
+reps=3 steps=60 torchrun=0 bin=build/bin kinds_flag=
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) reps=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --torchrun) torchrun=1; shift ;;
+    --kinds) kinds_flag=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -48,6 +50,7 @@ run_one() {  # kind rep
 
 kinds=(before after)
 [ "$torchrun" = 1 ] && kinds+=(torchrun)
+[ -n "$kinds_flag" ] && IFS=, read -r -a kinds <<< "$kinds_flag"
 declare -A all
 for rep in $(seq 1 "$reps"); do
   for kind in "${kinds[@]}"; do
