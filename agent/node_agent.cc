@@ -60,9 +60,16 @@ absl::Status NodeAgent::Start() {
 
   // Not fatal: a worker whose log cannot be opened fails to start, naming the path.
   if (absl::Status st = MakeJobDirs(job_.job_dir()); !st.ok()) Log(std::string(st.message()));
-  auto plan = PlanLocalRanks(job_.local_world_size(), gpus, AllowedCpus(),
-                             job_.worker().gpus_per_proc());
-  if (!plan.ok()) return plan.status();
+  std::string placement_note;
+  auto plan = PlanThisNode(gpus, PlacementRequestFor(job_, options_.host), &placement_note);
+  if (plan.ok()) {
+    Log(placement_note);
+    // Not fatal either: the plan is also in this log, line by line, as each rank starts.
+    if (absl::Status st = WritePlacementFile(job_, PlacementText(job_, *plan, placement_note));
+        !st.ok()) {
+      Log(std::string(st.message()));
+    }
+  }
   // Unix socket paths are limited to 107 bytes, so the socket lives in /tmp, not the job dir.
   std::string socket = absl::StrCat("/tmp/dlaunch-", getpid(), "-", RandomHex(6), ".sock");
   if (absl::Status st = StartReportServer(socket); !st.ok()) return st;
@@ -75,10 +82,15 @@ absl::Status NodeAgent::Start() {
           [this](const ChildExit& e) { OnChildExit(e); }});
   if (absl::Status st = OpenSession(); !st.ok()) return st;
 
+  // A plan the node cannot honour (an explicit map naming CPUs it lacks) fails every rank's
+  // start with the plan's message, so the launcher fails the job and shows why.
+  const std::vector<RankSlot> slots = plan.ok() ? *plan : UnplacedSlots(job_);
   std::vector<ChildSupervisor::StartRequest> requests =
-      BuildStartRequests(job_, *plan, ProcessEnv(), socket);
-  std::vector<absl::StatusOr<pid_t>> started = supervisor_->StartAll(requests);
-  int ok = ReportStarts(requests, *plan, started);
+      BuildStartRequests(job_, slots, ProcessEnv(), socket);
+  std::vector<absl::StatusOr<pid_t>> started =
+      plan.ok() ? supervisor_->StartAll(requests)
+                : std::vector<absl::StatusOr<pid_t>>(requests.size(), plan.status());
+  int ok = ReportStarts(requests, slots, started);
   Heartbeat();
   ArmTick();
   Apply(state_->OnWorkersStarted(ok, static_cast<int>(requests.size()) - ok));

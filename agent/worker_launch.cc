@@ -3,9 +3,34 @@
 #include <errno.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
 #include "common/file_io.h"
 
 namespace dlaunch {
+
+PlacementRequest PlacementRequestFor(const v1::JoinResponse& job, const std::string& host) {
+  PlacementRequest req;
+  req.host = host;
+  req.nproc = job.local_world_size();
+  req.gpus_per_proc = job.worker().gpus_per_proc();
+  req.gpus_by_locality = job.worker().isolate_gpus();
+  req.binding = job.worker().cpu_binding_none() ? CpuBinding::kNone : CpuBinding::kCores;
+  for (const v1::RankCpus& entry : job.worker().cpu_map()) {
+    ExplicitRankPlacement e;
+    e.cpus.assign(entry.cpus().begin(), entry.cpus().end());
+    e.gpu = entry.gpu();
+    req.explicit_map.push_back(std::move(e));
+  }
+  return req;
+}
+
+std::vector<RankSlot> UnplacedSlots(const v1::JoinResponse& job) {
+  std::vector<RankSlot> slots(static_cast<size_t>(std::max(job.local_world_size(), 0)));
+  for (size_t i = 0; i < slots.size(); ++i) slots[i].local_rank = static_cast<int>(i);
+  return slots;
+}
 
 std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResponse& job,
                                                               const std::vector<RankSlot>& plan,
@@ -38,6 +63,7 @@ std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResp
     r.options.argv = argv;
     r.options.envp = ToEnvp(BuildWorkerEnv(in));
     r.options.workdir = job.worker().workdir();
+    r.options.cpu_affinity = slot.cpus;
     requests.push_back(std::move(r));
   }
   return requests;
@@ -50,6 +76,25 @@ absl::Status MakeJobDirs(const std::string& job_dir) {
     }
   }
   return absl::OkStatus();
+}
+
+std::string PlacementText(const v1::JoinResponse& job, const std::vector<RankSlot>& plan,
+                          const std::string& note) {
+  std::string text;
+  if (!note.empty()) absl::StrAppend(&text, note, "\n");
+  for (const RankSlot& slot : plan) {
+    absl::StrAppend(&text, "rank ", job.rank_offset() + slot.local_rank, " ",
+                    DescribeRankSlot(slot), "\n");
+  }
+  return text;
+}
+
+absl::Status WritePlacementFile(const v1::JoinResponse& job, const std::string& text) {
+  const std::string dir = job.job_dir() + "/placement";
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return ErrnoStatus(errno, "cannot create directory", dir);
+  }
+  return WriteFileAtomically(absl::StrCat(dir, "/node-", job.node_rank(), ".txt"), text);
 }
 
 }  // namespace dlaunch

@@ -14,7 +14,16 @@
 
 namespace dlaunch {
 
+// What the placement of this node's ranks is asked for, from the job's worker template:
+// nproc, GPUs per rank, GPU order (by locality when isolated), CPU binding and explicit map.
+PlacementRequest PlacementRequestFor(const v1::JoinResponse& job, const std::string& host);
+
+// One slot per local rank with no GPU or CPU: what failed starts are reported against when the
+// node cannot be planned.
+std::vector<RankSlot> UnplacedSlots(const v1::JoinResponse& job);
+
 // One request per slot, in plan order: global rank = the node's rank offset + local rank.
+// Each worker is pinned to its slot's CPUs (none when the slot has none).
 // `base_env` is the agent's own environment; `report_socket` is DLAUNCH_REPORT_SOCKET.
 std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResponse& job,
                                                               const std::vector<RankSlot>& plan,
@@ -24,5 +33,13 @@ std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResp
 // Creates <job_dir>, <job_dir>/logs and <job_dir>/errors (existing ones are fine). The
 // launcher usually made them already; this covers a node that does not share its file system.
 absl::Status MakeJobDirs(const std::string& job_dir);
+
+// The plan as kept in the job directory: `note` (which CPUs were planned in, when known) and
+// one DescribeRankSlot line per rank with its global rank.
+std::string PlacementText(const v1::JoinResponse& job, const std::vector<RankSlot>& plan,
+                          const std::string& note);
+
+// Writes PlacementText to <job_dir>/placement/node-<node_rank>.txt.
+absl::Status WritePlacementFile(const v1::JoinResponse& job, const std::string& text);
 
 }  // namespace dlaunch

@@ -86,6 +86,7 @@ absl::StatusOr<std::vector<std::vector<std::string>>> LaunchCommands(
                                 dir.token_path(), spec);
   nl.hostfile = dir.hostfile_path();
   nl.workdir = workdir;
+  nl.scheduler = plan.scheduler;
   if (const char* s = std::getenv("DLAUNCH_SSH")) nl.ssh = s;
   if (!flags.launcher_cmd.empty()) {
     auto prefix = SplitCommandLine(flags.launcher_cmd);

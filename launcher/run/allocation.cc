@@ -138,6 +138,7 @@ absl::StatusOr<HostPlan> ResolveHosts(const JobSpec& spec,
                                       const std::string& local_host) {
   HostPlan plan;
   absl::StatusCode shortage_code = absl::StatusCode::kInvalidArgument;
+  plan.scheduler = allocation.scheduler;
   if (!flag_hosts.empty()) {
     plan.hosts = flag_hosts;
     plan.source = "--hosts";

@@ -48,6 +48,7 @@ struct HostPlan {
   // How agents are started on `hosts`: the spec's `launcher` unless it is "auto"; for "auto", the
   // allocation's launcher when inside one, "local" when every host is this machine, else "ssh".
   std::string node_launcher = "local";
+  std::string scheduler;  // the allocation's, "" outside one (mpiexec under PBS is PALS)
 };
 
 // Rule, first non-empty wins: `flag_hosts` (--hosts) > `spec.hosts` > `allocation.hosts` >

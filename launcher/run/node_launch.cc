@@ -36,17 +36,23 @@ absl::StatusOr<std::vector<std::vector<std::string>>> BuildNodeLaunchCommands(
       out.push_back(std::move(cmd));
     }
   } else if (in.kind == "mpiexec") {
-    // PALS (Polaris) and MPICH's hydra both take this form.
+    // PALS (Polaris) and MPICH's hydra both take this form; only the binding flag differs.
     std::vector<std::string> p = {"mpiexec", "-n", n, "--ppn", "1"};
+    if (in.scheduler == "pbs") {
+      p.insert(p.end(), {"--cpu-bind", "none"});
+    } else {
+      p.insert(p.end(), {"-bind-to", "none"});
+    }
     if (!in.hostfile.empty()) p.insert(p.end(), {"--hostfile", in.hostfile});
     with_prefix(p);
   } else if (in.kind == "mpirun") {
-    // Open MPI (ThetaGPU): one process per node.
-    std::vector<std::string> p = {"mpirun", "-n", n, "-npernode", "1"};
+    // Open MPI (ThetaGPU): one process per node. Unbound: with one or two ranks per node
+    // Open MPI binds each to a single core, and every worker would inherit that core.
+    std::vector<std::string> p = {"mpirun", "-n", n, "-npernode", "1", "--bind-to", "none"};
     if (!in.hostfile.empty()) p.insert(p.end(), {"-hostfile", in.hostfile});
     with_prefix(p);
   } else if (in.kind == "srun") {
-    with_prefix({"srun", "-N", n, "--ntasks-per-node=1", "--ntasks=" + n,
+    with_prefix({"srun", "-N", n, "--ntasks-per-node=1", "--ntasks=" + n, "--cpu-bind=none",
                  "--nodelist=" + absl::StrJoin(in.hosts, ",")});
   } else {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -16,10 +16,16 @@ struct NodeLaunchInput {
   std::string hostfile;                   // file listing `hosts`, for mpiexec/mpirun
   std::string ssh = "ssh";                // ssh program (DLAUNCH_SSH)
   std::string workdir;                    // ssh: directory to cd into on the remote node
+  std::string scheduler;                  // the allocation's ("pbs", ...); picks mpiexec's dialect
 };
 
 // One command per node for local and ssh; one command for the whole job for the MPI
 // launchers and srun (which then start one agent per node themselves).
+// The default commands ask the launcher not to bind the agent: the agent pins each worker to
+// its own cores, and a binding of the agent would only narrow what it may hand out. mpiexec
+// has two dialects: under PBS it is taken to be HPE's PALS (Polaris, Aurora: `--cpu-bind
+// none`), elsewhere MPICH's hydra (`-bind-to none`; hydra refuses PALS' spelling). A `prefix`
+// is used as given.
 absl::StatusOr<std::vector<std::vector<std::string>>> BuildNodeLaunchCommands(
     const NodeLaunchInput& in);
 

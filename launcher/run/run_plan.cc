@@ -25,6 +25,12 @@ v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& place
   w->set_workdir(placement.workdir);
   w->set_isolate_gpus(spec.isolate_gpus);
   w->set_gpus_per_proc(spec.gpus_per_proc);
+  w->set_cpu_binding_none(spec.cpu_binding_none);
+  for (const CpuMapEntry& entry : spec.cpu_map) {
+    v1::RankCpus* rank = w->add_cpu_map();
+    for (int cpu : entry.cpus) rank->add_cpus(cpu);
+    rank->set_gpu(entry.gpu);
+  }
   t.set_heartbeat_ms(static_cast<int>(spec.heartbeat_interval_s * 1000));
   t.set_grace_ms(static_cast<int>(spec.stop_grace_s * 1000));
   t.set_max_restarts(spec.max_restarts);

@@ -20,6 +20,15 @@ struct SchedulerSpec {
   std::map<std::string, std::string> extra;  // extra directives, key -> value
 };
 
+// One local rank's entry of `cpus.map`.
+struct CpuMapEntry {
+  std::vector<int> cpus;  // OS CPU ids, as written (taskset -c numbering)
+  int gpu = -1;           // position in the node's visible GPU list; -1 = planned
+};
+inline bool operator==(const CpuMapEntry& a, const CpuMapEntry& b) {
+  return a.cpus == b.cpus && a.gpu == b.gpu;
+}
+
 struct JobSpec {
   std::string name = "dlaunch-job";
   int min_nodes = 1;
@@ -52,6 +61,9 @@ struct JobSpec {
   bool isolate_gpus = false;             // gpus.binding: isolate
   int gpus_per_proc = 0;                 // 0 = visible GPUs / nproc_per_node (at least 1)
 
+  bool cpu_binding_none = false;         // cpus.binding: none (workers are not pinned)
+  std::vector<CpuMapEntry> cpu_map;      // cpus.map: one entry per local rank; empty = planned
+
   SchedulerSpec scheduler;
   std::string source_path;               // file it came from, "" for command-line jobs
 };
@@ -78,6 +90,7 @@ inline bool operator==(const JobSpec& a, const JobSpec& b) {
          a.show_ranks == b.show_ranks && a.show_all_ranks == b.show_all_ranks &&
          a.tail_lines == b.tail_lines && a.summary_interval_s == b.summary_interval_s &&
          a.isolate_gpus == b.isolate_gpus && a.gpus_per_proc == b.gpus_per_proc &&
+         a.cpu_binding_none == b.cpu_binding_none && a.cpu_map == b.cpu_map &&
          a.scheduler == b.scheduler && a.source_path == b.source_path;
 }
 inline bool operator!=(const JobSpec& a, const JobSpec& b) { return !(a == b); }

@@ -1,6 +1,7 @@
 #include "launcher/spec/job_spec_checks.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -41,6 +42,40 @@ std::string OneOf(const std::string& path, const std::vector<std::string>& names
     absl::StrAppend(&message, " (did you mean '", near, "'?)");
   }
   return message;
+}
+
+// cpus.map as far as it can be judged without the node: no empty entry, no CPU in two entries,
+// no negative GPU, an entry per rank when nproc_per_node is a number, and no map with binding
+// off. CPUs or GPUs the node lacks are the agent's to report.
+void CheckCpuMap(const JobSpec& spec, std::vector<SpecProblem>* problems) {
+  auto add = [&](std::string path, std::string message) {
+    problems->push_back({std::move(path), std::move(message)});
+  };
+  if (spec.cpu_map.empty()) return;
+  if (spec.cpu_binding_none) {
+    add("cpus.map", "cpus.map cannot be used with cpus.binding: none (nothing would be pinned)");
+    return;
+  }
+  if (spec.nproc_per_node > 0 && static_cast<int>(spec.cpu_map.size()) < spec.nproc_per_node) {
+    add("cpus.map", absl::StrCat("cpus.map has ", spec.cpu_map.size(), " entries for ",
+                                 spec.nproc_per_node, " local ranks (nproc_per_node); give one "
+                                 "per local rank"));
+  }
+  std::map<int, size_t> owner;  // CPU -> first entry naming it
+  for (size_t i = 0; i < spec.cpu_map.size(); ++i) {
+    const std::string path = absl::StrCat("cpus.map[", i, "]");
+    const CpuMapEntry& entry = spec.cpu_map[i];
+    if (entry.cpus.empty()) add(path, absl::StrCat(path, " names no CPU"));
+    if (entry.gpu < -1) add(path, absl::StrCat(path, ".gpu must not be negative, got ", entry.gpu));
+    for (int cpu : entry.cpus) {
+      auto [it, first] = owner.emplace(cpu, i);
+      if (!first && it->second != i) {
+        add(path, absl::StrCat(path, " gives CPU ", cpu, " to local rank ", i,
+                               ", but cpus.map[", it->second, "] gives it to local rank ",
+                               it->second, " already"));
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -141,6 +176,7 @@ std::vector<SpecProblem> CheckJobSpec(const JobSpec& spec) {
     add("gpus.per_proc",
         absl::StrCat("gpus.per_proc must not be negative, got ", spec.gpus_per_proc));
   }
+  CheckCpuMap(spec, &problems);
   if (!spec.scheduler.type.empty() && !IsSchedulerTypeName(spec.scheduler.type)) {
     add("scheduler.type", OneOf("scheduler.type", SchedulerTypeNames(), spec.scheduler.type));
   }

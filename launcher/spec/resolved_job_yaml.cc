@@ -72,6 +72,18 @@ void AppendMap(std::string* out, absl::string_view indent, absl::string_view key
   }
 }
 
+// cpus: binding, and the map as a flow list of {cpus: "...", gpu: N}.
+void AppendCpus(std::string* out, const JobSpec& spec) {
+  absl::StrAppend(out, "cpus:\n");
+  absl::StrAppend(out, "  binding: ", spec.cpu_binding_none ? "none" : "cores", "\n");
+  std::vector<std::string> entries;
+  for (const CpuMapEntry& entry : spec.cpu_map) {
+    entries.push_back(absl::StrCat("{cpus: ", Quote(FormatCpuList(entry.cpus)), ", gpu: ",
+                                   entry.gpu, "}"));
+  }
+  absl::StrAppend(out, "  map: [", absl::StrJoin(entries, ", "), "]\n");
+}
+
 }  // namespace
 
 std::string ResolvedJobYaml(const JobSpec& spec) {
@@ -114,6 +126,7 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
   absl::StrAppend(&out, "gpus:\n");
   absl::StrAppend(&out, "  binding: ", spec.isolate_gpus ? "isolate" : "shared", "\n");
   absl::StrAppend(&out, "  per_proc: ", spec.gpus_per_proc, "\n");
+  AppendCpus(&out, spec);
   const SchedulerSpec& scheduler = spec.scheduler;
   absl::StrAppend(&out, "scheduler:\n");
   absl::StrAppend(&out, "  type: ", Quote(scheduler.type), "\n");

@@ -426,8 +426,79 @@ void SpecReader::Read(const YAML::Node& root, JobSpec* spec) {
     }
     if (fields.count("per_proc")) Int(fields["per_proc"], &spec->gpus_per_proc);
   }
+  if (has("cpus")) Cpus(top["cpus"], spec);
   if (has("scheduler")) Scheduler(top["scheduler"], &spec->scheduler);
   CheckValues(*spec, root_mark);
+}
+
+void SpecReader::Cpus(const SpecField& field, JobSpec* spec) {
+  std::map<std::string, SpecField> fields = Fields(field.value, "cpus", field.mark);
+  if (fields.count("binding")) {
+    std::string binding;
+    const SpecField& b = fields["binding"];
+    if (Scalar(b, "\"cores\" or \"none\"", &binding)) {
+      if (binding == "cores" || binding == "none") {
+        spec->cpu_binding_none = binding == "none";
+      } else {
+        std::string message =
+            absl::StrCat("cpus.binding must be \"cores\" or \"none\", got ", Describe(b.value));
+        if (std::string near = ClosestMatch(binding, {"cores", "none"}); !near.empty()) {
+          absl::StrAppend(&message, " (did you mean '", near, "'?)");
+        }
+        Report(b.mark, b.path, std::move(message));
+      }
+    }
+  }
+  if (fields.count("map")) CpuMap(fields["map"], &spec->cpu_map);
+}
+
+// `map:` is a list with one entry per local rank: {cpus: "0-7,32-39", gpu: 3}, or just the CPU
+// list. Each entry's position is kept so the value checks can point at it.
+void SpecReader::CpuMap(const SpecField& field, std::vector<CpuMapEntry>* map) {
+  constexpr absl::string_view kEntry = "a CPU list such as \"0-7\" or {cpus: \"0-7\", gpu: 0}";
+  map->clear();
+  if (field.value.IsNull()) return;
+  if (!field.value.IsSequence()) {
+    WrongType(field, "a list with one entry per local rank");
+    return;
+  }
+  for (size_t i = 0; i < field.value.size(); ++i) {
+    const std::string path = absl::StrCat(field.path, "[", i, "]");
+    const YAML::Node item = field.value[i];
+    marks_[path] = item.Mark();
+    CpuMapEntry entry;
+    if (item.IsMap()) {
+      for (const auto& kv : item) {
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+        const SpecField value{absl::StrCat(path, ".", key), kv.second, kv.second.Mark()};
+        if (key == "cpus") {
+          CpuList(value, &entry.cpus);
+        } else if (key == "gpu") {
+          Int(value, &entry.gpu);
+        } else {
+          Report(kv.first.Mark(), "",
+                 absl::StrCat("unknown key '", key, "' in '", path, "' (expected cpus, gpu)"));
+        }
+      }
+      if (!item["cpus"]) Report(item.Mark(), path, absl::StrCat(path, " has no 'cpus'"));
+    } else if (item.IsScalar()) {
+      CpuList(SpecField{path, item, item.Mark()}, &entry.cpus);
+    } else {
+      WrongType(SpecField{path, item, item.Mark()}, kEntry);
+    }
+    map->push_back(std::move(entry));
+  }
+}
+
+void SpecReader::CpuList(const SpecField& field, std::vector<int>* cpus) {
+  std::string text;
+  if (!Scalar(field, "a CPU list such as \"0-7,32-39\"", &text)) return;
+  absl::StatusOr<std::vector<int>> parsed = ParseCpuList(text);
+  if (!parsed.ok()) {
+    Report(field.mark, field.path, absl::StrCat(field.path, ": ", parsed.status().message()));
+    return;
+  }
+  *cpus = *std::move(parsed);
 }
 
 void SpecReader::CheckValues(const JobSpec& spec, const YAML::Mark& root_mark) {

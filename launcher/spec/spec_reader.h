@@ -53,6 +53,9 @@ class SpecReader {
   void Hosts(const SpecField& field, JobSpec* spec);
   void Ranks(const SpecField& field, JobSpec* spec);
   void Scheduler(const SpecField& field, SchedulerSpec* scheduler);
+  void Cpus(const SpecField& field, JobSpec* spec);
+  void CpuMap(const SpecField& field, std::vector<CpuMapEntry>* map);
+  void CpuList(const SpecField& field, std::vector<int>* cpus);
   void CheckValues(const JobSpec& spec, const YAML::Mark& root_mark);
 
   std::vector<SpecReadProblem> problems_;

@@ -242,4 +242,45 @@ absl::StatusOr<std::vector<std::string>> SplitCommandLine(std::string_view text_
   return words;
 }
 
+absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view std_text) {
+  const absl::string_view text(std_text.data(), std_text.size());
+  // Digits only: SimpleAtoi alone would take "+3" and " 3".
+  const auto cpu_id = [](absl::string_view digits, int* out) {
+    return !digits.empty() &&
+           std::all_of(digits.begin(), digits.end(),
+                       [](unsigned char c) { return absl::ascii_isdigit(c); }) &&
+           absl::SimpleAtoi(digits, out);
+  };
+  std::vector<int> cpus;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    const size_t dash = item.find('-');
+    int first = 0;
+    int last = 0;
+    const bool ok = dash == absl::string_view::npos
+                        ? cpu_id(item, &first) && cpu_id(item, &last)
+                        : cpu_id(item.substr(0, dash), &first) &&
+                              cpu_id(item.substr(dash + 1), &last) && first <= last;
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "\"", text, "\" is not a CPU list (CPU ids and ranges such as \"0-7,32-39\")"));
+    }
+    for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+std::string FormatCpuList(const std::vector<int>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    absl::StrAppend(&out, cpus[i]);
+    if (j > i) absl::StrAppend(&out, "-", cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
 }  // namespace dlaunch

@@ -39,6 +39,14 @@ absl::StatusOr<int> ParseWalltime(std::string_view text);
 std::string FormatWalltime(int seconds);
 std::string FormatWalltimeHms(int seconds);
 
+// CPU lists as `taskset -c` and /proc's Cpus_allowed_list write them: "0-7,32-39", "3", "0,2".
+// Ids in the order written, ranges expanded. InvalidArgument for anything else (a negative id,
+// a reversed range, an empty item).
+absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view text);
+
+// The compact form ParseCpuList reads back: ascending runs as ranges ("0-3,8").
+std::string FormatCpuList(const std::vector<int>& cpus);
+
 // Splits a one-line command into argv the way a POSIX shell splits words (single and double
 // quotes, backslash escapes), without running a shell: pipes, redirections, `;`, `&` and `$`
 // expansions are refused with a message rather than passed on as literal arguments.

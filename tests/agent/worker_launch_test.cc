@@ -1,4 +1,4 @@
-// BuildStartRequests (pure) and MakeJobDirs.
+// BuildStartRequests and PlacementRequestFor (pure), MakeJobDirs and WritePlacementFile.
 #include "agent/worker_launch.h"
 
 #include <sys/stat.h>
@@ -61,6 +61,58 @@ TEST(BuildStartRequestsTest, OneRequestPerSlotWithGlobalRanksArgvAndWorkdir) {
     EXPECT_THAT(r.options.argv, ElementsAre("python", "train.py"));
     EXPECT_EQ(r.options.workdir, "/work/dir");
   }
+}
+
+TEST(BuildStartRequestsTest, EachWorkerIsPinnedToItsSlotsCpus) {
+  std::vector<RankSlot> plan = Plan();
+  plan[1].cpus.clear();  // binding off: the worker inherits the agent's CPUs
+  auto requests = BuildStartRequests(Job(), plan, {}, "/tmp/r.sock");
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_THAT(requests[0].options.cpu_affinity, ElementsAre(0, 1));
+  EXPECT_TRUE(requests[1].options.cpu_affinity.empty());
+}
+
+TEST(UnplacedSlotsTest, OneEmptySlotPerLocalRank) {
+  std::vector<RankSlot> slots = UnplacedSlots(Job());
+  ASSERT_EQ(slots.size(), 2u);
+  EXPECT_EQ(slots[1].local_rank, 1);
+  EXPECT_TRUE(slots[1].cpus.empty());
+  EXPECT_TRUE(slots[1].gpus.empty());
+}
+
+TEST(PlacementRequestForTest, CarriesTheWorkerTemplatesPlacementSettings) {
+  v1::JoinResponse job = Job();
+  job.mutable_worker()->set_gpus_per_proc(1);
+  job.mutable_worker()->set_isolate_gpus(true);
+  v1::RankCpus* entry = job.mutable_worker()->add_cpu_map();
+  entry->add_cpus(4);
+  entry->add_cpus(5);
+  entry->set_gpu(2);
+  PlacementRequest req = PlacementRequestFor(job, "x1");
+  EXPECT_EQ(req.host, "x1");
+  EXPECT_EQ(req.nproc, 2);
+  EXPECT_EQ(req.gpus_per_proc, 1);
+  EXPECT_TRUE(req.gpus_by_locality);
+  EXPECT_EQ(req.binding, CpuBinding::kCores);
+  ASSERT_EQ(req.explicit_map.size(), 1u);
+  EXPECT_THAT(req.explicit_map[0].cpus, ElementsAre(4, 5));
+  EXPECT_EQ(req.explicit_map[0].gpu, 2);
+
+  job.mutable_worker()->set_cpu_binding_none(true);
+  EXPECT_EQ(PlacementRequestFor(job, "x1").binding, CpuBinding::kNone);
+}
+
+TEST(WritePlacementFileTest, KeepsTheNoteAndOneLinePerRankUnderPlacement) {
+  ScratchDir scratch;
+  v1::JoinResponse job = Job();
+  job.set_job_dir(scratch.path());
+  const std::string text = PlacementText(job, Plan(), "placement in CPUs 0-3");
+  EXPECT_EQ(text,
+            "placement in CPUs 0-3\n"
+            "rank 2 local_rank 0: gpus 0 (index 0), cpus 0,1\n"
+            "rank 3 local_rank 1: gpus 1 (index 1), cpus 2,3\n");
+  ASSERT_TRUE(WritePlacementFile(job, text).ok());
+  EXPECT_EQ(ReadFile(scratch.path() + "/placement/node-1.txt"), text);
 }
 
 TEST(BuildStartRequestsTest, TheEnvironmentCarriesTheContractTheSpecAndTheBase) {

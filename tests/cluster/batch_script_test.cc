@@ -97,9 +97,13 @@ TEST_F(BatchScriptTest, PolarisPbsScriptRunsAcrossHostsWithMpiexec) {
                      "  queue: debug-scaling\n  walltime: \"0:10:00\"\n"),
       "4242.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov");
   ASSERT_FALSE(script.empty());
-  // PALS's `mpiexec -n N --ppn 1 --hostfile F` is spelled the same by MPICH's hydra.
+  // PALS's `mpiexec -n N --ppn 1 --hostfile F` is spelled the same by MPICH's hydra, but for
+  // "no binding": PALS' `--cpu-bind none` is hydra's `-bind-to none`.
   WriteFileOrDie(tools_dir_ + "/mpiexec",
-                 absl::StrCat("#!/bin/sh\nexec /usr/bin/mpiexec.hydra -launcher ssh "
+                 absl::StrCat("#!/bin/sh\n"
+                              "for a; do shift; if [ \"$a\" = --cpu-bind ]; then a=-bind-to; fi; "
+                              "set -- \"$@\" \"$a\"; done\n"
+                              "exec /usr/bin/mpiexec.hydra -launcher ssh "
                               "-launcher-exec ", cluster_->RshPath(), " \"$@\"\n"),
                  0755);
   RunResult run = RunScriptOnFirstHost(

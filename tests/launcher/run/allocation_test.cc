@@ -182,6 +182,8 @@ TEST(ResolveHostsTest, FlagBeatsSpecBeatsAllocationBeatsLocal) {
   ASSERT_TRUE(plan.ok());
   EXPECT_THAT(plan->hosts, ElementsAre("f1"));
   EXPECT_EQ(plan->source, "--hosts");
+  // Whoever names the hosts, mpiexec inside a PBS job is the site's (PALS on ALCF's machines).
+  EXPECT_EQ(plan->scheduler, "pbs");
 
   plan = ResolveHosts(spec, {}, allocation, "me");
   EXPECT_THAT(plan->hosts, ElementsAre("s1", "s2"));
@@ -195,6 +197,7 @@ TEST(ResolveHostsTest, FlagBeatsSpecBeatsAllocationBeatsLocal) {
   plan = ResolveHosts(spec, {}, Allocation{}, "me");
   EXPECT_THAT(plan->hosts, ElementsAre("me"));
   EXPECT_EQ(plan->source, "local");
+  EXPECT_EQ(plan->scheduler, "");
 }
 
 TEST(ResolveHostsTest, AutoNodesUsesEveryHost) {

@@ -22,28 +22,42 @@ TEST(NodeLaunchTest, LocalStartsOneAgentPerNode) {
   EXPECT_EQ(*c, Commands(3, Input("local").agent_argv));
 }
 
-TEST(NodeLaunchTest, MpiexecIsOneCommandWithOneProcessPerNode) {
+TEST(NodeLaunchTest, MpiexecIsOneCommandWithOneUnboundProcessPerNode) {
+  // Outside PBS, mpiexec is MPICH's hydra, which spells "no binding" -bind-to none.
   auto c = BuildNodeLaunchCommands(Input("mpiexec"));
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(*c, (Commands{{"mpiexec", "-n", "3", "--ppn", "1", "--hostfile", "/runs/j/hostfile",
-                           "/opt/dlaunch/bin/dlaunch-agent", "--control", "10.0.0.1:4000"}}));
+  EXPECT_EQ(*c, (Commands{{"mpiexec", "-n", "3", "--ppn", "1", "-bind-to", "none", "--hostfile",
+                           "/runs/j/hostfile", "/opt/dlaunch/bin/dlaunch-agent", "--control",
+                           "10.0.0.1:4000"}}));
 }
 
-TEST(NodeLaunchTest, MpirunUsesOpenMpiSpelling) {
+TEST(NodeLaunchTest, MpiexecUnderPbsUsesPalsSpelling) {
+  auto in = Input("mpiexec");
+  in.scheduler = "pbs";
+  auto c = BuildNodeLaunchCommands(in);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, (Commands{{"mpiexec", "-n", "3", "--ppn", "1", "--cpu-bind", "none", "--hostfile",
+                           "/runs/j/hostfile", "/opt/dlaunch/bin/dlaunch-agent", "--control",
+                           "10.0.0.1:4000"}}));
+}
+
+TEST(NodeLaunchTest, MpirunUsesOpenMpiSpellingAndDoesNotBind) {
   auto c = BuildNodeLaunchCommands(Input("mpirun"));
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ((*c)[0], (std::vector<std::string>{"mpirun", "-n", "3", "-npernode", "1", "-hostfile",
-                                               "/runs/j/hostfile", "/opt/dlaunch/bin/dlaunch-agent",
-                                               "--control", "10.0.0.1:4000"}));
+  EXPECT_EQ((*c)[0], (std::vector<std::string>{"mpirun", "-n", "3", "-npernode", "1", "--bind-to",
+                                               "none", "-hostfile", "/runs/j/hostfile",
+                                               "/opt/dlaunch/bin/dlaunch-agent", "--control",
+                                               "10.0.0.1:4000"}));
 }
 
-TEST(NodeLaunchTest, SrunNamesTheNodes) {
+TEST(NodeLaunchTest, SrunNamesTheNodesAndDoesNotBind) {
   auto c = BuildNodeLaunchCommands(Input("srun"));
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->size(), 1u);
   const auto& cmd = (*c)[0];
   EXPECT_EQ(cmd[0], "srun");
   EXPECT_NE(std::find(cmd.begin(), cmd.end(), "--ntasks-per-node=1"), cmd.end());
+  EXPECT_NE(std::find(cmd.begin(), cmd.end(), "--cpu-bind=none"), cmd.end());
   EXPECT_NE(std::find(cmd.begin(), cmd.end(), "--nodelist=x1,x2,x3"), cmd.end());
 }
 

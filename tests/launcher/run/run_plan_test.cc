@@ -23,6 +23,7 @@ JobSpec Spec() {
   s.show_ranks = {0, 3};
   s.isolate_gpus = true;
   s.gpus_per_proc = 1;
+  s.cpu_map = {{{0, 1, 2}, 3}, {{4, 5}, -1}};
   return s;
 }
 
@@ -50,6 +51,12 @@ TEST(RunPlanTest, JoinResponseIsTheTemplatePlusTheNodesPlace) {
   EXPECT_EQ(t.worker().workdir(), "/work");
   EXPECT_TRUE(t.worker().isolate_gpus());
   EXPECT_EQ(t.worker().gpus_per_proc(), 1);
+  EXPECT_FALSE(t.worker().cpu_binding_none());
+  ASSERT_EQ(t.worker().cpu_map_size(), 2);
+  EXPECT_THAT(t.worker().cpu_map(0).cpus(), ElementsAre(0, 1, 2));
+  EXPECT_EQ(t.worker().cpu_map(0).gpu(), 3);
+  EXPECT_THAT(t.worker().cpu_map(1).cpus(), ElementsAre(4, 5));
+  EXPECT_EQ(t.worker().cpu_map(1).gpu(), -1);
   EXPECT_EQ(t.heartbeat_ms(), 500);
   EXPECT_EQ(t.grace_ms(), 3000);
   EXPECT_EQ(t.max_restarts(), 1);

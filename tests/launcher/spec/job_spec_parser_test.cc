@@ -182,6 +182,44 @@ TEST(ParseJobSpecTest, WalltimeForms) {
   EXPECT_EQ(walltime("\"\"").walltime, "");
 }
 
+TEST(ParseJobSpecTest, CpusBindingAndMap) {
+  const JobSpec spec = Parse(
+      "command: [x]\nnproc_per_node: 2\n"
+      "cpus:\n  binding: cores\n  map:\n    - {cpus: \"0-3,32-35\", gpu: 3}\n    - \"4-7\"\n");
+  EXPECT_FALSE(spec.cpu_binding_none);
+  ASSERT_EQ(spec.cpu_map.size(), 2u);
+  EXPECT_THAT(spec.cpu_map[0].cpus, ElementsAre(0, 1, 2, 3, 32, 33, 34, 35));
+  EXPECT_EQ(spec.cpu_map[0].gpu, 3);
+  EXPECT_THAT(spec.cpu_map[1].cpus, ElementsAre(4, 5, 6, 7));
+  EXPECT_EQ(spec.cpu_map[1].gpu, -1);
+  EXPECT_TRUE(Parse("command: [x]\ncpus: {binding: none}\n").cpu_binding_none);
+  EXPECT_TRUE(Parse("command: [x]\n").cpu_map.empty());
+}
+
+TEST(ParseJobSpecTest, CpusMapProblemsKnowableBeforeTheNodeArePlaced) {
+  EXPECT_EQ(Errors("command: [x]\ncpus: {binding: cors}\n"),
+            "job.yaml:2:17: cpus.binding must be \"cores\" or \"none\", got \"cors\" "
+            "(did you mean 'cores'?)");
+  EXPECT_EQ(Errors("command: [x]\ncpus:\n  map:\n    - \"0-3\"\n    - \"3-x\"\n"),
+            "job.yaml:5:7: cpus.map[1]: \"3-x\" is not a CPU list (CPU ids and ranges such as "
+            "\"0-7,32-39\")");
+  EXPECT_EQ(Errors("command: [x]\ncpus:\n  map:\n    - \"0-3\"\n    - \"3-5\"\n"),
+            "job.yaml:5:7: cpus.map[1] gives CPU 3 to local rank 1, but cpus.map[0] gives it to "
+            "local rank 0 already");
+  EXPECT_EQ(Errors("command: [x]\nnproc_per_node: 3\ncpus:\n  map: [\"0\", \"1\"]\n"),
+            "job.yaml:4:8: cpus.map has 2 entries for 3 local ranks (nproc_per_node); give one "
+            "per local rank");
+  EXPECT_EQ(Errors("command: [x]\ncpus:\n  binding: none\n  map: [\"0\"]\n"),
+            "job.yaml:4:8: cpus.map cannot be used with cpus.binding: none (nothing would be "
+            "pinned)");
+  EXPECT_THAT(Errors("command: [x]\ncpus:\n  map: [{cpus: \"0\", core: 1}]\n"),
+              HasSubstr("unknown key 'core' in 'cpus.map[0]' (expected cpus, gpu)"));
+  EXPECT_THAT(Errors("command: [x]\ncpus:\n  map: [{gpu: 1}]\n"),
+              HasSubstr("cpus.map[0] has no 'cpus'"));
+  EXPECT_THAT(Errors("command: [x]\ncpus:\n  map: [{cpus: \"0\", gpu: -2}]\n"),
+              HasSubstr("cpus.map[0].gpu must not be negative, got -2"));
+}
+
 TEST(ParseJobSpecTest, UnknownKeysSuggestTheNearestKey) {
   EXPECT_EQ(Errors("command: [x]\nnodez: 2\n"),
             "job.yaml:2:1: unknown key 'nodez' (did you mean 'nodes'?)");

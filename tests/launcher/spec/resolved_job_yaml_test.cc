@@ -27,10 +27,12 @@ TEST(ResolvedJobYamlTest, RoundTripsToAnEqualSpec) {
       "heartbeat: {interval: 250ms, misses: 9}\nstop: {grace: 1h}\nmax_restarts: 2\n"
       "logs: {dir: \"out dir\", ranks: [3, 1], tail_lines: 0, summary_interval: 0}\n"
       "gpus: {binding: isolate, per_proc: 1}\n"
+      "cpus: {map: [\"0-3,8\", {cpus: \"9,4\", gpu: 1}, \"10\", \"11\"]}\n"
       "scheduler: {type: slurm, site: s, account: a, queue: q, walltime: \"30:00\", "
       "filesystems: [home], modules: [m1, m2], setup: [\"echo $HOME\", \"cd /x\"], "
       "directives: {\"--gres\": \"gpu:4\", place: scatter}}\n",
       "nodes: 3\nnproc_per_node: gpu\ncommand: a b c\n",
+      "command: [x]\ncpus: {binding: none}\n",
   };
   for (const std::string& text : jobs) {
     const JobSpec spec = Parse(text);
@@ -73,6 +75,9 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "gpus:\n"
             "  binding: shared\n"
             "  per_proc: 0\n"
+            "cpus:\n"
+            "  binding: cores\n"
+            "  map: []\n"
             "scheduler:\n"
             "  type: \"\"\n"
             "  site: \"\"\n"

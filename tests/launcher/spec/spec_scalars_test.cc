@@ -111,6 +111,18 @@ TEST(WalltimeTest, TwoWrittenFormsReadBack) {
   }
 }
 
+TEST(CpuListTest, TasksetFormsParseAndFormatBack) {
+  EXPECT_THAT(*ParseCpuList("0-3,8, 10-11"), ElementsAre(0, 1, 2, 3, 8, 10, 11));
+  EXPECT_THAT(*ParseCpuList("5"), ElementsAre(5));
+  EXPECT_THAT(*ParseCpuList("9,4"), ElementsAre(9, 4));
+  for (const char* bad : {"", "a", "-1", "3-1", "1-", "+2", "1,,2", "0-3-5"}) {
+    EXPECT_EQ(ParseCpuList(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(FormatCpuList({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
+  EXPECT_EQ(FormatCpuList({9, 4}), "9,4");
+  EXPECT_EQ(FormatCpuList({}), "");
+}
+
 TEST(SplitCommandLineTest, QuotesAndEscapes) {
   EXPECT_THAT(*SplitCommandLine("  a   b\tc "), ElementsAre("a", "b", "c"));
   EXPECT_THAT(*SplitCommandLine("a'b c'd"), ElementsAre("ab cd"));

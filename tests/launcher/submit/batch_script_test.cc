@@ -89,7 +89,7 @@ TEST(RenderBatchScript, PolarisHasAlcfDirectives) {
     EXPECT_THAT(*s, HasSubstr(line));
   }
   EXPECT_THAT(*s, HasSubstr("--launcher mpiexec --launcher-cmd "
-                            "\"mpiexec -n ${NNODES} --ppn 1 --hostfile ${PBS_NODEFILE}\""));
+                            "\"mpiexec -n ${NNODES} --ppn 1 --cpu-bind none --hostfile ${PBS_NODEFILE}\""));
 }
 
 TEST(RenderBatchScript, ThetaGpuHasCobaltDirectives) {
@@ -105,7 +105,8 @@ TEST(RenderBatchScript, ThetaGpuHasCobaltDirectives) {
                            "#COBALT -A proj\n", "#COBALT --attrs filesystems=home,grand\n"}) {
     EXPECT_THAT(*s, HasSubstr(line));
   }
-  EXPECT_THAT(*s, HasSubstr("\"mpirun -hostfile ${COBALT_NODEFILE} -n ${NNODES} -npernode 1\""));
+  EXPECT_THAT(*s, HasSubstr("\"mpirun -hostfile ${COBALT_NODEFILE} -n ${NNODES} -npernode 1 "
+                            "--bind-to none\""));
 }
 
 TEST(RenderBatchScript, SlurmDirectivesAndNodeRange) {

@@ -41,7 +41,8 @@ TEST(SiteProfile, PolarisAndThetaGpuFacts) {
   EXPECT_EQ(polaris->gpus_per_node, 4);
   EXPECT_EQ(polaris->gpu_model, "A100");
   EXPECT_EQ(polaris->nodefile_var, "PBS_NODEFILE");
-  EXPECT_EQ(polaris->launch, "mpiexec -n ${NNODES} --ppn 1 --hostfile ${PBS_NODEFILE}");
+  EXPECT_EQ(polaris->launch,
+            "mpiexec -n ${NNODES} --ppn 1 --cpu-bind none --hostfile ${PBS_NODEFILE}");
   EXPECT_THAT(polaris->default_filesystems, ElementsAre("home", "eagle"));
   EXPECT_TRUE(polaris->requires_account);
   EXPECT_EQ(polaris->queue_limits.at("debug").max_nodes, 2);
@@ -51,7 +52,8 @@ TEST(SiteProfile, PolarisAndThetaGpuFacts) {
   ASSERT_TRUE(theta.ok()) << theta.status();
   EXPECT_EQ(theta->scheduler, "cobalt");
   EXPECT_EQ(theta->gpus_per_node, 8);
-  EXPECT_EQ(theta->launch, "mpirun -hostfile ${COBALT_NODEFILE} -n ${NNODES} -npernode 1");
+  EXPECT_EQ(theta->launch,
+            "mpirun -hostfile ${COBALT_NODEFILE} -n ${NNODES} -npernode 1 --bind-to none");
   EXPECT_EQ(theta->filesystems_separator, ",");
 }
 

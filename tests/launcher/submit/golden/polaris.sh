@@ -25,4 +25,4 @@ set -u
 # One agent per node of the allocation; the launcher runs here, on the first node.
 NNODES=$(wc -l < "$PBS_NODEFILE")
 exec /opt/dlaunch/bin/dlaunch run /home/user/proj/runs/fmnist-20261121-101530-a3f9/job.yaml --job-dir /home/user/proj/runs/fmnist-20261121-101530-a3f9 \
-  --launcher mpiexec --launcher-cmd "mpiexec -n ${NNODES} --ppn 1 --hostfile ${PBS_NODEFILE}"
+  --launcher mpiexec --launcher-cmd "mpiexec -n ${NNODES} --ppn 1 --cpu-bind none --hostfile ${PBS_NODEFILE}"

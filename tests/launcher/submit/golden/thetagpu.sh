@@ -20,4 +20,4 @@ set -u
 # One agent per node of the allocation; the launcher runs here, on the first node.
 NNODES=$(wc -l < "$COBALT_NODEFILE")
 exec /opt/dlaunch/bin/dlaunch run /home/user/proj/runs/fmnist-20261121-101530-a3f9/job.yaml --job-dir /home/user/proj/runs/fmnist-20261121-101530-a3f9 \
-  --launcher mpirun --launcher-cmd "mpirun -hostfile ${COBALT_NODEFILE} -n ${NNODES} -npernode 1"
+  --launcher mpirun --launcher-cmd "mpirun -hostfile ${COBALT_NODEFILE} -n ${NNODES} -npernode 1 --bind-to none"

@@ -146,9 +146,9 @@ INSTANTIATE_TEST_SUITE_P(
     Schedulers, RenderedScriptExec,
     ::testing::Values(
         ExecCase{"polaris", "PBS_NODEFILE=@NODEFILE@", "mpiexec",
-                 "mpiexec -n 3 --ppn 1 --hostfile @NODEFILE@"},
+                 "mpiexec -n 3 --ppn 1 --cpu-bind none --hostfile @NODEFILE@"},
         ExecCase{"thetagpu", "COBALT_NODEFILE=@NODEFILE@", "mpirun",
-                 "mpirun -hostfile @NODEFILE@ -n 3 -npernode 1"},
+                 "mpirun -hostfile @NODEFILE@ -n 3 -npernode 1 --bind-to none"},
         ExecCase{"generic-slurm", "SLURM_JOB_NUM_NODES=3", "srun",
                  "srun --ntasks-per-node=1 -N 3 --kill-on-bad-exit=1"}),
     [](const auto& info) {
