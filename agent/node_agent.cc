@@ -193,6 +193,7 @@ void NodeAgent::OnReport(const v1::WorkerReport& r) {
 }
 
 void NodeAgent::OnOutput(int rank, bool is_stderr, std::vector<std::string> lines) {
+  output_lines_[rank] += static_cast<int64_t>(lines.size());
   if (!state_->session_open()) return;
   if (!job_.forward_all()) {
     bool wanted = false;
@@ -266,6 +267,7 @@ void NodeAgent::Heartbeat() {
   hb->set_workers_running(supervisor_ ? supervisor_->running() : 0);
   for (auto& [rank, r] : pending_reports_) *hb->add_reports() = std::move(r);
   pending_reports_.clear();
+  for (const auto& [rank, n] : output_lines_) (*hb->mutable_output_lines())[rank] = n;
   client_->Send(std::move(msg));
 }
 

@@ -90,6 +90,7 @@ class NodeAgent {
   std::string agent_id_;
   std::map<int, int> rank_of_pid_;
   std::map<int, v1::WorkerReport> pending_reports_;   // per rank, since the last heartbeat
+  std::map<int, int64_t> output_lines_;                // per rank, since it started
   int exit_code_ = 0;
 };
 
