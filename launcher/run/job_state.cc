@@ -1,5 +1,6 @@
 #include "launcher/run/job_state.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -219,9 +220,25 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
     // when its event reaches the launcher after another node's.
     f.after_stop = false;
     Fail(Outcome::kFailed, std::move(f), now_s, out);
+  } else if (ev.state() == v1::WorkerEvent::STOPPED && KilledByOthers(ev, now_s)) {
+    // Its agent heard the stop before it reaped the rank, but nothing here had sent SIGKILL
+    // yet: the rank was killed from outside (OOM killer, a user, the scheduler), most likely
+    // before the failure that stopped the job.
+    Failure f = RankFailure(FailureClass::kWorkerCrash, ev.rank(), now_s);
+    f.signal = ev.signal();
+    f.after_stop = false;
+    f.detail = "killed while the job was stopping, before any kill was sent";
+    Fail(Outcome::kFailed, std::move(f), now_s, out);
   }
   ArmHealth(out);
   MaybeFinish(now_s, out);
+}
+
+bool JobState::KilledByOthers(const v1::WorkerEvent& ev, double now_s) const {
+  // Agents send SIGKILL only once the grace has passed, or at once after a second signal.
+  return ev.signal() == SIGKILL && outcome_ == Outcome::kFailed && signals_seen_ == 0 &&
+         stop_started_at_s_ && config_.stop_grace_s > 0 &&
+         now_s < *stop_started_at_s_ + config_.stop_grace_s;
 }
 
 JobActions JobState::OnSessionEnded(int node, int session, double now_s) {

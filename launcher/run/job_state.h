@@ -127,6 +127,8 @@ class JobState {
   // A stop without a failure of a rank or node (a signal, a rendezvous that never closed).
   void FailWith(Outcome outcome, const std::string& reason, std::vector<std::string> detail,
                 double now_s, JobActions& out);
+  // A rank reported stopped that died of a SIGKILL no agent had sent yet.
+  bool KilledByOthers(const v1::WorkerEvent& ev, double now_s) const;
   void CheckHealth(double now_s, JobActions& out);
   // Prints the root cause once it is settled (see kPeerSettleS in job_state.cc).
   void Announce(double now_s, bool force, JobActions& out);

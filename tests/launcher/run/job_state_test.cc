@@ -14,6 +14,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 template <typename T>
 std::vector<T> All(const JobActions& actions) {
@@ -452,6 +453,22 @@ TEST_F(JobStateTest, KilledRankIsTheRootCauseEvenWhenItsPeersFailureArrivesFirst
                                 "host n0) killed by signal 9 (Killed)"));
   EXPECT_THAT(report, HasSubstr("[dlaunch] consequence: worker crash: rank 1 (local 0, node 1, "
                                 "host n1) exited with code 1"));
+}
+
+TEST_F(JobStateTest, RankKilledFromOutsideIsTheRootEvenWhenItsAgentHeardTheStopFirst) {
+  Begin(2, 1);
+  v1::AgentMessage peer = Worker(1, v1::WorkerEvent::FAILED, 1);
+  peer.mutable_worker()->add_last_lines("Connection reset by peer");
+  state_->OnAgentMessage(1, peer, 3);
+  // Rank 0's agent got the stop before it reaped the rank: STOPPED, but by a SIGKILL that no
+  // agent sends within the 2 s grace.
+  JobActions killed = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STOPPED, 0, SIGKILL), 3.1);
+  EXPECT_THAT(Printed(killed, true),
+              HasSubstr("[dlaunch] error: worker crash: rank 0 (local 0, node 0, host n0) killed by "
+                        "signal 9 (Killed)"));
+  // After the grace, a SIGKILL is the agent's own escalation: not a failure.
+  JobActions late = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STOPPED, 0, SIGKILL), 5.5);
+  EXPECT_THAT(Events(late), Not(HasSubstr("failure_detected")));
 }
 
 TEST_F(JobStateTest, PeerFailureAloneIsAnnouncedOnceTheSettleTimePassed) {
