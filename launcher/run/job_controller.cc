@@ -122,6 +122,7 @@ void JobController::Apply(const JobActions& actions) {
             v1::LauncherCommand stop;
             stop.mutable_stop()->set_reason(a.reason);
             stop.mutable_stop()->set_grace_ms(a.grace_ms);
+            for (int rank : a.dump_ranks) stop.mutable_stop()->add_dump_ranks(rank);
             Send(a.nodes, stop);
           } else if constexpr (std::is_same_v<T, SendPing>) {
             Send(a.nodes, v1::LauncherCommand());

@@ -465,7 +465,10 @@ void JobState::CheckHealth(double now_s, JobActions& out) {
   }
   if (hangs.size() > 1) absl::StrAppend(&f.detail, absl::StrFormat("; %d more rank(s) hung", hangs.size() - 1));
   std::vector<std::string> hung;
-  for (const Hang& other : hangs) hung.push_back(absl::StrCat(other.rank));
+  for (const Hang& other : hangs) {
+    hung.push_back(absl::StrCat(other.rank));
+    dump_ranks_.push_back(other.rank);
+  }
   out.push_back(AppendEvent{JsonLine()
                                 .Add("event", "hang_detected")
                                 .Add("class", FailureClassName(f.cls))
@@ -501,7 +504,7 @@ void JobState::ArmHealth(JobActions& out) {
 }
 
 void JobState::StopAll(double grace_s, const std::string& reason, double now_s, JobActions& out) {
-  SendStop stop{{}, Ms(grace_s), reason};
+  SendStop stop{{}, Ms(grace_s), reason, dump_ranks_};
   for (const auto& [i, n] : nodes_) {
     if (SessionOpen(n)) stop.nodes.push_back(i);
   }

@@ -51,6 +51,7 @@ struct SendStop {
   std::vector<int> nodes;
   int grace_ms = 0;
   std::string reason;
+  std::vector<int> dump_ranks;  // hung ranks whose stacks are recorded before the stop
 };
 struct SendPing {  // an empty command: proof of life for the agents' watchdogs
   std::vector<int> nodes;
@@ -154,6 +155,7 @@ class JobState {
   std::string announced_;                   // the root cause as last printed
   ProgressMonitor monitor_;
   double health_armed_at_s_ = -1;
+  std::vector<int> dump_ranks_;             // hung ranks, for the stop command
   int signals_seen_ = 0;
   bool all_started_reported_ = false;
   std::optional<double> stop_started_at_s_;

@@ -205,6 +205,8 @@ TEST_F(RunTest, StalledRankIsNamedAndStopped) {
   EXPECT_NE(err.find("error: stall: rank 1 (local 1, node 0, host "), std::string::npos) << err;
   std::string summary = ReadFile(job_dir_ + "/summary.json");
   EXPECT_NE(summary.find("\"root_cause\":{\"class\":\"stall\",\"rank\":1"), std::string::npos) << summary;
+  std::string stacks = ReadFile(job_dir_ + "/stacks/rank-1.txt");
+  EXPECT_NE(stacks.find("Thread 1"), std::string::npos) << "gdb's backtrace of the stalled rank:\n" << stacks;
   std::cout << "stall detected at " << DetectedAt(ReadFile(job_dir_ + "/events.jsonl"), "hang_detected")
             << " s, job ended after " << took << " s\n";
   EXPECT_TRUE(WaitFor([&] { return JobProcesses().empty(); }, seconds(2))) << Leftovers();

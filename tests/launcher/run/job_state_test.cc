@@ -545,7 +545,9 @@ TEST_F(JobStateTest, StallNamesTheRankThatFellBehindFirst) {
   EXPECT_THAT(Printed(stall, true),
               HasSubstr("[dlaunch] error: stall: rank 1 (local 1, node 0, host n0): no progress "
                         "for 3.0 s (limit 3.0 s), last step 1"));
-  EXPECT_TRUE(Has<SendStop>(stall));
+  auto stop = All<SendStop>(stall);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_THAT(stop[0].dump_ranks, ElementsAre(1)) << "the stalled rank's stacks are recorded";
 }
 
 TEST_F(JobStateTest, OutputLinesAreProgressForRanksThatSendNoReports) {
