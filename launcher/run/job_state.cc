@@ -33,6 +33,9 @@ constexpr double kSessionOpenSlackS = 5;
 // the job is stopped at once but the root cause is printed only after this long, or as soon as
 // a failure of its own arrives: the rank that really died may be reported a moment later.
 constexpr double kPeerSettleS = 0.5;
+// Agents record hung ranks' stacks before they stop them, within this bound
+// (NodeAgent::kStackDumpBudget); a stop that asks for stacks waits that much longer.
+constexpr double kStackDumpS = 10;
 
 bool PeerLike(const Failure& f) {
   return f.cls == FailureClass::kWorkerCrash && (f.signal == 0 || f.signal == 15) &&
@@ -512,7 +515,8 @@ void JobState::StopAll(double grace_s, const std::string& reason, double now_s, 
   // Agents still in the rendezvous have no workers yet: stopping their launchers is enough.
   if (!round_) out.push_back(StopLaunchers{Ms(grace_s)});
   if (!stop_started_at_s_) stop_started_at_s_ = now_s;
-  double deadline = now_s + grace_s + config_.heartbeat_s * config_.heartbeat_misses + kStopSlackS;
+  double deadline = now_s + grace_s + config_.heartbeat_s * config_.heartbeat_misses + kStopSlackS +
+                    (dump_ranks_.empty() ? 0 : kStackDumpS);
   if (!stop_deadline_s_ || deadline < *stop_deadline_s_) {
     stop_deadline_s_ = deadline;
     out.push_back(ArmStopDeadline{deadline});

@@ -548,6 +548,9 @@ TEST_F(JobStateTest, StallNamesTheRankThatFellBehindFirst) {
   auto stop = All<SendStop>(stall);
   ASSERT_EQ(stop.size(), 1u);
   EXPECT_THAT(stop[0].dump_ranks, ElementsAre(1)) << "the stalled rank's stacks are recorded";
+  auto arm = All<ArmStopDeadline>(stall);
+  ASSERT_EQ(arm.size(), 1u);
+  EXPECT_DOUBLE_EQ(arm[0].at_s, 5 + 2 + 3 + 5 + 10) << "grace + heartbeats + slack + stack dump";
 }
 
 TEST_F(JobStateTest, OutputLinesAreProgressForRanksThatSendNoReports) {
