@@ -235,14 +235,14 @@ void NodeAgent::DumpStacks(const google::protobuf::RepeatedField<int32_t>& ranks
     if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) continue;
     if (dumped_ranks_.count(rank)) continue;
     dumped_ranks_.insert(rank);
-    const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    const double left =
+        std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0.5) {
       Log(absl::StrCat("no time left to record the stacks of rank ", rank));
       break;
     }
-    absl::StatusOr<CommandResult> gdb =
-        RunCommand({"gdb", "-batch", "-nx", "-p", std::to_string(pid), "-ex", "thread apply all bt"},
-                   left);
+    absl::StatusOr<CommandResult> gdb = RunCommand(
+        {"gdb", "-batch", "-nx", "-p", std::to_string(pid), "-ex", "thread apply all bt"}, left);
     std::string text;
     if (gdb.ok()) {
       text = absl::StrCat(gdb->out, gdb->err);

@@ -466,7 +466,9 @@ void JobState::CheckHealth(double now_s, JobActions& out) {
                                  "(health.startup_timeout)", h.silent_s);
       break;
   }
-  if (hangs.size() > 1) absl::StrAppend(&f.detail, absl::StrFormat("; %d more rank(s) hung", hangs.size() - 1));
+  if (hangs.size() > 1) {
+    absl::StrAppend(&f.detail, absl::StrFormat("; %d more rank(s) hung", hangs.size() - 1));
+  }
   std::vector<std::string> hung;
   for (const Hang& other : hangs) {
     hung.push_back(absl::StrCat(other.rank));
