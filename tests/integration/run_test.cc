@@ -168,6 +168,8 @@ TEST_F(RunTest, HangAtExitIsDetectedAtTheExitTimeoutAndNamesTheHungRank) {
   EXPECT_NE(summary.find("\"root_cause\":{\"class\":\"hang at exit\",\"rank\":0,\"local_rank\":0,\"node\":0"),
             std::string::npos) << summary;
   EXPECT_NE(summary.find("\"ranks_succeeded\":1"), std::string::npos) << summary;
+  std::string stacks = ReadFile(job_dir_ + "/stacks/rank-0.txt");
+  EXPECT_NE(stacks.find("Thread 1"), std::string::npos) << "gdb's backtrace of the hung rank:\n" << stacks;
   std::string events = ReadFile(job_dir_ + "/events.jsonl");
   double detected = DetectedAt(events, "hang_detected");
   EXPECT_GT(detected, 2) << events;
