@@ -1,9 +1,12 @@
 #include "agent/node_agent.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <iostream>
 #include <type_traits>
 
@@ -11,6 +14,8 @@
 #include "agent/report_merge.h"
 #include "agent/worker_env.h"
 #include "agent/worker_launch.h"
+#include "common/command_runner.h"
+#include "common/file_io.h"
 #include "common/host_identity.h"
 #include "common/process.h"
 
@@ -205,6 +210,7 @@ void NodeAgent::OnReport(const v1::WorkerReport& r) {
 }
 
 void NodeAgent::OnOutput(int rank, bool is_stderr, std::vector<std::string> lines) {
+  output_lines_[rank] += static_cast<int64_t>(lines.size());
   if (!state_->session_open()) return;
   if (!job_.forward_all()) {
     bool wanted = false;
@@ -228,7 +234,41 @@ void NodeAgent::OnChildExit(const ChildExit& e) {
 void NodeAgent::OnCommand(const v1::LauncherCommand& cmd) {
   Apply(state_->OnLauncherMessage(clock_.Now()));
   if (cmd.has_stop()) {
+    if (!cmd.stop().dump_ranks().empty()) DumpStacks(cmd.stop().dump_ranks());
     Apply(state_->OnStopCommand(cmd.stop().reason(), milliseconds(cmd.stop().grace_ms())));
+  }
+}
+
+void NodeAgent::DumpStacks(const google::protobuf::RepeatedField<int32_t>& ranks) {
+  // Runs on the loop on purpose: the workers must not be stopped before their stacks are
+  // taken. kStackDumpBudget bounds the whole dump, so the stop is late by at most that.
+  const auto deadline = std::chrono::steady_clock::now() + kStackDumpBudget;
+  for (const auto& [pid, rank] : rank_of_pid_) {
+    if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) continue;
+    if (dumped_ranks_.count(rank)) continue;
+    dumped_ranks_.insert(rank);
+    const double left =
+        std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0.5) {
+      Log(absl::StrCat("no time left to record the stacks of rank ", rank));
+      break;
+    }
+    absl::StatusOr<CommandResult> gdb = RunCommand(
+        {"gdb", "-batch", "-nx", "-p", std::to_string(pid), "-ex", "thread apply all bt"}, left);
+    std::string text;
+    if (gdb.ok()) {
+      text = absl::StrCat(gdb->out, gdb->err);
+    } else {
+      text = absl::StrCat("gdb -p ", pid, ": ", gdb.status().message(), "\n");
+    }
+    const std::string path = absl::StrCat(job_.job_dir(), "/stacks/rank-", rank, ".txt");
+    const std::string dir = job_.job_dir() + "/stacks";
+    absl::Status written = mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST
+                               ? WriteFileAtomically(path, text)
+                               : ErrnoStatus(errno, "cannot create directory", dir);
+    Log(written.ok() ? absl::StrCat("stacks of rank ", rank, " (pid ", pid, ") in ", path)
+                     : absl::StrCat("cannot record the stacks of rank ", rank, ": ",
+                                    written.message()));
   }
 }
 
@@ -278,6 +318,7 @@ void NodeAgent::Heartbeat() {
   hb->set_workers_running(supervisor_ ? supervisor_->running() : 0);
   for (auto& [rank, r] : pending_reports_) *hb->add_reports() = std::move(r);
   pending_reports_.clear();
+  for (const auto& [rank, n] : output_lines_) (*hb->mutable_output_lines())[rank] = n;
   client_->Send(std::move(msg));
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,10 @@ class NodeAgent {
   // Actions.
   void Apply(const AgentActions& actions);
   void Stop(const StopWorkers& stop);
+  // gdb's "thread apply all bt" of each listed rank on this node, to stacks/rank-N.txt in the
+  // job directory; all of it within kStackDumpBudget.
+  void DumpStacks(const google::protobuf::RepeatedField<int32_t>& ranks);
+  static constexpr std::chrono::seconds kStackDumpBudget{10};
   void Heartbeat();
   void FlushPendingReports();
   void ReportWorkerExit(const SendWorkerExit& ev);
@@ -90,6 +95,8 @@ class NodeAgent {
   std::string agent_id_;
   std::map<int, int> rank_of_pid_;
   std::map<int, v1::WorkerReport> pending_reports_;   // per rank, since the last heartbeat
+  std::map<int, int64_t> output_lines_;                // per rank, since it started
+  std::set<int> dumped_ranks_;                         // stacks recorded once per rank
   int exit_code_ = 0;
 };
 

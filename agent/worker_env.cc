@@ -45,7 +45,10 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   const int threads = in.slot.cores > 0 && !in.slot.shares_cores ? in.slot.cores : 1;
   for (const auto& [key, value] : {std::pair<const char*, std::string>{"OMP_NUM_THREADS",
                                                                        std::to_string(threads)},
-                                   {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"}}) {
+                                   {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
+                                   // A Python rank sent SIGABRT (or crashing) prints every
+                                   // thread's traceback to its log.
+                                   {"PYTHONFAULTHANDLER", "1"}}) {
     auto it = env.find(key);
     if (it == env.end() || it->second.empty()) env[key] = value;
   }

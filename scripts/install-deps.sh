@@ -9,7 +9,7 @@ GROUP[build]="build-essential cmake ninja-build pkg-config git ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libboost-dev libyaml-cpp-dev libkainjow-mustache-dev procps libhwloc-dev hwloc-nox"
 GROUP[worker]="libtorch-dev libgloo-dev zlib1g-dev dataset-fashion-mnist"
-GROUP[test]="libgtest-dev libgmock-dev python3 python3-torch"
+GROUP[test]="libgtest-dev libgmock-dev python3 python3-torch gdb"
 GROUP[cluster]="iproute2 util-linux munge slurmctld slurmd slurm-client openmpi-bin mpich"
 GROUP[bench]="python3-torch hyperfine"
 

@@ -163,6 +163,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
   JobConfig job{job_id, dir->path(), plan->hosts, plan->node_launcher,
                 spec->heartbeat_interval_s, spec->heartbeat_misses, spec->stop_grace_s,
                 spec->summary_interval_s};
+  job.progress.exit_timeout_s = spec->exit_timeout_s;
+  job.progress.stall_detection = spec->stall_detection;
+  job.progress.stall_timeout_s = spec->stall_timeout_s;
+  // No start-up limit is an allowance that never runs out.
+  job.progress.startup_timeout_s = spec->startup_timeout_s > 0 ? spec->startup_timeout_s : 1e12;
   JobController controller(io, JobSettings{job, *dir, MakeRendezvousConfig(*spec, *plan),
                                            MakeJoinTemplate(*spec, placement)},
                            std::cout, std::cerr);

@@ -24,6 +24,8 @@ const char kRunUsage[] =
     "  --show-ranks all|LIST   ranks whose output is shown (default: all)\n"
     "  --grace SECONDS         SIGTERM -> SIGKILL grace when stopping workers\n"
     "  --heartbeat SECONDS     agent heartbeat interval\n"
+    "  --exit-timeout SECONDS  a rank still running this long after another exited 0 is hung (0 = off)\n"
+    "  --stall-timeout SECONDS a rank without progress this long is stalled (default: adaptive)\n"
     "  --join-timeout SECONDS  how long to wait for every node to join\n";
 
 namespace {
@@ -90,6 +92,8 @@ std::vector<Flag> RunFlagTable(RunFlags* f) {
       {{"--show-ranks"}, true, Text(&f->show_ranks)},
       {{"--grace"}, true, Seconds("--grace", &f->grace_s)},
       {{"--heartbeat"}, true, Seconds("--heartbeat", &f->heartbeat_s)},
+      {{"--exit-timeout"}, true, Seconds("--exit-timeout", &f->exit_timeout_s)},
+      {{"--stall-timeout"}, true, Seconds("--stall-timeout", &f->stall_timeout_s)},
       {{"--join-timeout"}, true, Seconds("--join-timeout", &f->join_timeout_s)},
   };
 }
@@ -169,6 +173,8 @@ absl::StatusOr<JobSpec> BuildRunSpec(const RunFlags& f) {
   if (f.port >= 0) spec.control_port = f.port;
   if (f.grace_s >= 0) spec.stop_grace_s = f.grace_s;
   if (f.heartbeat_s > 0) spec.heartbeat_interval_s = f.heartbeat_s;
+  if (f.exit_timeout_s >= 0) spec.exit_timeout_s = f.exit_timeout_s;
+  if (f.stall_timeout_s >= 0) spec.stall_timeout_s = f.stall_timeout_s;
   if (f.join_timeout_s > 0) spec.join_timeout_s = f.join_timeout_s;
   if (!f.show_ranks.empty()) {
     if (absl::Status st = ApplyShowRanks(f.show_ranks, &spec); !st.ok()) return st;

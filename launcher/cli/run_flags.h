@@ -29,6 +29,8 @@ struct RunFlags {
   std::string show_ranks;                 // --show-ranks all|0,1
   double grace_s = -1;                    // --grace
   double heartbeat_s = -1;                // --heartbeat
+  double exit_timeout_s = -1;             // --exit-timeout (0 = off)
+  double stall_timeout_s = -1;            // --stall-timeout (0 = adaptive)
   double join_timeout_s = -1;             // --join-timeout
 };
 

@@ -30,7 +30,8 @@ JobController::JobController(boost::asio::io_context& io, JobSettings settings, 
                       }}),
       signals_(io, SIGINT, SIGTERM, SIGHUP),
       tick_timer_(io),
-      stop_deadline_(io) {}
+      stop_deadline_(io),
+      health_check_(io) {}
 
 JobController::~JobController() = default;
 
@@ -121,6 +122,7 @@ void JobController::Apply(const JobActions& actions) {
             v1::LauncherCommand stop;
             stop.mutable_stop()->set_reason(a.reason);
             stop.mutable_stop()->set_grace_ms(a.grace_ms);
+            for (int rank : a.dump_ranks) stop.mutable_stop()->add_dump_ranks(rank);
             Send(a.nodes, stop);
           } else if constexpr (std::is_same_v<T, SendPing>) {
             Send(a.nodes, v1::LauncherCommand());
@@ -130,6 +132,8 @@ void JobController::Apply(const JobActions& actions) {
             if (launchers_) launchers_->KillAll();
           } else if constexpr (std::is_same_v<T, dlaunch::ArmStopDeadline>) {
             ArmStopDeadline(a.at_s);
+          } else if constexpr (std::is_same_v<T, dlaunch::ArmHealthCheck>) {
+            ArmHealthCheck(a.at_s);
           } else if constexpr (std::is_same_v<T, WriteSummary>) {
             if (absl::Status st = dir_.WriteSummary(a.json); !st.ok()) {
               err_ << "[dlaunch] error: " << st.message() << '\n';
@@ -155,6 +159,14 @@ void JobController::ArmStopDeadline(double at_s) {
   stop_deadline_.expires_at(start_ + std::chrono::microseconds(static_cast<int64_t>(at_s * 1e6)));
   stop_deadline_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec && !finished_) Apply(state_.OnStopDeadline(Now()));
+  });
+}
+
+void JobController::ArmHealthCheck(double at_s) {
+  // Re-arming cancels the earlier wait, whose handler then sees operation_aborted.
+  health_check_.expires_at(start_ + std::chrono::microseconds(static_cast<int64_t>(at_s * 1e6)));
+  health_check_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec && !finished_) Apply(state_.OnHealthCheck(Now()));
   });
 }
 
@@ -188,6 +200,7 @@ void JobController::Finish(int exit_code) {
   exit_code_ = exit_code;
   tick_timer_.cancel();
   stop_deadline_.cancel();
+  health_check_.cancel();
   signals_.cancel();
   rendezvous_.Shutdown();
   io_.stop();

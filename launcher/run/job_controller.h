@@ -61,6 +61,7 @@ class JobController final : public ControlHandler {
   void Apply(const JobActions& actions);
   void Send(const std::vector<int>& nodes, const v1::LauncherCommand& command);
   void ArmStopDeadline(double at_s);
+  void ArmHealthCheck(double at_s);
   void Tick();
   void WaitForSignal();
   // A journal write failed: say so once, and keep the job running.
@@ -79,6 +80,7 @@ class JobController final : public ControlHandler {
   boost::asio::signal_set signals_;
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer stop_deadline_;
+  boost::asio::steady_timer health_check_;   // stalls, hangs at exit, a held-back root cause
   std::map<int, OpenSession> sessions_;  // by node rank
   bool journal_error_reported_ = false;
   bool finished_ = false;

@@ -1,8 +1,10 @@
 #include "launcher/run/job_state.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,7 @@
 #include "common/exit_codes.h"
 #include "common/json_line.h"
 #include "common/process.h"
+#include "launcher/run/root_cause.h"
 
 namespace dlaunch {
 namespace {
@@ -26,10 +29,23 @@ int Ms(double seconds) { return static_cast<int>(seconds * 1000); }
 constexpr double kStopSlackS = 5;
 // An agent that joined is lost if its session has not opened this long after the silence limit.
 constexpr double kSessionOpenSlackS = 5;
+// When the first failure reads like a reaction to a peer's death ("connection reset by peer"),
+// the job is stopped at once but the root cause is printed only after this long, or as soon as
+// a failure of its own arrives: the rank that really died may be reported a moment later.
+constexpr double kPeerSettleS = 0.5;
+// Agents record hung ranks' stacks before they stop them, within this bound
+// (NodeAgent::kStackDumpBudget); a stop that asks for stacks waits that much longer.
+constexpr double kStackDumpS = 10;
+
+bool PeerLike(const Failure& f) {
+  return f.cls == FailureClass::kWorkerCrash && (f.signal == 0 || f.signal == 15) &&
+         LooksLikePeerFailure(f.log_tail);
+}
 
 }  // namespace
 
-JobState::JobState(JobConfig config) : config_(std::move(config)) {}
+JobState::JobState(JobConfig config)
+    : config_(std::move(config)), monitor_(config_.progress) {}
 
 double JobState::tick_interval_s() const { return std::min(config_.heartbeat_s, 1.0); }
 
@@ -75,6 +91,7 @@ JobActions JobState::OnRendezvousClosed(const RoundResult& result, double now_s)
   round_ = result;
   rendezvous_closed_at_s_ = now_s;
   std::vector<std::string> order;
+  std::vector<int> all_ranks;
   for (size_t i = 0; i < result.nodes.size(); ++i) {
     Node& n = nodes_[static_cast<int>(i)];
     n.host = result.nodes[i].host;
@@ -82,8 +99,11 @@ JobActions JobState::OnRendezvousClosed(const RoundResult& result, double now_s)
     order.push_back(n.host);
     for (int r = 0; r < result.assignments[i].local_world_size; ++r) {
       ranks_[result.assignments[i].rank_offset + r].node = static_cast<int>(i);
+      all_ranks.push_back(result.assignments[i].rank_offset + r);
     }
   }
+  monitor_.StartRound(all_ranks, now_s);
+  ArmHealth(out);
   Say(absl::StrCat("rendezvous complete in ", absl::StrFormat("%.2f", now_s), " s: ",
                    result.nodes.size(), " node(s), world size ", result.world_size,
                    ", MASTER_ADDR=", result.master_addr, " MASTER_PORT=", result.master_port),
@@ -104,7 +124,7 @@ JobActions JobState::OnRendezvousClosed(const RoundResult& result, double now_s)
 
 JobActions JobState::OnRendezvousFailed(const absl::Status& status, double now_s) {
   JobActions out;
-  Fail(Outcome::kLaunchError, std::string(status.message()), {}, now_s, out);
+  FailWith(Outcome::kLaunchError, std::string(status.message()), {}, now_s, out);
   return out;
 }
 
@@ -127,7 +147,13 @@ JobActions JobState::OnAgentMessage(int node, const v1::AgentMessage& msg, doubl
   switch (msg.body_case()) {
     case v1::AgentMessage::kHeartbeat:
       n.workers_running = msg.heartbeat().workers_running();
-      for (const auto& r : msg.heartbeat().reports()) HandleReport(node, r, out);
+      for (const auto& r : msg.heartbeat().reports()) HandleReport(node, r, now_s, out);
+      for (const auto& [rank, lines] : msg.heartbeat().output_lines()) {
+        RankProgress& rs = ranks_[rank];
+        if (lines > rs.output_lines) monitor_.OnProgress(rank, -1, now_s);
+        rs.output_lines = std::max<int64_t>(rs.output_lines, lines);
+      }
+      ArmHealth(out);
       break;
     case v1::AgentMessage::kWorker:
       HandleWorkerEvent(node, msg.worker(), now_s, out);
@@ -143,7 +169,8 @@ JobActions JobState::OnAgentMessage(int node, const v1::AgentMessage& msg, doubl
   return out;
 }
 
-void JobState::HandleReport(int node, const v1::WorkerReport& r, JobActions& out) {
+void JobState::HandleReport(int node, const v1::WorkerReport& r, double now_s, JobActions& out) {
+  monitor_.OnProgress(r.rank(), static_cast<long>(r.step()), now_s);
   RankProgress& rs = ranks_[r.rank()];
   rs.node = node;
   rs.samples += r.samples();
@@ -162,6 +189,9 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
   rs.node = node;
   rs.state = ev.state();
   if (ev.pid() != 0) rs.pid = ev.pid();
+  if (Finished(ev.state())) {
+    monitor_.OnExit(ev.rank(), ev.state() == v1::WorkerEvent::SUCCEEDED, now_s);
+  }
   if (ev.state() == v1::WorkerEvent::STARTED && round_ && !all_started_reported_) {
     int started = 0;
     for (const auto& [rank, r] : ranks_) started += r.state != v1::WorkerEvent::STATE_UNSPECIFIED;
@@ -184,12 +214,34 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
                                   .Add("exit_code", ev.exit_code())
                                   .Add("signal", ev.signal())
                                   .str()});
-    Fail(Outcome::kFailed,
-         absl::StrCat("rank ", ev.rank(), " on node ", node, " (", host, ") failed with ",
-                      DescribeWorkerExit(ev)),
-         {ev.last_lines().begin(), ev.last_lines().end()}, now_s, out);
+    Failure f = RankFailure(FailureClass::kWorkerCrash, ev.rank(), now_s);
+    f.exit_code = ev.signal() != 0 ? -1 : ev.exit_code();
+    f.signal = ev.signal();
+    f.log_tail.assign(ev.last_lines().begin(), ev.last_lines().end());
+    // An agent reports FAILED only for a rank that ended before it heard of a stop (one that
+    // ends after is STOPPED), so such a failure is never a mere consequence of the stop, even
+    // when its event reaches the launcher after another node's.
+    f.after_stop = false;
+    Fail(Outcome::kFailed, std::move(f), now_s, out);
+  } else if (ev.state() == v1::WorkerEvent::STOPPED && KilledByOthers(ev, now_s)) {
+    // Its agent heard the stop before it reaped the rank, but nothing here had sent SIGKILL
+    // yet: the rank was killed from outside (OOM killer, a user, the scheduler), most likely
+    // before the failure that stopped the job.
+    Failure f = RankFailure(FailureClass::kWorkerCrash, ev.rank(), now_s);
+    f.signal = ev.signal();
+    f.after_stop = false;
+    f.detail = "killed while the job was stopping, before any kill was sent";
+    Fail(Outcome::kFailed, std::move(f), now_s, out);
   }
+  ArmHealth(out);
   MaybeFinish(now_s, out);
+}
+
+bool JobState::KilledByOthers(const v1::WorkerEvent& ev, double now_s) const {
+  // Agents send SIGKILL only once the grace has passed, or at once after a second signal.
+  return ev.signal() == SIGKILL && outcome_ == Outcome::kFailed && signals_seen_ == 0 &&
+         stop_started_at_s_ && config_.stop_grace_s > 0 &&
+         now_s < *stop_started_at_s_ + config_.stop_grace_s;
 }
 
 JobActions JobState::OnSessionEnded(int node, int session, double now_s) {
@@ -202,7 +254,8 @@ JobActions JobState::OnSessionEnded(int node, int session, double now_s) {
     if (r.node == node && !Finished(r.state)) unfinished = true;
   }
   if (unfinished) {
-    NodeLost(node, "its agent's session ended with workers unaccounted for", now_s, out);
+    NodeLost(node, FailureClass::kAgentLost,
+             "its agent's session ended with workers unaccounted for", now_s, out);
   }
   MaybeFinish(now_s, out);
   return out;
@@ -220,9 +273,9 @@ JobActions JobState::OnLauncherExited(int index, int wait_status,
     std::string what = absl::StrCat("node launcher `", program, "` (", config_.node_launcher,
                                     " #", index, ") ended with ", DescribeWaitStatus(wait_status));
     if (!round_) {
-      Fail(Outcome::kLaunchError, what + " before all nodes joined", tail, now_s, out);
+      FailWith(Outcome::kLaunchError, what + " before all nodes joined", tail, now_s, out);
     } else if (WIFSIGNALED(wait_status)) {
-      Fail(Outcome::kFailed, what + ": the node(s) it started are lost", tail, now_s, out);
+      FailWith(Outcome::kFailed, what + ": the node(s) it started are lost", tail, now_s, out);
     }
   }
   MaybeFinish(now_s, out);
@@ -239,14 +292,18 @@ JobActions JobState::OnTick(double now_s) {
       if (SessionOpen(n)) {
         ping.nodes.push_back(i);
         if (outcome_ == Outcome::kRunning && now_s - n.last_seen_s > lost_after) {
-          NodeLost(i, absl::StrFormat("no heartbeat for %.1f s", now_s - n.last_seen_s), now_s, out);
+          NodeLost(i, FailureClass::kNodeSilent,
+                   absl::StrFormat("no heartbeat for %.1f s", now_s - n.last_seen_s), now_s, out);
         }
       } else if (n.session < 0 && outcome_ == Outcome::kRunning &&
                  now_s - rendezvous_closed_at_s_ > lost_after + kSessionOpenSlackS) {
-        NodeLost(i, "its agent joined but never opened its session", now_s, out);
+        NodeLost(i, FailureClass::kAgentLost, "its agent joined but never opened its session",
+                 now_s, out);
       }
     }
     if (!ping.nodes.empty()) out.insert(out.begin(), std::move(ping));
+    CheckHealth(now_s, out);
+    Announce(now_s, false, out);
   }
   if (outcome_ == Outcome::kRunning && now_s - last_summary_s_ >= config_.summary_interval_s) {
     int up = 0, running = 0;
@@ -269,7 +326,7 @@ JobActions JobState::OnSignal(int signal, double now_s) {
   if (finished_) return out;
   ++signals_seen_;
   if (signals_seen_ == 1) {
-    Fail(Outcome::kInterrupted, absl::StrCat("interrupted by signal ", signal), {}, now_s, out);
+    FailWith(Outcome::kInterrupted, absl::StrCat("interrupted by signal ", signal), {}, now_s, out);
     out.push_back(PrintLine{true, absl::StrCat("[dlaunch] waiting up to ", config_.stop_grace_s,
                                                " s for workers to stop (Ctrl-C again to kill them now)")});
   } else {
@@ -303,7 +360,8 @@ JobActions JobState::OnCallRefused(const std::string& peer, const std::string& m
   return out;
 }
 
-void JobState::NodeLost(int node, const std::string& why, double now_s, JobActions& out) {
+void JobState::NodeLost(int node, FailureClass cls, const std::string& why, double now_s,
+                        JobActions& out) {
   const Node& n = nodes_[node];
   out.push_back(AppendEvent{JsonLine()
                                 .Add("event", "node_lost")
@@ -311,11 +369,51 @@ void JobState::NodeLost(int node, const std::string& why, double now_s, JobActio
                                 .Add("host", n.host)
                                 .Add("reason", why)
                                 .str()});
-  Fail(Outcome::kFailed, absl::StrCat("node ", node, " (", n.host, ") lost: ", why), {}, now_s, out);
+  Failure f;
+  f.cls = cls;
+  f.node_rank = node;
+  f.host = n.host;
+  f.detected_at_s = now_s;
+  f.after_stop = stop_started_at_s_.has_value();
+  f.detail = why;
+  Fail(Outcome::kFailed, std::move(f), now_s, out);
 }
 
-void JobState::Fail(Outcome outcome, const std::string& reason, std::vector<std::string> detail,
-                    double now_s, JobActions& out) {
+Failure JobState::RankFailure(FailureClass cls, int rank, double now_s) const {
+  Failure f;
+  f.cls = cls;
+  f.global_rank = rank;
+  auto it = ranks_.find(rank);
+  f.node_rank = it == ranks_.end() ? -1 : it->second.node;
+  if (auto n = nodes_.find(f.node_rank); n != nodes_.end()) f.host = n->second.host;
+  if (round_ && f.node_rank >= 0 && f.node_rank < static_cast<int>(round_->assignments.size())) {
+    f.local_rank = rank - round_->assignments[f.node_rank].rank_offset;
+  }
+  f.detected_at_s = now_s;
+  f.after_stop = stop_started_at_s_.has_value();
+  return f;
+}
+
+void JobState::Fail(Outcome outcome, Failure failure, double now_s, JobActions& out) {
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "failure_detected")
+                                .AddRaw("failure", FailureJson(failure))
+                                .str()});
+  failures_.push_back(std::move(failure));
+  const Failure& f = failures_.back();
+  if (outcome_ == Outcome::kRunning) {
+    outcome_ = outcome;
+    failure_ = DescribeFailure(f);
+    failure_detail_ = f.log_tail;
+    if (PeerLike(f)) announce_at_s_ = now_s + kPeerSettleS;
+    StopAll(config_.stop_grace_s, failure_, now_s, out);
+  }
+  Announce(now_s, !PeerLike(PickRootCause(failures_).root), out);
+  ArmHealth(out);
+}
+
+void JobState::FailWith(Outcome outcome, const std::string& reason,
+                        std::vector<std::string> detail, double now_s, JobActions& out) {
   if (outcome_ != Outcome::kRunning) return;  // the first failure is the one reported
   outcome_ = outcome;
   failure_ = reason;
@@ -325,8 +423,93 @@ void JobState::Fail(Outcome outcome, const std::string& reason, std::vector<std:
   StopAll(config_.stop_grace_s, reason, now_s, out);
 }
 
+void JobState::Announce(double now_s, bool force, JobActions& out) {
+  if (failures_.empty()) return;
+  if (!force && announce_at_s_ && now_s < *announce_at_s_) return;
+  announce_at_s_.reset();
+  const RootCauseVerdict verdict = PickRootCause(failures_);
+  const std::string text = DescribeFailure(verdict.root);
+  if (text == announced_) return;
+  std::string line = announced_.empty()
+                         ? absl::StrCat("[dlaunch] error: ", text, "; stopping all workers")
+                         : absl::StrCat("[dlaunch] root cause: ", text,
+                                        " (the failure reported above is a consequence)");
+  out.push_back(PrintLine{true, std::move(line)});
+  announced_ = text;
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "root_cause")
+                                .AddRaw("failure", FailureJson(verdict.root))
+                                .Add("consequences", static_cast<int>(verdict.consequences.size()))
+                                .str()});
+}
+
+void JobState::CheckHealth(double now_s, JobActions& out) {
+  if (outcome_ != Outcome::kRunning || !round_) return;
+  std::vector<Hang> hangs = monitor_.Check(now_s);
+  if (hangs.empty()) return;
+  // The first is the rank that fell behind first; the others are named in the event.
+  const Hang& h = hangs.front();
+  Failure f = RankFailure(h.kind == HangKind::kExitHang ? FailureClass::kExitHang
+                                                        : FailureClass::kStall,
+                          h.rank, now_s);
+  switch (h.kind) {
+    case HangKind::kExitHang:
+      f.detail = absl::StrFormat("still running %.1f s after another rank exited 0 "
+                                 "(stop.exit_timeout %.1f s)", h.silent_s, h.limit_s);
+      break;
+    case HangKind::kStall:
+      f.detail = absl::StrFormat("no progress for %.1f s (limit %.1f s), last step %d",
+                                 h.silent_s, h.limit_s, h.last_step);
+      break;
+    case HangKind::kStartup:
+      f.detail = absl::StrFormat("no progress in the %.1f s since it started "
+                                 "(health.startup_timeout)", h.silent_s);
+      break;
+  }
+  if (hangs.size() > 1) {
+    absl::StrAppend(&f.detail, absl::StrFormat("; %d more rank(s) hung", hangs.size() - 1));
+  }
+  std::vector<std::string> hung;
+  for (const Hang& other : hangs) {
+    hung.push_back(absl::StrCat(other.rank));
+    dump_ranks_.push_back(other.rank);
+  }
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "hang_detected")
+                                .Add("class", FailureClassName(f.cls))
+                                .Add("rank", f.global_rank)
+                                .Add("local_rank", f.local_rank)
+                                .Add("node", f.node_rank)
+                                .Add("host", f.host)
+                                .Add("silent_s", h.silent_s)
+                                .Add("limit_s", h.limit_s)
+                                .Add("detected_at_s", now_s)
+                                .Add("hung_ranks", hung)
+                                .str()});
+  Fail(Outcome::kFailed, std::move(f), now_s, out);
+}
+
+JobActions JobState::OnHealthCheck(double now_s) {
+  JobActions out;
+  if (finished_) return out;
+  health_armed_at_s_ = -1;
+  CheckHealth(now_s, out);
+  Announce(now_s, false, out);
+  ArmHealth(out);
+  return out;
+}
+
+void JobState::ArmHealth(JobActions& out) {
+  if (finished_) return;
+  double next = outcome_ == Outcome::kRunning ? monitor_.NextDeadline() : HUGE_VAL;
+  if (announce_at_s_) next = std::min(next, *announce_at_s_);
+  if (!std::isfinite(next) || next > 1e12 || next == health_armed_at_s_) return;
+  health_armed_at_s_ = next;
+  out.push_back(ArmHealthCheck{next});
+}
+
 void JobState::StopAll(double grace_s, const std::string& reason, double now_s, JobActions& out) {
-  SendStop stop{{}, Ms(grace_s), reason};
+  SendStop stop{{}, Ms(grace_s), reason, dump_ranks_};
   for (const auto& [i, n] : nodes_) {
     if (SessionOpen(n)) stop.nodes.push_back(i);
   }
@@ -334,7 +517,8 @@ void JobState::StopAll(double grace_s, const std::string& reason, double now_s, 
   // Agents still in the rendezvous have no workers yet: stopping their launchers is enough.
   if (!round_) out.push_back(StopLaunchers{Ms(grace_s)});
   if (!stop_started_at_s_) stop_started_at_s_ = now_s;
-  double deadline = now_s + grace_s + config_.heartbeat_s * config_.heartbeat_misses + kStopSlackS;
+  double deadline = now_s + grace_s + config_.heartbeat_s * config_.heartbeat_misses + kStopSlackS +
+                    (dump_ranks_.empty() ? 0 : kStackDumpS);
   if (!stop_deadline_s_ || deadline < *stop_deadline_s_) {
     stop_deadline_s_ = deadline;
     out.push_back(ArmStopDeadline{deadline});
@@ -363,6 +547,7 @@ void JobState::MaybeFinish(double now_s, JobActions& out) {
 
 void JobState::Finish(double now_s, JobActions& out) {
   if (finished_) return;
+  Announce(now_s, true, out);
   finished_ = true;
   JobSummary s;
   s.job_id = config_.job_id;
@@ -378,6 +563,13 @@ void JobState::Finish(double now_s, JobActions& out) {
   s.world_size = round_ ? round_->world_size : 0;
   s.failure = failure_;
   s.failure_detail = failure_detail_;
+  if (!failures_.empty() && outcome_ != Outcome::kSucceeded) {
+    RootCauseVerdict verdict = PickRootCause(failures_);
+    s.failure = DescribeFailure(verdict.root);
+    s.failure_detail = verdict.root.log_tail;
+    s.root_cause = std::move(verdict.root);
+    s.consequences = std::move(verdict.consequences);
+  }
   SummarizeRanks(ranks_, &s);
   std::map<int, std::string> hosts;
   for (const auto& [i, n] : nodes_) hosts[i] = n.host;

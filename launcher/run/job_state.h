@@ -15,7 +15,9 @@
 
 #include "absl/status/status.h"
 #include "dlaunch/control.pb.h"
+#include "launcher/run/failure.h"
 #include "launcher/run/job_view.h"
+#include "launcher/run/progress_monitor.h"
 #include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
@@ -29,6 +31,8 @@ struct JobConfig {
   int heartbeat_misses = 3;
   double stop_grace_s = 10;
   double summary_interval_s = 5;
+  // Stall and exit-hang limits (health.*, stop.exit_timeout).
+  ProgressSettings progress;
 };
 
 // Actions. Lines are complete ("[dlaunch] ..." or "[rank N] ..."), without the newline.
@@ -47,6 +51,7 @@ struct SendStop {
   std::vector<int> nodes;
   int grace_ms = 0;
   std::string reason;
+  std::vector<int> dump_ranks;  // hung ranks whose stacks are recorded before the stop
 };
 struct SendPing {  // an empty command: proof of life for the agents' watchdogs
   std::vector<int> nodes;
@@ -58,6 +63,9 @@ struct KillLaunchers {};
 struct ArmStopDeadline {
   double at_s = 0;  // call OnStopDeadline then
 };
+struct ArmHealthCheck {
+  double at_s = 0;  // call OnHealthCheck then (a later arming replaces an earlier one)
+};
 struct WriteSummary {
   std::string json;
 };
@@ -65,7 +73,7 @@ struct FinishJob {
   int exit_code = 0;
 };
 using JobAction = std::variant<PrintLine, AppendEvent, AppendMetric, SendStop, SendPing,
-                               StopLaunchers, KillLaunchers, ArmStopDeadline, WriteSummary,
+                               StopLaunchers, KillLaunchers, ArmStopDeadline, ArmHealthCheck, WriteSummary,
                                FinishJob>;
 using JobActions = std::vector<JobAction>;
 
@@ -92,6 +100,8 @@ class JobState {
   JobActions OnSignal(int signal, double now_s);
   // The armed stop deadline passed (a timer may fire late or for an older deadline).
   JobActions OnStopDeadline(double now_s);
+  // The armed health check is due: stalls and hangs at exit, and a root cause held back.
+  JobActions OnHealthCheck(double now_s);
   JobActions OnCallRefused(const std::string& peer, const std::string& method);
 
   bool finished() const { return finished_; }
@@ -111,10 +121,20 @@ class JobState {
   bool SessionOpen(const Node& n) const { return n.session >= 0 && !n.session_ended; }
 
   void HandleWorkerEvent(int node, const v1::WorkerEvent& event, double now_s, JobActions& out);
-  void HandleReport(int node, const v1::WorkerReport& report, JobActions& out);
-  void NodeLost(int node, const std::string& why, double now_s, JobActions& out);
-  void Fail(Outcome outcome, const std::string& reason, std::vector<std::string> detail,
-            double now_s, JobActions& out);
+  void HandleReport(int node, const v1::WorkerReport& report, double now_s, JobActions& out);
+  void NodeLost(int node, FailureClass cls, const std::string& why, double now_s, JobActions& out);
+  // A failure of the job: recorded for the root cause, and the first one stops the job.
+  void Fail(Outcome outcome, Failure failure, double now_s, JobActions& out);
+  // A stop without a failure of a rank or node (a signal, a rendezvous that never closed).
+  void FailWith(Outcome outcome, const std::string& reason, std::vector<std::string> detail,
+                double now_s, JobActions& out);
+  // A rank reported stopped that died of a SIGKILL no agent had sent yet.
+  bool KilledByOthers(const v1::WorkerEvent& ev, double now_s) const;
+  void CheckHealth(double now_s, JobActions& out);
+  // Prints the root cause once it is settled (see kPeerSettleS in job_state.cc).
+  void Announce(double now_s, bool force, JobActions& out);
+  void ArmHealth(JobActions& out);
+  Failure RankFailure(FailureClass cls, int rank, double now_s) const;
   void StopAll(double grace_s, const std::string& reason, double now_s, JobActions& out);
   void MaybeFinish(double now_s, JobActions& out);
   void Finish(double now_s, JobActions& out);
@@ -130,6 +150,12 @@ class JobState {
   Outcome outcome_ = Outcome::kRunning;
   std::string failure_;
   std::vector<std::string> failure_detail_;
+  std::vector<Failure> failures_;           // every failure seen, in order
+  std::optional<double> announce_at_s_;     // a root cause held back until then
+  std::string announced_;                   // the root cause as last printed
+  ProgressMonitor monitor_;
+  double health_armed_at_s_ = -1;
+  std::vector<int> dump_ranks_;             // hung ranks, for the stop command
   int signals_seen_ = 0;
   bool all_started_reported_ = false;
   std::optional<double> stop_started_at_s_;

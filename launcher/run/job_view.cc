@@ -17,7 +17,9 @@ void SummarizeRanks(const std::map<int, RankProgress>& ranks, JobSummary* summar
   int loss_n = 0;
   summary->samples = 0;
   summary->samples_per_sec = 0;
+  summary->ranks_succeeded = 0;
   for (const auto& [rank, r] : ranks) {
+    summary->ranks_succeeded += r.state == v1::WorkerEvent::SUCCEEDED;
     summary->samples += r.samples;
     if (r.busy_s > 0) summary->samples_per_sec += r.samples / r.busy_s;
     if (r.test_accuracy) summary->test_accuracy = r.test_accuracy;
@@ -53,10 +55,18 @@ std::vector<std::string> FinalReport(const JobSummary& s, const std::map<int, Ra
   if (s.nodes > 0) absl::StrAppendFormat(&head, ": %d node(s), %d worker(s)", s.nodes, s.world_size);
   lines.push_back(head);
   if (s.exit_code != 0 && !s.failure.empty()) {
-    lines.push_back("[dlaunch] " + s.failure);
+    lines.push_back((s.root_cause ? "[dlaunch] root cause: " : "[dlaunch] ") + s.failure);
     if (!s.failure_detail.empty()) {
       lines.push_back("[dlaunch] last lines of its log:");
       for (const auto& l : s.failure_detail) lines.push_back("    | " + l);
+    }
+    if (s.root_cause && s.root_cause->cls == FailureClass::kExitHang) {
+      lines.push_back(absl::StrFormat(
+          "[dlaunch] %d of %d rank(s) exited 0; the job fails because a rank hung at exit "
+          "(see docs/failures.md)", s.ranks_succeeded, s.world_size));
+    }
+    for (const Failure& c : s.consequences) {
+      lines.push_back("[dlaunch] consequence: " + DescribeFailure(c));
     }
   }
   if (s.samples <= 0) return lines;
@@ -76,6 +86,21 @@ std::vector<std::string> FinalReport(const JobSummary& s, const std::map<int, Ra
   return lines;
 }
 
+std::string FailureJson(const Failure& f) {
+  JsonLine j;
+  j.Add("class", FailureClassName(f.cls))
+      .Add("rank", f.global_rank)
+      .Add("local_rank", f.local_rank)
+      .Add("node", f.node_rank)
+      .Add("host", f.host);
+  if (f.exit_code >= 0) j.Add("exit_code", f.exit_code);
+  if (f.signal > 0) j.Add("signal", f.signal);
+  j.Add("detected_at_s", f.detected_at_s).Add("after_stop", f.after_stop);
+  if (!f.detail.empty()) j.Add("detail", f.detail);
+  j.Add("description", DescribeFailure(f)).Add("log_tail", f.log_tail);
+  return j.str();
+}
+
 std::string SummaryJson(const JobSummary& s) {
   JsonLine json;
   json.Add("job_id", s.job_id)
@@ -90,6 +115,15 @@ std::string SummaryJson(const JobSummary& s) {
   if (s.final_loss) json.Add("final_loss", *s.final_loss);
   if (s.test_accuracy) json.Add("test_accuracy", *s.test_accuracy);
   if (!s.failure.empty()) json.Add("failure", s.failure);
+  if (s.root_cause) {
+    json.AddRaw("root_cause", FailureJson(*s.root_cause));
+    std::string list;
+    for (const Failure& c : s.consequences) {
+      absl::StrAppend(&list, list.empty() ? "" : ",", FailureJson(c));
+    }
+    json.AddRaw("consequences", "[" + list + "]");
+    json.Add("ranks_succeeded", s.ranks_succeeded);
+  }
   return json.str();
 }
 

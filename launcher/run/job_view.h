@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "dlaunch/control.pb.h"
+#include "launcher/run/failure.h"
 
 namespace dlaunch {
 
@@ -26,6 +27,7 @@ struct RankProgress {
   bool has_loss = false;
   std::optional<double> test_accuracy;
   double recent_rate = 0;     // samples/s of its latest report
+  int64_t output_lines = 0;   // lines written, as its agent last counted them
 };
 
 // The job's end, as summary.json and the final report show it.
@@ -42,6 +44,10 @@ struct JobSummary {
   std::optional<double> test_accuracy;  // the highest rank's latest
   std::string failure;
   std::vector<std::string> failure_detail;  // last log lines of the failing rank
+  // Among every failure seen (PickRootCause): the cause, and what followed from it.
+  std::optional<Failure> root_cause;
+  std::vector<Failure> consequences;
+  int ranks_succeeded = 0;    // ranks that exited 0 (all of them, for a hang at exit)
 };
 
 // Totals over `ranks`; the caller fills the identity, result and failure fields.
@@ -57,6 +63,9 @@ std::string SummaryLine(double elapsed_s, int nodes_up, int nodes, int workers_r
 std::vector<std::string> FinalReport(const JobSummary& summary,
                                      const std::map<int, RankProgress>& ranks,
                                      const std::map<int, std::string>& hosts);
+
+// One failure as a JSON object (summary.json, events.jsonl).
+std::string FailureJson(const Failure& failure);
 
 // summary.json's one object (no trailing newline).
 std::string SummaryJson(const JobSummary& summary);

@@ -50,6 +50,10 @@ struct JobSpec {
   double heartbeat_interval_s = 2;
   int heartbeat_misses = 3;              // an agent silent this many intervals is lost
   double stop_grace_s = 10;              // SIGTERM -> SIGKILL
+  double exit_timeout_s = 30;            // stop.exit_timeout: 0 = off (never a hang at exit)
+  bool stall_detection = true;           // health.stall_timeout: off
+  double stall_timeout_s = 0;            // health.stall_timeout: 0 = adaptive ("auto")
+  double startup_timeout_s = 600;        // health.startup_timeout: 0 = off
   int max_restarts = 0;
 
   std::string job_root = "runs";         // job directories are job_root/<job-id>
@@ -86,6 +90,8 @@ inline bool operator==(const JobSpec& a, const JobSpec& b) {
          a.join_timeout_s == b.join_timeout_s && a.last_call_s == b.last_call_s &&
          a.heartbeat_interval_s == b.heartbeat_interval_s &&
          a.heartbeat_misses == b.heartbeat_misses && a.stop_grace_s == b.stop_grace_s &&
+         a.exit_timeout_s == b.exit_timeout_s && a.stall_detection == b.stall_detection &&
+         a.stall_timeout_s == b.stall_timeout_s && a.startup_timeout_s == b.startup_timeout_s &&
          a.max_restarts == b.max_restarts && a.job_root == b.job_root &&
          a.show_ranks == b.show_ranks && a.show_all_ranks == b.show_all_ranks &&
          a.tail_lines == b.tail_lines && a.summary_interval_s == b.summary_interval_s &&

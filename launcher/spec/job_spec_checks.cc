@@ -151,6 +151,9 @@ std::vector<SpecProblem> CheckJobSpec(const JobSpec& spec) {
   positive("heartbeat.interval", spec.heartbeat_interval_s);
   count_at_least("heartbeat.misses", spec.heartbeat_misses, 1);
   not_negative("stop.grace", spec.stop_grace_s);
+  not_negative("stop.exit_timeout", spec.exit_timeout_s);
+  not_negative("health.stall_timeout", spec.stall_timeout_s);
+  not_negative("health.startup_timeout", spec.startup_timeout_s);
   if (spec.max_restarts < 0) {
     add("max_restarts", absl::StrCat("max_restarts must not be negative, got ", spec.max_restarts));
   }

@@ -11,6 +11,11 @@
 namespace dlaunch {
 namespace {
 
+// A duration, or `word` (quoted: YAML 1.1 readers take a bare off for false) when it is 0.
+std::string DurationOr(double seconds, const std::string& word) {
+  return seconds == 0 ? absl::StrCat("\"", word, "\"") : FormatDuration(seconds);
+}
+
 // Plain scalars that YAML would read as something other than the same string.
 bool NeedsQuotes(absl::string_view text) {
   if (text.empty()) return true;
@@ -113,6 +118,11 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
   absl::StrAppend(&out, "  misses: ", spec.heartbeat_misses, "\n");
   absl::StrAppend(&out, "stop:\n");
   absl::StrAppend(&out, "  grace: ", FormatDuration(spec.stop_grace_s), "\n");
+  absl::StrAppend(&out, "  exit_timeout: ", DurationOr(spec.exit_timeout_s, "off"), "\n");
+  absl::StrAppend(&out, "health:\n");
+  absl::StrAppend(&out, "  stall_timeout: ",
+                  !spec.stall_detection ? "\"off\"" : DurationOr(spec.stall_timeout_s, "auto"), "\n");
+  absl::StrAppend(&out, "  startup_timeout: ", DurationOr(spec.startup_timeout_s, "off"), "\n");
   absl::StrAppend(&out, "max_restarts: ", spec.max_restarts, "\n");
   absl::StrAppend(&out, "logs:\n");
   absl::StrAppend(&out, "  dir: ", Quote(spec.job_root), "\n");

@@ -145,6 +145,35 @@ void SpecReader::Duration(const SpecField& field, double* out) {
   *out = *seconds;
 }
 
+void SpecReader::DurationOrWord(const SpecField& field, const std::map<std::string, double>& words,
+                                double* out, std::string* word) {
+  std::string expected = "a duration (seconds, or a string such as \"30s\", \"5m\")";
+  std::vector<std::string> names;
+  for (const auto& [name, value] : words) {
+    absl::StrAppend(&expected, " or \"", name, "\"");
+    names.push_back(name);
+  }
+  std::string text;
+  if (!Scalar(field, expected, &text)) return;
+  if (auto it = words.find(text); it != words.end()) {
+    *out = it->second;
+    *word = text;
+    return;
+  }
+  absl::StatusOr<double> seconds = ParseDuration(text);
+  if (!seconds.ok()) {
+    std::string message = absl::StrCat(field.path, " must be ", expected, ", got ",
+                                       Describe(field.value));
+    if (std::string near = ClosestMatch(text, names); !near.empty()) {
+      absl::StrAppend(&message, "; did you mean \"", near, "\"?");
+    }
+    Report(field.mark, field.path, std::move(message));
+    return;
+  }
+  *out = *seconds;
+  word->clear();
+}
+
 void SpecReader::StringList(const SpecField& field, std::vector<std::string>* out,
                             bool split_command) {
   if (field.value.IsNull()) return;
@@ -395,6 +424,23 @@ void SpecReader::Read(const YAML::Node& root, JobSpec* spec) {
   if (has("stop")) {
     auto fields = Fields(top["stop"].value, "stop", top["stop"].mark);
     if (fields.count("grace")) Duration(fields["grace"], &spec->stop_grace_s);
+    if (fields.count("exit_timeout")) {
+      std::string word;
+      DurationOrWord(fields["exit_timeout"], {{"off", 0}}, &spec->exit_timeout_s, &word);
+    }
+  }
+  if (has("health")) {
+    auto fields = Fields(top["health"].value, "health", top["health"].mark);
+    if (fields.count("stall_timeout")) {
+      std::string word;
+      DurationOrWord(fields["stall_timeout"], {{"off", 0}, {"auto", 0}}, &spec->stall_timeout_s,
+                     &word);
+      spec->stall_detection = word != "off";
+    }
+    if (fields.count("startup_timeout")) {
+      std::string word;
+      DurationOrWord(fields["startup_timeout"], {{"off", 0}}, &spec->startup_timeout_s, &word);
+    }
   }
   if (has("max_restarts")) Int(top["max_restarts"], &spec->max_restarts);
   if (has("logs")) {

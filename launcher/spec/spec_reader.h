@@ -46,6 +46,10 @@ class SpecReader {
   void String(const SpecField& field, std::string* out);
   void Int(const SpecField& field, int* out);
   void Duration(const SpecField& field, double* out);
+  // A duration, or one of `words` (e.g. "off"), which sets *out to that word's value and
+  // *word to the word ("" for a duration).
+  void DurationOrWord(const SpecField& field, const std::map<std::string, double>& words,
+                      double* out, std::string* word);
   void StringList(const SpecField& field, std::vector<std::string>* out, bool split_command);
   void StringMap(const SpecField& field, std::map<std::string, std::string>* out);
   void Nodes(const SpecField& field, JobSpec* spec);

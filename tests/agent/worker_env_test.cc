@@ -53,6 +53,7 @@ TEST(WorkerEnvTest, EveryContractVariable) {
       {"TORCHELASTIC_ERROR_FILE", "/runs/job-42/errors/rank-6.json"},
       {"OMP_NUM_THREADS", "1"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
+      {"PYTHONFAULTHANDLER", "1"},
       {"DLAUNCH_JOB_ID", "job-42"},
       {"DLAUNCH_JOB_DIR", "/runs/job-42"},
       {"DLAUNCH_REPORT_SOCKET", "/tmp/dlaunch-42/agent.sock"},
@@ -128,9 +129,11 @@ TEST(WorkerEnvTest, ThreadAndNcclDefaultsYieldToBaseOrSpec) {
   WorkerEnvInput in = Input();
   in.base_env["OMP_NUM_THREADS"] = "8";
   in.spec_env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "0";
+  in.base_env["PYTHONFAULTHANDLER"] = "0";
   EnvMap env = BuildWorkerEnv(in);
   EXPECT_EQ(env["OMP_NUM_THREADS"], "8");
   EXPECT_EQ(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "0");
+  EXPECT_EQ(env["PYTHONFAULTHANDLER"], "0") << "a user's choice stands";
 
   in = Input();
   in.base_env["OMP_NUM_THREADS"] = "8";

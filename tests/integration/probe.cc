@@ -6,7 +6,13 @@
 //   --report           send one WorkerReport line (step 1, 64 samples)
 //   --fail-rank R      rank R exits with --exit-code (default 3) after printing two lines
 //   --sleep SECONDS    then sleep (all ranks but a failing one)
+//   --kill-rank R      rank R kills itself with SIGKILL (after the barrier and report)
+//   --peer-fail        with --barrier: rank 0 keeps the killed rank's barrier connection open
+//                      and, when it breaks, exits 1 the way Gloo does when a peer died
+//   --report-every S   while sleeping, send a report (steps 2, 3, ...) every S seconds
+//   --stop-rank R      rank R stops itself with SIGSTOP after --stop-after reports (default 3)
 #include <arpa/inet.h>
+#include <signal.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -20,12 +26,18 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <thread>
 
 extern char** environ;
 
 namespace {
+
+// With --peer-fail the barrier's connections stay open: rank 0 keeps one per peer rank, so it
+// notices a peer's death the way a collective would.
+bool g_keep_connections = false;
+std::map<int, int> g_peer_fds;
 
 int EnvInt(const char* name) {
   const char* v = std::getenv(name);
@@ -53,7 +65,11 @@ bool Barrier(int rank, int world) {
       int c = accept(fd, nullptr, nullptr);
       int r = -1;
       if (c >= 0 && read(c, &r, sizeof(r)) == sizeof(r) && r > 0 && r < world) ++seen;
-      if (c >= 0) close(c);
+      if (c >= 0 && g_keep_connections) {
+        g_peer_fds[r] = c;
+      } else if (c >= 0) {
+        close(c);
+      }
     }
     close(fd);
     std::cout << "barrier: rank 0 saw " << seen << " of " << world - 1 << " peers" << std::endl;
@@ -68,7 +84,7 @@ bool Barrier(int rank, int world) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
       bool ok = write(fd, &rank, sizeof(rank)) == sizeof(rank);
-      close(fd);
+      if (!g_keep_connections) close(fd);
       freeaddrinfo(res);
       return ok;
     }
@@ -79,7 +95,7 @@ bool Barrier(int rank, int world) {
   return false;
 }
 
-bool SendReport(int rank) {
+bool SendReport(int rank, long step = 1) {
   const char* path = std::getenv("DLAUNCH_REPORT_SOCKET");
   if (!path) return false;
   int fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -87,7 +103,8 @@ bool SendReport(int rank) {
   sa.sun_family = AF_UNIX;
   std::strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
   if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) return false;
-  std::string line = "{\"kind\": \"STEP\", \"step\": 1, \"samples\": 64, \"interval_s\": 0.5, "
+  std::string line = "{\"kind\": \"STEP\", \"step\": " + std::to_string(step) +
+                     ", \"samples\": 64, \"interval_s\": 0.5, "
                      "\"loss\": 0.25, \"samplesPerSec\": 128, \"custom_field\": 7}\n";
   bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   close(fd);
@@ -99,8 +116,9 @@ bool SendReport(int rank) {
 int main(int argc, char** argv) {
   std::string env_dir;
   bool barrier = false, report = false;
-  int fail_rank = -1, exit_code = 3;
-  double sleep_s = 0;
+  int fail_rank = -1, exit_code = 3, kill_rank = -1, stop_rank = -1, stop_after = 3;
+  bool peer_fail = false;
+  double sleep_s = 0, report_every_s = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--env-dir" && i + 1 < argc) env_dir = argv[++i];
@@ -109,6 +127,11 @@ int main(int argc, char** argv) {
     else if (a == "--fail-rank" && i + 1 < argc) fail_rank = std::atoi(argv[++i]);
     else if (a == "--exit-code" && i + 1 < argc) exit_code = std::atoi(argv[++i]);
     else if (a == "--sleep" && i + 1 < argc) sleep_s = std::atof(argv[++i]);
+    else if (a == "--kill-rank" && i + 1 < argc) kill_rank = std::atoi(argv[++i]);
+    else if (a == "--peer-fail") peer_fail = g_keep_connections = true;
+    else if (a == "--report-every" && i + 1 < argc) report_every_s = std::atof(argv[++i]);
+    else if (a == "--stop-rank" && i + 1 < argc) stop_rank = std::atoi(argv[++i]);
+    else if (a == "--stop-after" && i + 1 < argc) stop_after = std::atoi(argv[++i]);
     else {
       std::cerr << "probe: unknown argument " << a << std::endl;
       return 2;
@@ -138,6 +161,30 @@ int main(int argc, char** argv) {
     std::cout << "probe: rank " << rank << " is about to fail" << std::endl;
     std::cerr << "probe: failing on purpose with exit code " << exit_code << std::endl;
     return exit_code;
+  }
+  if (rank == kill_rank) {
+    std::cout << "probe: rank " << rank << " kills itself" << std::endl;
+    raise(SIGKILL);
+  }
+  if (peer_fail && rank == 0 && g_peer_fds.count(kill_rank)) {
+    char byte;
+    while (read(g_peer_fds[kill_rank], &byte, 1) > 0) {
+    }
+    std::cerr << "RuntimeError: [gloo/transport/tcp/pair.cc:598] Connection reset by peer" << std::endl;
+    return 1;
+  }
+  if (report_every_s > 0) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(sleep_s);
+    for (long step = 2; std::chrono::steady_clock::now() < end; ++step) {
+      if (rank == stop_rank && step - 1 >= stop_after) {
+        std::cout << "probe: rank " << rank << " stops itself after " << step - 1 << " reports"
+                  << std::endl;
+        raise(SIGSTOP);
+      }
+      std::this_thread::sleep_for(std::chrono::duration<double>(report_every_s));
+      SendReport(rank, step);
+    }
+    return 0;
   }
   if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
   return 0;

@@ -2,6 +2,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <cstring>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -135,11 +137,81 @@ TEST_F(RunTest, FailingRankStopsEveryNodeAndIsNamed) {
   ASSERT_TRUE(code.has_value());
   EXPECT_EQ(*code, 1);
   std::string err = run->Stderr();
-  EXPECT_NE(err.find("rank 3 on node 1"), std::string::npos) << err;
-  EXPECT_NE(err.find("exit code 3"), std::string::npos) << err;
+  EXPECT_NE(err.find("error: worker crash: rank 3 (local 1, node 1, host "), std::string::npos) << err;
+  EXPECT_NE(err.find("exited with code 3"), std::string::npos) << err;
   EXPECT_NE(err.find("failing on purpose with exit code 3"), std::string::npos) << "last log lines: " << err;
   EXPECT_NE(ReadFile(job_dir_ + "/events.jsonl").find("\"worker_failed\""), std::string::npos);
   EXPECT_TRUE(JobProcesses().empty()) << Leftovers();
+}
+
+// Seconds from the job's start to an event of events.jsonl, as its "detected_at_s" says.
+double DetectedAt(const std::string& events, const std::string& event) {
+  size_t at = events.find("\"event\":\"" + event + "\"");
+  if (at == std::string::npos) return -1;
+  size_t key = events.find("\"detected_at_s\":", at);
+  if (key == std::string::npos) return -1;
+  return std::atof(events.c_str() + key + std::strlen("\"detected_at_s\":"));
+}
+
+TEST_F(RunTest, HangAtExitIsDetectedAtTheExitTimeoutAndNamesTheHungRank) {
+  // Rank 1 finishes at once; rank 0 sleeps on, as Gloo teardown can at interpreter exit.
+  auto started = std::chrono::steady_clock::now();
+  auto run = Start(2, 1, {"--barrier", "--fail-rank", "1", "--exit-code", "0", "--sleep", "120"},
+                   {"--exit-timeout", "2"});
+  auto code = run->Wait(seconds(20));
+  auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_TRUE(code.has_value()) << run->Stderr();
+  EXPECT_EQ(*code, 1);
+  std::string err = run->Stderr();
+  EXPECT_NE(err.find("error: hang at exit: rank 0 (local 0, node 0, host "), std::string::npos) << err;
+  std::string summary = ReadFile(job_dir_ + "/summary.json");
+  EXPECT_NE(summary.find("\"root_cause\":{\"class\":\"hang at exit\",\"rank\":0,\"local_rank\":0,\"node\":0"),
+            std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"ranks_succeeded\":1"), std::string::npos) << summary;
+  std::string stacks = ReadFile(job_dir_ + "/stacks/rank-0.txt");
+  EXPECT_NE(stacks.find("Thread 1"), std::string::npos) << "gdb's backtrace of the hung rank:\n" << stacks;
+  std::string events = ReadFile(job_dir_ + "/events.jsonl");
+  double detected = DetectedAt(events, "hang_detected");
+  EXPECT_GT(detected, 2) << events;
+  std::cout << "hang at exit detected at " << detected << " s, job ended after " << took << " s\n";
+  EXPECT_TRUE(WaitFor([&] { return JobProcesses().empty(); }, seconds(2))) << Leftovers();
+}
+
+TEST_F(RunTest, KilledRankIsTheRootCauseNotThePeerThatFailedAfterIt) {
+  // Rank 1 (node 1) dies by SIGKILL; rank 0 (node 0) then fails as Gloo does when its peer is
+  // gone. Whichever event reaches the launcher first, the killed rank is the cause.
+  auto run = Start(2, 1, {"--barrier", "--kill-rank", "1", "--peer-fail", "--sleep", "60"});
+  auto code = run->Wait(seconds(30));
+  ASSERT_TRUE(code.has_value()) << run->Stderr();
+  EXPECT_EQ(*code, 1);
+  std::string err = run->Stderr();
+  EXPECT_NE(err.find("error: worker crash: rank 1 (local 0, node 1, host "), std::string::npos) << err;
+  EXPECT_NE(err.find("killed by signal 9"), std::string::npos) << err;
+  EXPECT_EQ(err.find("error: worker crash: rank 0"), std::string::npos) << "a consequence named as the cause: " << err;
+  std::string summary = ReadFile(job_dir_ + "/summary.json");
+  EXPECT_NE(summary.find("\"root_cause\":{\"class\":\"worker crash\",\"rank\":1,\"local_rank\":0,\"node\":1"),
+            std::string::npos) << summary;
+  EXPECT_TRUE(WaitFor([&] { return JobProcesses().empty(); }, seconds(2))) << Leftovers();
+}
+
+TEST_F(RunTest, StalledRankIsNamedAndStopped) {
+  // Both ranks report every 0.2 s; rank 1 stops itself (SIGSTOP) after 3 reports.
+  auto started = std::chrono::steady_clock::now();
+  auto run = Start(1, 2, {"--report", "--report-every", "0.2", "--stop-rank", "1", "--sleep", "120"},
+                   {"--stall-timeout", "3"});
+  auto code = run->Wait(seconds(30));
+  auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_TRUE(code.has_value()) << run->Stderr();
+  EXPECT_EQ(*code, 1);
+  std::string err = run->Stderr();
+  EXPECT_NE(err.find("error: stall: rank 1 (local 1, node 0, host "), std::string::npos) << err;
+  std::string summary = ReadFile(job_dir_ + "/summary.json");
+  EXPECT_NE(summary.find("\"root_cause\":{\"class\":\"stall\",\"rank\":1"), std::string::npos) << summary;
+  std::string stacks = ReadFile(job_dir_ + "/stacks/rank-1.txt");
+  EXPECT_NE(stacks.find("Thread 1"), std::string::npos) << "gdb's backtrace of the stalled rank:\n" << stacks;
+  std::cout << "stall detected at " << DetectedAt(ReadFile(job_dir_ + "/events.jsonl"), "hang_detected")
+            << " s, job ended after " << took << " s\n";
+  EXPECT_TRUE(WaitFor([&] { return JobProcesses().empty(); }, seconds(2))) << Leftovers();
 }
 
 TEST_F(RunTest, CtrlCStopsEverythingAndExits130) {

@@ -14,6 +14,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 template <typename T>
 std::vector<T> All(const JobActions& actions) {
@@ -175,13 +176,14 @@ TEST_F(JobStateTest, FirstFailureStopsEveryNodeAndIsTheOneReported) {
   fail.mutable_worker()->add_last_lines("failing on purpose");
   JobActions a = state_->OnAgentMessage(1, fail, 4);
   EXPECT_THAT(Printed(a, true),
-              HasSubstr("[dlaunch] error: rank 3 on node 1 (n1) failed with exit code 3; stopping all workers"));
+              HasSubstr("[dlaunch] error: worker crash: rank 3 (local 1, node 1, host n1) exited with "
+                        "code 3; stopping all workers"));
   EXPECT_THAT(Events(a), HasSubstr("\"event\":\"worker_failed\",\"rank\":3,\"node\":1,\"host\":\"n1\",\"exit_code\":3"));
   auto stop = All<SendStop>(a);
   ASSERT_EQ(stop.size(), 1u);
   EXPECT_THAT(stop[0].nodes, ElementsAre(0, 1));
   EXPECT_EQ(stop[0].grace_ms, 2000);
-  EXPECT_THAT(stop[0].reason, HasSubstr("rank 3 on node 1"));
+  EXPECT_THAT(stop[0].reason, HasSubstr("rank 3 (local 1, node 1, host n1)"));
   EXPECT_FALSE(Has<StopLaunchers>(a)) << "agents past the rendezvous stop their own workers";
 
   // A second failure changes nothing.
@@ -192,14 +194,17 @@ TEST_F(JobStateTest, FirstFailureStopsEveryNodeAndIsTheOneReported) {
   JobActions end = EndAll(6);
   EXPECT_EQ(ExitCode(end), kExitJobFailed);
   std::string report = Printed(end, true);
-  EXPECT_THAT(report, HasSubstr("[dlaunch] rank 3 on node 1 (n1) failed with exit code 3"));
+  EXPECT_THAT(report, HasSubstr("[dlaunch] root cause: worker crash: rank 3 (local 1, node 1, "
+                                "host n1) exited with code 3"));
+  EXPECT_THAT(report, HasSubstr("[dlaunch] consequence: worker crash: rank 0 (local 0, node 0, "
+                                "host n0) exited with code 9"));
   EXPECT_THAT(report, HasSubstr("    | failing on purpose"));
 }
 
 TEST_F(JobStateTest, SignalledRankIsDescribedBySignal) {
   Begin(1, 1);
   JobActions a = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::FAILED, 0, SIGKILL), 2);
-  EXPECT_THAT(Printed(a, true), HasSubstr("failed with signal 9 (Killed)"));
+  EXPECT_THAT(Printed(a, true), HasSubstr("rank 0 (local 0, node 0, host n0) killed by signal 9 (Killed)"));
 }
 
 TEST_F(JobStateTest, RepeatedStopsNeverMoveTheKillDeadlineLater) {
@@ -258,7 +263,7 @@ TEST_F(JobStateTest, SilentNodeIsLostAfterMissedHeartbeats) {
   state_->OnAgentMessage(0, Heartbeat(1), 4.1);
   JobActions lost = state_->OnTick(4.1);
   EXPECT_THAT(Events(lost), HasSubstr("\"event\":\"node_lost\",\"node\":1,\"host\":\"n1\",\"reason\":\"no heartbeat for 3.1 s\""));
-  EXPECT_THAT(Printed(lost, true), HasSubstr("error: node 1 (n1) lost: no heartbeat for 3.1 s"));
+  EXPECT_THAT(Printed(lost, true), HasSubstr("error: node silent: node 1 (host n1): no heartbeat for 3.1 s"));
   EXPECT_TRUE(Has<SendStop>(lost));
 }
 
@@ -280,7 +285,8 @@ TEST_F(JobStateTest, SessionEndingWithUnfinishedWorkersLosesTheNode) {
   state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STARTED), 2);
   JobActions a = state_->OnSessionEnded(0, 100, 3);
   EXPECT_THAT(Printed(a, true),
-              HasSubstr("node 0 (n0) lost: its agent's session ended with workers unaccounted for"));
+              HasSubstr("agent lost: node 0 (host n0): its agent's session ended with workers "
+                        "unaccounted for"));
   auto stop = All<SendStop>(a);
   ASSERT_EQ(stop.size(), 1u);
   EXPECT_THAT(stop[0].nodes, ElementsAre(1)) << "only nodes with an open session are told";
@@ -401,6 +407,169 @@ TEST_F(JobStateTest, TickIntervalIsTheHeartbeatAtMostOneSecond) {
   EXPECT_DOUBLE_EQ(JobState(c).tick_interval_s(), 0.25);
   c.heartbeat_s = 5;
   EXPECT_DOUBLE_EQ(JobState(c).tick_interval_s(), 1);
+}
+
+std::string Summary(const JobActions& actions) {
+  auto s = All<WriteSummary>(actions);
+  return s.empty() ? "" : s.back().json;
+}
+
+v1::AgentMessage Progress(int rank, int64_t step) {
+  v1::AgentMessage m = Heartbeat(1);
+  v1::WorkerReport* r = m.mutable_heartbeat()->add_reports();
+  r->set_rank(rank);
+  r->set_step(step);
+  return m;
+}
+
+TEST_F(JobStateTest, KilledRankIsTheRootCauseEvenWhenItsPeersFailureArrivesFirst) {
+  Begin(2, 1);
+  // Rank 1 fails in Gloo because rank 0 died; its event happens to reach the launcher first.
+  v1::AgentMessage peer = Worker(1, v1::WorkerEvent::FAILED, 1);
+  peer.mutable_worker()->add_last_lines(
+      "RuntimeError: [gloo/transport/tcp/pair.cc:598] Connection reset by peer [10.0.0.0]:4242");
+  JobActions first = state_->OnAgentMessage(1, peer, 3);
+  EXPECT_TRUE(Has<SendStop>(first)) << "the job stops at once";
+  EXPECT_THAT(Printed(first, true), IsEmpty()) << "a peer's reaction is not announced as the cause";
+  auto arm = All<ArmHealthCheck>(first);
+  ASSERT_FALSE(arm.empty());
+  EXPECT_DOUBLE_EQ(arm.back().at_s, 3.5);
+
+  JobActions killed = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::FAILED, 0, SIGKILL), 3.05);
+  EXPECT_EQ(Printed(killed, true),
+            "[dlaunch] error: worker crash: rank 0 (local 0, node 0, host n0) killed by signal 9 "
+            "(Killed); stopping all workers\n");
+  EXPECT_THAT(Printed(state_->OnHealthCheck(3.5), true), IsEmpty()) << "announced once";
+
+  JobActions end = EndAll(4);
+  EXPECT_EQ(ExitCode(end), kExitJobFailed);
+  std::string summary = Summary(end);
+  EXPECT_THAT(summary, HasSubstr("\"root_cause\":{\"class\":\"worker crash\",\"rank\":0,"
+                                 "\"local_rank\":0,\"node\":0,\"host\":\"n0\",\"signal\":9"));
+  EXPECT_THAT(summary, HasSubstr("\"consequences\":[{\"class\":\"worker crash\",\"rank\":1,"));
+  EXPECT_THAT(summary, HasSubstr("Connection reset by peer"));
+  std::string report = Printed(end, true);
+  EXPECT_THAT(report, HasSubstr("[dlaunch] root cause: worker crash: rank 0 (local 0, node 0, "
+                                "host n0) killed by signal 9 (Killed)"));
+  EXPECT_THAT(report, HasSubstr("[dlaunch] consequence: worker crash: rank 1 (local 0, node 1, "
+                                "host n1) exited with code 1"));
+}
+
+TEST_F(JobStateTest, RankKilledFromOutsideIsTheRootEvenWhenItsAgentHeardTheStopFirst) {
+  Begin(2, 1);
+  v1::AgentMessage peer = Worker(1, v1::WorkerEvent::FAILED, 1);
+  peer.mutable_worker()->add_last_lines("Connection reset by peer");
+  state_->OnAgentMessage(1, peer, 3);
+  // Rank 0's agent got the stop before it reaped the rank: STOPPED, but by a SIGKILL that no
+  // agent sends within the 2 s grace.
+  JobActions killed = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STOPPED, 0, SIGKILL), 3.1);
+  EXPECT_THAT(Printed(killed, true),
+              HasSubstr("[dlaunch] error: worker crash: rank 0 (local 0, node 0, host n0) killed by "
+                        "signal 9 (Killed)"));
+  // After the grace, a SIGKILL is the agent's own escalation: not a failure.
+  JobActions late = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STOPPED, 0, SIGKILL), 5.5);
+  EXPECT_THAT(Events(late), Not(HasSubstr("failure_detected")));
+}
+
+TEST_F(JobStateTest, PeerFailureAloneIsAnnouncedOnceTheSettleTimePassed) {
+  Begin(2, 1);
+  v1::AgentMessage peer = Worker(1, v1::WorkerEvent::FAILED, 1);
+  peer.mutable_worker()->add_last_lines("gloo: Connection reset by peer");
+  EXPECT_THAT(Printed(state_->OnAgentMessage(1, peer, 3), true), IsEmpty());
+  EXPECT_THAT(Printed(state_->OnHealthCheck(3.49), true), IsEmpty());
+  EXPECT_THAT(Printed(state_->OnHealthCheck(3.5), true),
+              HasSubstr("[dlaunch] error: worker crash: rank 1 (local 0, node 1, host n1) exited "
+                        "with code 1"));
+}
+
+TEST_F(JobStateTest, HangAtExitIsDetectedAtExactlyTheExitTimeout) {
+  JobConfig c = Config(2);
+  c.progress.exit_timeout_s = 2;
+  state_ = std::make_unique<JobState>(c);
+  nodes_ = 2;
+  state_->OnStarted({"a", "b"}, 0);
+  state_->OnRendezvousClosed(Round(2, 1), 1);
+  for (int i = 0; i < 2; ++i) state_->OnSessionOpened(i, 100 + i, 1);
+
+  JobActions done = state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::SUCCEEDED), 5);
+  auto arm = All<ArmHealthCheck>(done);
+  ASSERT_EQ(arm.size(), 1u);
+  EXPECT_DOUBLE_EQ(arm[0].at_s, 7);
+  EXPECT_FALSE(Has<SendStop>(state_->OnHealthCheck(6.999)));
+
+  JobActions hang = state_->OnHealthCheck(7);
+  EXPECT_EQ(Printed(hang, true),
+            "[dlaunch] error: hang at exit: rank 0 (local 0, node 0, host n0): still running "
+            "2.0 s after another rank exited 0 (stop.exit_timeout 2.0 s); stopping all workers\n");
+  EXPECT_THAT(Events(hang), HasSubstr("\"event\":\"hang_detected\",\"class\":\"hang at exit\","
+                                      "\"rank\":0,\"local_rank\":0,\"node\":0,\"host\":\"n0\","
+                                      "\"silent_s\":2,\"limit_s\":2,\"detected_at_s\":7"));
+  auto stop = All<SendStop>(hang);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_THAT(stop[0].nodes, ElementsAre(0, 1)) << "every node is told, the finished one too";
+
+  state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STOPPED, 0, SIGTERM), 7.2);
+  JobActions end = EndAll(8);
+  EXPECT_EQ(ExitCode(end), kExitJobFailed);
+  std::string summary = Summary(end);
+  EXPECT_THAT(summary, HasSubstr("\"result\":\"failed\""));
+  EXPECT_THAT(summary, HasSubstr("\"root_cause\":{\"class\":\"hang at exit\",\"rank\":0"));
+  EXPECT_THAT(summary, HasSubstr("\"ranks_succeeded\":1"));
+  EXPECT_THAT(Printed(end, true), HasSubstr("1 of 2 rank(s) exited 0; the job fails because a "
+                                            "rank hung at exit"));
+}
+
+TEST_F(JobStateTest, ExitTimeoutOffNeverCallsAHang) {
+  JobConfig c = Config(1);
+  c.progress.exit_timeout_s = 0;
+  JobState s(c);
+  s.OnStarted({"a"}, 0);
+  s.OnRendezvousClosed(Round(1, 2), 1);
+  s.OnSessionOpened(0, 100, 1);
+  s.OnAgentMessage(0, Worker(1, v1::WorkerEvent::SUCCEEDED), 2);
+  EXPECT_FALSE(Has<SendStop>(s.OnHealthCheck(500)));
+}
+
+TEST_F(JobStateTest, StallNamesTheRankThatFellBehindFirst) {
+  JobConfig c = Config(1);
+  c.progress.stall_timeout_s = 3;
+  JobState s(c);
+  s.OnStarted({"a"}, 0);
+  s.OnRendezvousClosed(Round(1, 2), 1);
+  s.OnSessionOpened(0, 100, 1);
+  s.OnAgentMessage(0, Progress(0, 1), 2);
+  s.OnAgentMessage(0, Progress(1, 1), 2);
+  s.OnAgentMessage(0, Progress(0, 2), 3);   // rank 1 stops at step 1, rank 0 at step 2
+  EXPECT_FALSE(Has<SendStop>(s.OnHealthCheck(4.9)));
+  JobActions stall = s.OnHealthCheck(5);
+  EXPECT_THAT(Printed(stall, true),
+              HasSubstr("[dlaunch] error: stall: rank 1 (local 1, node 0, host n0): no progress "
+                        "for 3.0 s (limit 3.0 s), last step 1"));
+  auto stop = All<SendStop>(stall);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_THAT(stop[0].dump_ranks, ElementsAre(1)) << "the stalled rank's stacks are recorded";
+  auto arm = All<ArmStopDeadline>(stall);
+  ASSERT_EQ(arm.size(), 1u);
+  EXPECT_DOUBLE_EQ(arm[0].at_s, 5 + 2 + 3 + 5 + 10) << "grace + heartbeats + slack + stack dump";
+}
+
+TEST_F(JobStateTest, OutputLinesAreProgressForRanksThatSendNoReports) {
+  JobConfig c = Config(1);
+  c.progress.stall_timeout_s = 3;
+  JobState s(c);
+  s.OnStarted({"a"}, 0);
+  s.OnRendezvousClosed(Round(1, 1), 1);
+  s.OnSessionOpened(0, 100, 1);
+  for (int t = 2; t <= 10; ++t) {
+    v1::AgentMessage hb = Heartbeat(1);
+    (*hb.mutable_heartbeat()->mutable_output_lines())[0] = t;   // one new line a second
+    s.OnAgentMessage(0, hb, t);
+    EXPECT_FALSE(Has<SendStop>(s.OnHealthCheck(t + 0.5))) << "t=" << t;
+  }
+  v1::AgentMessage same = Heartbeat(1);
+  (*same.mutable_heartbeat()->mutable_output_lines())[0] = 10;  // nothing new
+  s.OnAgentMessage(0, same, 12);
+  EXPECT_TRUE(Has<SendStop>(s.OnHealthCheck(13)));
 }
 
 }  // namespace

@@ -43,6 +43,10 @@ TEST(ParseJobSpecTest, MinimalJobGetsDefaults) {
   EXPECT_EQ(spec.heartbeat_interval_s, 2);
   EXPECT_EQ(spec.heartbeat_misses, 3);
   EXPECT_EQ(spec.stop_grace_s, 10);
+  EXPECT_EQ(spec.exit_timeout_s, 30);
+  EXPECT_TRUE(spec.stall_detection);
+  EXPECT_EQ(spec.stall_timeout_s, 0);
+  EXPECT_EQ(spec.startup_timeout_s, 600);
   EXPECT_EQ(spec.job_root, "runs");
   EXPECT_TRUE(spec.show_all_ranks);
   EXPECT_EQ(spec.tail_lines, 20);
@@ -66,7 +70,8 @@ hosts: ["nid[001-002]", login1]
 launcher: mpiexec
 rendezvous: {port: 29400, master_port: 29500, join_timeout: 10m, last_call: 30s}
 heartbeat: {interval: 500ms, misses: 5}
-stop: {grace: 1m30s}
+stop: {grace: 1m30s, exit_timeout: 2s}
+health: {stall_timeout: 3s, startup_timeout: 1m}
 max_restarts: 3
 logs: {dir: /tmp/runs, ranks: [0, 7], tail_lines: 50, summary_interval: 0}
 gpus: {binding: isolate, per_proc: 2}
@@ -100,6 +105,10 @@ scheduler:
   EXPECT_EQ(spec.heartbeat_interval_s, 0.5);
   EXPECT_EQ(spec.heartbeat_misses, 5);
   EXPECT_EQ(spec.stop_grace_s, 90);
+  EXPECT_EQ(spec.exit_timeout_s, 2);
+  EXPECT_TRUE(spec.stall_detection);
+  EXPECT_EQ(spec.stall_timeout_s, 3);
+  EXPECT_EQ(spec.startup_timeout_s, 60);
   EXPECT_EQ(spec.max_restarts, 3);
   EXPECT_EQ(spec.job_root, "/tmp/runs");
   EXPECT_FALSE(spec.show_all_ranks);
@@ -294,6 +303,13 @@ TEST(ParseJobSpecTest, RangesAndValues) {
             "job.yaml:2:21: heartbeat.misses must be at least 1, got 0");
   EXPECT_EQ(Errors("command: [x]\nstop: {grace: -250ms}\n"),
             "job.yaml:2:15: stop.grace must not be negative, got -250ms");
+  EXPECT_EQ(Errors("command: [x]\nstop: {exit_timeout: -1s}\n"),
+            "job.yaml:2:22: stop.exit_timeout must not be negative, got -1s");
+  EXPECT_EQ(Errors("command: [x]\nhealth: {stall_timeout: of}\n"),
+            "job.yaml:2:25: health.stall_timeout must be a duration (seconds, or a string such "
+            "as \"30s\", \"5m\") or \"auto\" or \"off\", got \"of\"; did you mean \"off\"?");
+  EXPECT_EQ(Errors("command: [x]\nhealth: {stall_timeot: 3s}\n"),
+            "job.yaml:2:10: unknown key 'stall_timeot' in 'health' (did you mean 'stall_timeout'?)");
   EXPECT_EQ(Errors("command: [x]\nmax_restarts: -1\n"),
             "job.yaml:2:15: max_restarts must not be negative, got -1");
   EXPECT_EQ(Errors("command: [x]\nname: my job\n"),

@@ -24,7 +24,8 @@ TEST(ResolvedJobYamlTest, RoundTripsToAnEqualSpec) {
       "env: {A: \"1\", B: \"\", C: \"x y\", D: \"null\"}\nworkdir: /w d\n"
       "hosts: n[1-3]\nlauncher: ssh\n"
       "rendezvous: {port: 1, master_port: 2, join_timeout: 0.1, last_call: 1.25}\n"
-      "heartbeat: {interval: 250ms, misses: 9}\nstop: {grace: 1h}\nmax_restarts: 2\n"
+      "heartbeat: {interval: 250ms, misses: 9}\nstop: {grace: 1h, exit_timeout: off}\n"
+      "health: {stall_timeout: 90s, startup_timeout: off}\nmax_restarts: 2\n"
       "logs: {dir: \"out dir\", ranks: [3, 1], tail_lines: 0, summary_interval: 0}\n"
       "gpus: {binding: isolate, per_proc: 1}\n"
       "cpus: {map: [\"0-3,8\", {cpus: \"9,4\", gpu: 1}, \"10\", \"11\"]}\n"
@@ -32,7 +33,13 @@ TEST(ResolvedJobYamlTest, RoundTripsToAnEqualSpec) {
       "filesystems: [home], modules: [m1, m2], setup: [\"echo $HOME\", \"cd /x\"], "
       "directives: {\"--gres\": \"gpu:4\", place: scatter}}\n",
       "nodes: 3\nnproc_per_node: gpu\ncommand: a b c\n",
-      "command: [x]\ncpus: {binding: none}\n",
+      "command: [x]
+cpus: {binding: none}
+",
+      "command: [x]
+stop: {exit_timeout: 2s}
+health: {stall_timeout: off}
+",
   };
   for (const std::string& text : jobs) {
     const JobSpec spec = Parse(text);
@@ -66,6 +73,10 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "  misses: 3\n"
             "stop:\n"
             "  grace: 10s\n"
+            "  exit_timeout: 30s\n"
+            "health:\n"
+            "  stall_timeout: \"auto\"\n"
+            "  startup_timeout: 10m\n"
             "max_restarts: 0\n"
             "logs:\n"
             "  dir: runs\n"
