@@ -65,6 +65,12 @@ JsonLine& JsonLine::Add(const std::string& key, bool value) {
   return *this;
 }
 
+JsonLine& JsonLine::AddRaw(const std::string& key, const std::string& json) {
+  Key(key);
+  body_ += json;
+  return *this;
+}
+
 JsonLine& JsonLine::Add(const std::string& key, const std::vector<std::string>& values) {
   Key(key);
   body_ += "[";

@@ -15,6 +15,7 @@ class JsonLine {
   JsonLine& Add(const std::string& key, int value) { return Add(key, static_cast<int64_t>(value)); }
   JsonLine& Add(const std::string& key, double value);
   JsonLine& Add(const std::string& key, bool value);
+  JsonLine& AddRaw(const std::string& key, const std::string& json);  // value already JSON
   JsonLine& Add(const std::string& key, const std::vector<std::string>& values);
   std::string str() const { return "{" + body_ + "}"; }
 

@@ -160,9 +160,15 @@ int RunRunCommand(const std::vector<std::string>& args) {
   JobPlacement placement = PlaceWorkers(*spec, job_id, *dir);
 
   boost::asio::io_context io;
-  JobConfig job{job_id, dir->path(), plan->hosts, plan->node_launcher,
-                spec->heartbeat_interval_s, spec->heartbeat_misses, spec->stop_grace_s,
-                spec->summary_interval_s};
+  JobConfig job;
+  job.job_id = job_id;
+  job.job_dir = dir->path();
+  job.hosts = plan->hosts;
+  job.node_launcher = plan->node_launcher;
+  job.heartbeat_s = spec->heartbeat_interval_s;
+  job.heartbeat_misses = spec->heartbeat_misses;
+  job.stop_grace_s = spec->stop_grace_s;
+  job.summary_interval_s = spec->summary_interval_s;
   job.progress.exit_timeout_s = spec->exit_timeout_s;
   job.progress.stall_detection = spec->stall_detection;
   job.progress.stall_timeout_s = spec->stall_timeout_s;

@@ -135,7 +135,7 @@ JobActions JobState::OnSessionOpened(int node, int session, double now_s) {
   n.session_ended = false;
   n.last_seen_s = now_s;
   if (outcome_ != Outcome::kRunning) {
-    out.push_back(SendStop{{node}, Ms(config_.stop_grace_s), failure_});
+    out.push_back(SendStop{{node}, Ms(config_.stop_grace_s), failure_, {}});
   }
   return out;
 }

@@ -33,13 +33,8 @@ TEST(ResolvedJobYamlTest, RoundTripsToAnEqualSpec) {
       "filesystems: [home], modules: [m1, m2], setup: [\"echo $HOME\", \"cd /x\"], "
       "directives: {\"--gres\": \"gpu:4\", place: scatter}}\n",
       "nodes: 3\nnproc_per_node: gpu\ncommand: a b c\n",
-      "command: [x]
-cpus: {binding: none}
-",
-      "command: [x]
-stop: {exit_timeout: 2s}
-health: {stall_timeout: off}
-",
+      "command: [x]\ncpus: {binding: none}\n",
+      "command: [x]\nstop: {exit_timeout: 2s}\nhealth: {stall_timeout: off}\n",
   };
   for (const std::string& text : jobs) {
     const JobSpec spec = Parse(text);
