@@ -80,114 +80,140 @@ void CheckCpuMap(const JobSpec& spec, std::vector<SpecProblem>* problems) {
 
 }  // namespace
 
-std::vector<SpecProblem> CheckJobSpec(const JobSpec& spec) {
-  std::vector<SpecProblem> problems;
-  auto add = [&](std::string path, std::string message) {
-    problems.push_back({std::move(path), std::move(message)});
-  };
-  auto positive = [&](const std::string& path, double seconds) {
-    if (!(seconds > 0)) add(path, absl::StrCat(path, " must be positive, got ", FormatDuration(seconds)));
-  };
-  auto not_negative = [&](const std::string& path, double seconds) {
-    if (!(seconds >= 0)) {
-      add(path, absl::StrCat(path, " must not be negative, got ", FormatDuration(seconds)));
-    }
-  };
-  auto port = [&](const std::string& path, int value) {
-    if (value < 0 || value > 65535) add(path, absl::StrCat(path, " must be in 0..65535, got ", value));
-  };
-  auto count_at_least = [&](const std::string& path, int value, int least) {
-    if (value < least) add(path, absl::StrCat(path, " must be at least ", least, ", got ", value));
-  };
+namespace {
 
+// Collects problems; the helpers word each kind of rule the same way everywhere.
+class Problems {
+ public:
+  void Add(std::string path, std::string message) {
+    list_.push_back({std::move(path), std::move(message)});
+  }
+  void Positive(const std::string& path, double seconds) {
+    if (!(seconds > 0)) Add(path, absl::StrCat(path, " must be positive, got ", FormatDuration(seconds)));
+  }
+  void NotNegative(const std::string& path, double seconds) {
+    if (!(seconds >= 0)) {
+      Add(path, absl::StrCat(path, " must not be negative, got ", FormatDuration(seconds)));
+    }
+  }
+  void NotNegative(const std::string& path, int value) {
+    if (value < 0) Add(path, absl::StrCat(path, " must not be negative, got ", value));
+  }
+  void Port(const std::string& path, int value) {
+    if (value < 0 || value > 65535) Add(path, absl::StrCat(path, " must be in 0..65535, got ", value));
+  }
+  void AtLeast(const std::string& path, int value, int least) {
+    if (value < least) Add(path, absl::StrCat(path, " must be at least ", least, ", got ", value));
+  }
+  std::vector<SpecProblem>* list() { return &list_; }
+  std::vector<SpecProblem> Take() { return std::move(list_); }
+
+ private:
+  std::vector<SpecProblem> list_;
+};
+
+// name, nodes, nproc_per_node, command, env, hosts, launcher.
+void CheckJobShape(const JobSpec& spec, Problems& p) {
   if (!IsJobName(spec.name)) {
-    add("name", absl::StrCat("name must be letters, digits, '.', '_' or '-', got \"", spec.name,
-                             "\""));
+    p.Add("name", absl::StrCat("name must be letters, digits, '.', '_' or '-', got \"", spec.name,
+                               "\""));
   }
   if (!spec.nodes_auto) {
     if (spec.min_nodes == spec.max_nodes) {
-      count_at_least("nodes", spec.min_nodes, 1);
+      p.AtLeast("nodes", spec.min_nodes, 1);
     } else {
-      count_at_least("nodes.min", spec.min_nodes, 1);
+      p.AtLeast("nodes.min", spec.min_nodes, 1);
       if (spec.max_nodes < spec.min_nodes) {
-        add("nodes.max", absl::StrCat("nodes.max (", spec.max_nodes,
-                                      ") must not be less than nodes.min (", spec.min_nodes, ")"));
+        p.Add("nodes.max", absl::StrCat("nodes.max (", spec.max_nodes,
+                                        ") must not be less than nodes.min (", spec.min_nodes, ")"));
       }
     }
   }
   if (spec.nproc_per_node < 0) {
-    add("nproc_per_node", absl::StrCat("nproc_per_node must be a positive integer or \"gpu\", got ",
-                                       spec.nproc_per_node));
+    p.Add("nproc_per_node", absl::StrCat("nproc_per_node must be a positive integer or \"gpu\", got ",
+                                         spec.nproc_per_node));
   }
   if (spec.command.empty()) {
-    add("command", "command must not be empty");
+    p.Add("command", "command must not be empty");
   } else if (spec.command[0].empty()) {
-    add("command[0]", "command[0] (the program) must not be empty");
+    p.Add("command[0]", "command[0] (the program) must not be empty");
   }
   for (const auto& [name, value] : spec.env) {
     if (!IsEnvName(name)) {
-      add(absl::StrCat("env.", name),
-          absl::StrCat("env name '", name, "' is not a valid environment variable name"));
+      p.Add(absl::StrCat("env.", name),
+            absl::StrCat("env name '", name, "' is not a valid environment variable name"));
     }
   }
   for (size_t i = 0; i < spec.hosts.size(); ++i) {
     if (!IsHostName(spec.hosts[i])) {
-      add(absl::StrCat("hosts[", i, "]"),
-          absl::StrCat("hosts[", i, "] \"", spec.hosts[i], "\" is not a valid host name"));
+      p.Add(absl::StrCat("hosts[", i, "]"),
+            absl::StrCat("hosts[", i, "] \"", spec.hosts[i], "\" is not a valid host name"));
     }
   }
   if (!IsNodeLauncherName(spec.node_launcher)) {
-    add("launcher", OneOf("launcher", NodeLauncherNames(), spec.node_launcher));
+    p.Add("launcher", OneOf("launcher", NodeLauncherNames(), spec.node_launcher));
   }
-  port("rendezvous.port", spec.control_port);
-  port("rendezvous.master_port", spec.master_port);
+}
+
+// rendezvous, heartbeat, stop, health, max_restarts.
+void CheckTimings(const JobSpec& spec, Problems& p) {
+  p.Port("rendezvous.port", spec.control_port);
+  p.Port("rendezvous.master_port", spec.master_port);
   if (spec.control_port != 0 && spec.control_port == spec.master_port) {
-    add("rendezvous.master_port",
-        absl::StrCat("rendezvous.master_port must differ from rendezvous.port (both ",
-                     spec.control_port, ")"));
+    p.Add("rendezvous.master_port",
+          absl::StrCat("rendezvous.master_port must differ from rendezvous.port (both ",
+                       spec.control_port, ")"));
   }
-  positive("rendezvous.join_timeout", spec.join_timeout_s);
-  not_negative("rendezvous.last_call", spec.last_call_s);
-  positive("heartbeat.interval", spec.heartbeat_interval_s);
-  count_at_least("heartbeat.misses", spec.heartbeat_misses, 1);
-  not_negative("stop.grace", spec.stop_grace_s);
-  not_negative("stop.exit_timeout", spec.exit_timeout_s);
-  not_negative("health.stall_timeout", spec.stall_timeout_s);
-  not_negative("health.startup_timeout", spec.startup_timeout_s);
-  if (spec.max_restarts < 0) {
-    add("max_restarts", absl::StrCat("max_restarts must not be negative, got ", spec.max_restarts));
-  }
-  if (spec.job_root.empty()) add("logs.dir", "logs.dir must not be empty");
+  p.Positive("rendezvous.join_timeout", spec.join_timeout_s);
+  p.NotNegative("rendezvous.last_call", spec.last_call_s);
+  p.Positive("heartbeat.interval", spec.heartbeat_interval_s);
+  p.AtLeast("heartbeat.misses", spec.heartbeat_misses, 1);
+  p.NotNegative("stop.grace", spec.stop_grace_s);
+  p.NotNegative("stop.exit_timeout", spec.exit_timeout_s);
+  p.NotNegative("health.stall_timeout", spec.stall_timeout_s);
+  p.NotNegative("health.startup_timeout", spec.startup_timeout_s);
+  p.NotNegative("max_restarts", spec.max_restarts);
+}
+
+void CheckLogs(const JobSpec& spec, Problems& p) {
+  if (spec.job_root.empty()) p.Add("logs.dir", "logs.dir must not be empty");
   if (!spec.show_all_ranks) {
     if (spec.show_ranks.empty()) {
-      add("logs.ranks", "logs.ranks must be \"all\" or a non-empty list of ranks");
+      p.Add("logs.ranks", "logs.ranks must be \"all\" or a non-empty list of ranks");
     }
     for (size_t i = 0; i < spec.show_ranks.size(); ++i) {
       if (spec.show_ranks[i] < 0) {
-        add(absl::StrCat("logs.ranks[", i, "]"),
-            absl::StrCat("logs.ranks[", i, "] must be a rank (0 or more), got ",
-                         spec.show_ranks[i]));
+        p.Add(absl::StrCat("logs.ranks[", i, "]"),
+              absl::StrCat("logs.ranks[", i, "] must be a rank (0 or more), got ",
+                           spec.show_ranks[i]));
       }
     }
   }
-  if (spec.tail_lines < 0) {
-    add("logs.tail_lines",
-        absl::StrCat("logs.tail_lines must not be negative, got ", spec.tail_lines));
-  }
-  not_negative("logs.summary_interval", spec.summary_interval_s);
-  if (spec.gpus_per_proc < 0) {
-    add("gpus.per_proc",
-        absl::StrCat("gpus.per_proc must not be negative, got ", spec.gpus_per_proc));
-  }
-  CheckCpuMap(spec, &problems);
+  p.NotNegative("logs.tail_lines", spec.tail_lines);
+  p.NotNegative("logs.summary_interval", spec.summary_interval_s);
+}
+
+void CheckScheduler(const JobSpec& spec, Problems& p) {
   if (!spec.scheduler.type.empty() && !IsSchedulerTypeName(spec.scheduler.type)) {
-    add("scheduler.type", OneOf("scheduler.type", SchedulerTypeNames(), spec.scheduler.type));
+    p.Add("scheduler.type", OneOf("scheduler.type", SchedulerTypeNames(), spec.scheduler.type));
   }
   if (spec.scheduler.walltime_s < 0) {
-    add("scheduler.walltime", absl::StrCat("scheduler.walltime must not be negative, got ",
-                                           spec.scheduler.walltime_s, "s"));
+    p.Add("scheduler.walltime", absl::StrCat("scheduler.walltime must not be negative, got ",
+                                             spec.scheduler.walltime_s, "s"));
   }
-  return problems;
+}
+
+}  // namespace
+
+std::vector<SpecProblem> CheckJobSpec(const JobSpec& spec) {
+  Problems p;
+  CheckJobShape(spec, p);
+  CheckTimings(spec, p);
+  CheckLogs(spec, p);
+  p.NotNegative("gpus.per_proc", spec.gpus_per_proc);
+  CheckCpuMap(spec, p.list());
+  CheckScheduler(spec, p);
+  return p.Take();
 }
 
 absl::Status ValidateJobSpec(const JobSpec& spec) {
