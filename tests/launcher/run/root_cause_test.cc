@@ -1,7 +1,6 @@
 #include "launcher/run/root_cause.h"
 
 #include "gtest/gtest.h"
-#include "launcher/run/restart_policy.h"
 
 namespace dlaunch {
 namespace {
@@ -61,49 +60,6 @@ TEST(RootCauseTest, DescribeNamesRankNodeHostAndSignal) {
             "worker crash: rank 3 (local 1, node 1, host h2) killed by signal 11 (Segmentation fault)");
   Failure f = Crash(2, 0, 7, 0);
   EXPECT_EQ(DescribeFailure(f), "worker crash: rank 2 (local 0, node 1, host h2) exited with code 7");
-}
-
-TEST(RestartPolicyTest, SpendsTheBudgetThenGivesUp) {
-  RestartPolicy p({.max_restarts = 2, .crash_loop_limit = 0});
-  RestartDecision d = p.OnFailure(Crash(1, 0, -1, 9), -1, 10.0);
-  EXPECT_TRUE(d.restart);
-  EXPECT_EQ(d.reason, "restart 1 of 2");
-  EXPECT_DOUBLE_EQ(d.restart_at_s, 10.0);   // no back-off before the first restart
-  EXPECT_TRUE(p.OnFailure(Crash(2, 0, -1, 9), -1, 20.0).restart);
-  d = p.OnFailure(Crash(0, 0, -1, 9), -1, 30.0);
-  EXPECT_FALSE(d.restart);
-  EXPECT_EQ(d.reason, "restart budget spent (2 of 2 used)");
-  RestartPolicy none({});
-  EXPECT_EQ(none.OnFailure(Crash(0, 0, 1, 0), -1, 0).reason, "no restarts allowed (max_restarts: 0)");
-}
-
-TEST(RestartPolicyTest, BacksOffOnConsecutiveFailuresAndStartsOverAfterAHealthyRound) {
-  RestartPolicy p({.max_restarts = 10, .backoff_initial_s = 0, .backoff_max_s = 5,
-                   .backoff_multiplier = 2, .crash_loop_limit = 0});
-  EXPECT_DOUBLE_EQ(p.OnFailure(Crash(0, 0, 1, 0), -1, 0).restart_at_s, 0);
-  EXPECT_DOUBLE_EQ(p.OnFailure(Crash(1, 0, 1, 0), -1, 0).restart_at_s, 2);
-  EXPECT_DOUBLE_EQ(p.OnFailure(Crash(2, 0, 1, 0), -1, 0).restart_at_s, 4);
-  EXPECT_DOUBLE_EQ(p.OnFailure(Crash(3, 0, 1, 0), -1, 0).restart_at_s, 5);   // capped
-  p.OnHealthyRound();
-  EXPECT_DOUBLE_EQ(p.OnFailure(Crash(0, 0, 1, 0), -1, 100).restart_at_s, 100);
-}
-
-TEST(RestartPolicyTest, TheSameFailureWithNoNewCheckpointIsACrashLoop) {
-  RestartPolicy p({.max_restarts = 10, .crash_loop_limit = 3});
-  EXPECT_TRUE(p.OnFailure(Crash(1, 0, 2, 0), 100, 0).restart);
-  EXPECT_TRUE(p.OnFailure(Crash(1, 0, 2, 0), 200, 0).restart);   // new checkpoint: progress
-  EXPECT_TRUE(p.OnFailure(Crash(1, 0, 2, 0), 200, 0).restart);
-  RestartDecision d = p.OnFailure(Crash(1, 0, 2, 0), 200, 0);
-  EXPECT_FALSE(d.restart);
-  EXPECT_EQ(d.reason, "crash loop: the same failure 3 times in a row with no new checkpoint");
-}
-
-TEST(RestartPolicyTest, ANodeThatFailsTwiceIsExcluded) {
-  RestartPolicy p({.max_restarts = 10, .crash_loop_limit = 0});
-  EXPECT_TRUE(p.OnFailure(Crash(2, 0, -1, 9), -1, 0).excluded.empty());   // h2 once
-  EXPECT_TRUE(p.OnFailure(Crash(0, 0, -1, 9), -1, 0).excluded.empty());   // h1 once
-  RestartDecision d = p.OnFailure(Crash(3, 0, -1, 9), -1, 0);             // h2 again
-  EXPECT_EQ(d.excluded, std::set<std::string>{"h2"});
 }
 
 }  // namespace
