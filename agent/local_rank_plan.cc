@@ -125,7 +125,6 @@ std::vector<int> AllowedCpus() {
   return {};
 }
 
-std::string JoinInts(const std::vector<int>& values) { return absl::StrJoin(values, ","); }
 
 std::string DescribeRankSlot(const RankSlot& slot) {
   std::string gpus = slot.gpus.empty()

@@ -54,8 +54,6 @@ int DefaultProcsPerNode(const GpuInventory& gpus);
 // CPUs this process may run on (sched_getaffinity), ascending; empty if the call fails.
 std::vector<int> AllowedCpus();
 
-// "0,1,2" for a list; "4-7" style ranges are not used so the value is easy to parse.
-std::string JoinInts(const std::vector<int>& values);
 
 // One log line per rank, e.g. "local_rank 1: gpus 1 (index 1), cpus 8-15,72-79 (8 cores, NUMA 1)".
 std::string DescribeRankSlot(const RankSlot& slot);

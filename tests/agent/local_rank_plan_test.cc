@@ -9,6 +9,7 @@
 #include <set>
 
 #include "gmock/gmock.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 
 namespace dlaunch {
@@ -234,7 +235,7 @@ TEST(LocalRankPlanTest, DescribeAndJoin) {
   s.gpu_indices = {1};
   s.cpus = {8, 9, 10, 11, 20, 22, 23};
   EXPECT_EQ(DescribeRankSlot(s), "local_rank 1: gpus 6 (index 1), cpus 8-11,20,22,23");
-  EXPECT_EQ(JoinInts(s.cpus), "8,9,10,11,20,22,23");
+  EXPECT_EQ(absl::StrJoin(s.cpus, ","), "8,9,10,11,20,22,23");
   RankSlot empty;
   EXPECT_EQ(DescribeRankSlot(empty), "local_rank 0: gpus none, cpus any");
 }

@@ -17,6 +17,7 @@
 #include "agent/local_rank_plan.h"
 #include "common/process.h"
 #include "gmock/gmock.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 
 namespace dlaunch {
@@ -40,8 +41,8 @@ const bool kProbed = [] {
     std::printf("error %s\n", std::string(plan.status().message()).c_str());
     std::_Exit(1);
   }
-  std::printf("affinity %s\n", JoinInts(AllowedCpus()).c_str());
-  for (const RankSlot& s : *plan) std::printf("rank %d cpus %s\n", s.local_rank, JoinInts(s.cpus).c_str());
+  std::printf("affinity %s\n", absl::StrJoin(AllowedCpus(), ",").c_str());
+  for (const RankSlot& s : *plan) std::printf("rank %d cpus %s\n", s.local_rank, absl::StrJoin(s.cpus, ",").c_str());
   std::fflush(stdout);
   std::_Exit(0);
 }();
