@@ -88,6 +88,11 @@ int PrepareJob(const ScriptArgs& args, PreparedJob* job, bool run_prechecks) {
     return kExitUsage;
   }
   job->profile = *std::move(profile);
+  // The site's GPU binding (ALCF advises one GPU per rank on Polaris and ThetaGPU) applies
+  // unless job.yaml chose one itself.
+  if (!job->spec.gpu_binding_given && !job->profile.gpu_binding.empty()) {
+    job->spec.isolate_gpus = job->profile.gpu_binding == "isolate";
+  }
 
   std::error_code ec;
   std::string cwd = fs::current_path(ec).string();

@@ -63,6 +63,7 @@ struct JobSpec {
   double summary_interval_s = 5;         // periodic one-line summary
 
   bool isolate_gpus = false;             // gpus.binding: isolate
+  bool gpu_binding_given = false;        // job.yaml said gpus.binding (a site default may not override it)
   int gpus_per_proc = 0;                 // 0 = visible GPUs / nproc_per_node (at least 1)
 
   bool cpu_binding_none = false;         // cpus.binding: none (workers are not pinned)

@@ -460,6 +460,7 @@ void SpecReader::Read(const YAML::Node& root, JobSpec* spec) {
       if (Scalar(field, "\"shared\" or \"isolate\"", &binding)) {
         if (binding == "shared" || binding == "isolate") {
           spec->isolate_gpus = binding == "isolate";
+          spec->gpu_binding_given = true;
         } else {
           std::string message = absl::StrCat("gpus.binding must be \"shared\" or \"isolate\", got ",
                                              Describe(field.value));

@@ -223,7 +223,14 @@ void ReadDefaults(ProfileReader& r, const YAML::Node& v, SiteProfile* p) {
         [&](const YAML::Node& n) { p->default_filesystems = r.Strings(n, "filesystems"); }},
        {"gpus_per_node",
         [&](const YAML::Node& n) { p->gpus_per_node = r.Int(n, "gpus_per_node"); }},
-       {"gpu_model", [&](const YAML::Node& n) { p->gpu_model = r.String(n, "gpu_model"); }}});
+       {"gpu_model", [&](const YAML::Node& n) { p->gpu_model = r.String(n, "gpu_model"); }},
+       {"gpu_binding", [&](const YAML::Node& n) {
+          p->gpu_binding = r.String(n, "gpu_binding");
+          if (p->gpu_binding != "shared" && p->gpu_binding != "isolate") {
+            r.Error(n, absl::StrCat("defaults.gpu_binding must be \"shared\" or \"isolate\", got \"",
+                                    p->gpu_binding, "\""));
+          }
+        }}});
 }
 
 void ReadQueues(ProfileReader& r, const YAML::Node& v, SiteProfile* p) {

@@ -56,6 +56,7 @@ struct SiteProfile {
   std::vector<std::string> default_filesystems;
   int gpus_per_node = 0;            // 0 = unknown / CPU nodes
   std::string gpu_model;            // informational, e.g. "A100"
+  std::string gpu_binding;          // "shared" or "isolate" for jobs whose job.yaml says neither
 
   SiteLimits limits;
   std::map<std::string, SiteLimits> queue_limits;  // queue name -> its own limits

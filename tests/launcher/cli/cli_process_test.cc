@@ -158,6 +158,26 @@ TEST_F(CliProcessTest, DryRunWritesTheJobDirectory) {
   EXPECT_THAT(out, HasSubstr("dlaunch    not started"));
 }
 
+// Polaris and ThetaGPU give each rank only its own GPU unless job.yaml chose a binding.
+TEST_F(CliProcessTest, SiteGpuBindingAppliesOnlyWhenTheJobSetsNone) {
+  const std::string sched = "scheduler:\n  account: a\n  queue: debug\n  walltime: \"0:10:00\"\n";
+  WriteFile(dir_ + "/plain.yaml", "name: plain\nnodes: 1\ncommand: [\"true\"]\n" + sched);
+  WriteFile(dir_ + "/shared.yaml",
+            "name: shared\nnodes: 1\ncommand: [\"true\"]\ngpus: {binding: shared}\n" + sched);
+  for (const auto& [file, site, isolate] :
+       std::vector<std::tuple<std::string, std::string, bool>>{{"plain.yaml", "polaris", true},
+                                                               {"shared.yaml", "polaris", false},
+                                                               {"plain.yaml", "generic-pbs", false}}) {
+    std::string out, err;
+    ASSERT_EQ(Run(RunSubmitCommand, {file, "--site", site, "--dry-run"}, &out, &err), 0)
+        << file << " on " << site << ": " << err;
+    std::string id(absl::StripAsciiWhitespace(out));
+    absl::StatusOr<JobSpec> resolved = LoadJobSpec(dir_ + "/runs/" + id + "/job.yaml");
+    ASSERT_TRUE(resolved.ok()) << resolved.status();
+    EXPECT_EQ(resolved->isolate_gpus, isolate) << file << " on " << site;
+  }
+}
+
 TEST_F(CliProcessTest, SubmitsThroughQsubAndRecordsItsId) {
   WriteFile(dir_ + "/bin/qsub",
             "#!/bin/sh\ncp \"$1\" \"" + dir_ + "/submitted.sh\"\necho 901.pbs-server\n", 0755);

@@ -40,6 +40,7 @@ TEST(SiteProfile, PolarisAndThetaGpuFacts) {
   EXPECT_EQ(polaris->scheduler, "pbs");
   EXPECT_EQ(polaris->gpus_per_node, 4);
   EXPECT_EQ(polaris->gpu_model, "A100");
+  EXPECT_EQ(polaris->gpu_binding, "isolate");   // ALCF: one GPU per rank
   EXPECT_EQ(polaris->nodefile_var, "PBS_NODEFILE");
   EXPECT_EQ(polaris->launch,
             "mpiexec -n ${NNODES} --ppn 1 --cpu-bind none --hostfile ${PBS_NODEFILE}");
@@ -52,9 +53,21 @@ TEST(SiteProfile, PolarisAndThetaGpuFacts) {
   ASSERT_TRUE(theta.ok()) << theta.status();
   EXPECT_EQ(theta->scheduler, "cobalt");
   EXPECT_EQ(theta->gpus_per_node, 8);
+  EXPECT_EQ(theta->gpu_binding, "isolate");
   EXPECT_EQ(theta->launch,
             "mpirun -hostfile ${COBALT_NODEFILE} -n ${NNODES} -npernode 1 --bind-to none");
   EXPECT_EQ(theta->filesystems_separator, ",");
+}
+
+TEST(SiteProfile, GpuBindingDefaultIsSharedOrIsolate) {
+  absl::StatusOr<SiteProfile> bad = ParseSiteProfile(
+      "scheduler: pbs\ndefaults: {gpu_binding: isolated}\n", "x", "x.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("defaults.gpu_binding must be \"shared\" or \"isolate\", got \"isolated\""));
+  absl::StatusOr<SiteProfile> generic = LoadSiteProfile("generic-pbs", BuiltinOnly());
+  ASSERT_TRUE(generic.ok()) << generic.status();
+  EXPECT_EQ(generic->gpu_binding, "");   // no site default: the job's own (shared) applies
 }
 
 TEST(SiteProfile, UserProfileShadowsBuiltinAndBringsItsOwnTemplate) {
@@ -154,8 +167,8 @@ TEST(SiteProfile, ErrorsAreInFileOrderAndNameTheSectionsKeys) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(std::string(p.status().message()),
             "x.yaml:1:12: unknown scheduler 'lsf' (pbs, cobalt, slurm, local)\n"
-            "x.yaml:4:22: unknown key 'wallclock' in defaults (account, filesystems, gpu_model, "
-            "gpus_per_node, queue, walltime)\n"
+            "x.yaml:4:22: unknown key 'wallclock' in defaults (account, filesystems, gpu_binding, "
+            "gpu_model, gpus_per_node, queue, walltime)\n"
             "x.yaml:5:11: 'commands' must be a mapping (cancel, status, submit)");
 }
 
