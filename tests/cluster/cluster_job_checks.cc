@@ -1,6 +1,7 @@
 #include "cluster_job_checks.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -140,6 +142,36 @@ std::vector<std::string> WaitNoJobProcesses(const NetnsCluster& cluster,
   }
 }
 
+void ExpectRanksPinnedApart(const std::string& job_dir, int nnodes, int nproc) {
+  std::set<int> machine;
+  cpu_set_t own;
+  CPU_ZERO(&own);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(own), &own), 0);
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &own)) machine.insert(c);
+  }
+  for (int node = 0; node < nnodes; ++node) {
+    std::set<int> covered;
+    for (int rank = node * nproc; rank < (node + 1) * nproc; ++rank) {
+      std::string path = absl::StrCat(job_dir, "/logs/rank-", rank, ".log");
+      std::string log = ReadFileOrEmpty(path);
+      std::smatch m;
+      if (!std::regex_search(log, m, std::regex(absl::StrCat("rank ", rank, " cpus ([0-9,]+)")))) {
+        ADD_FAILURE() << path << " does not say which CPUs rank " << rank << " had:\n" << log;
+        continue;
+      }
+      for (absl::string_view cpu : absl::StrSplit(std::string(m[1]), ',')) {
+        int c = -1;
+        ASSERT_TRUE(absl::SimpleAtoi(cpu, &c)) << path;
+        EXPECT_TRUE(covered.insert(c).second)
+            << "rank " << rank << " shares CPU " << c << " with another rank of node " << node;
+      }
+    }
+    // The node launcher left the agent unbound, so its ranks together cover the machine.
+    EXPECT_EQ(covered, machine) << "the ranks of node " << node << " do not cover its CPUs";
+  }
+}
+
 void ExpectBarrierJobSucceeded(const std::string& job_dir, int nnodes, int nproc,
                                const std::vector<std::string>& hosts) {
   const int world = nnodes * nproc;
@@ -159,6 +191,7 @@ void ExpectBarrierJobSucceeded(const std::string& job_dir, int nnodes, int nproc
   }
   EXPECT_EQ(rank_hosts, std::set<std::string>(hosts.begin(), hosts.end()))
       << "ranks did not run on every host";
+  ExpectRanksPinnedApart(job_dir, nnodes, nproc);
   std::string summary = ReadFileOrEmpty(job_dir + "/summary.json");
   EXPECT_TRUE(std::regex_search(summary, std::regex("\"result\"\\s*:\\s*\"succe(ss|eded)\"")))
       << job_dir << "/summary.json:\n" << summary;

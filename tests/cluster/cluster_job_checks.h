@@ -40,6 +40,11 @@ std::vector<std::string> JobProcesses(const NetnsCluster& cluster, const std::st
 std::vector<std::string> WaitNoJobProcesses(const NetnsCluster& cluster,
                                             const std::string& job_id, absl::Duration timeout);
 
+// GoogleTest checks that the ranks of each node of the barrier-worker job in `job_dir` were
+// pinned to disjoint CPU sets that together cover this machine's CPUs (the node launcher, mpiexec,
+// mpirun, srun or ssh, left the agent unbound; the namespace hosts share one machine's CPUs).
+void ExpectRanksPinnedApart(const std::string& job_dir, int nnodes, int nproc);
+
 // GoogleTest checks that the job in `job_dir` ran nnodes x nproc ranks of the barrier worker
 // to completion across `hosts`: logs/rank-<r>.log for every rank, each saying it passed the
 // barrier with every host taking part, and summary.json with "result": "succeeded" (or

@@ -112,6 +112,9 @@ def main():
     else:
         hosts = other_rank(addr, port, rank, me, deadline)
     print(f"rank {rank}/{world} on {me}: barrier passed, hosts {hosts}", flush=True)
+    # The CPUs the agent pinned this rank to (the placement checks read this line).
+    cpus = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+    print(f"rank {rank} cpus {cpus}", flush=True)
     if args.sleep > 0:
         time.sleep(args.sleep)
     return 0
