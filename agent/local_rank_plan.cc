@@ -80,7 +80,7 @@ absl::StatusOr<std::vector<RankSlot>> PlanThisNode(const GpuInventory& gpus, Pla
                                                    std::string* note) {
   if (req.host.empty()) req.host = LocalHostName();  // errors name the node
   const std::vector<int> own = AllowedCpus();
-  absl::StatusOr<NodeTopology> topo = LoadThisNodeTopology();
+  absl::StatusOr<NodeTopology> topo = LoadThisNodeTopology(/*with_gpus=*/gpus.count() > 0);
   if (!topo.ok()) {
     if (note != nullptr) {
       *note = absl::StrCat("placement without topology (", topo.status().message(),

@@ -3,6 +3,7 @@
 #include <hwloc.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 
@@ -69,14 +70,31 @@ NodeTopology Describe(hwloc_topology_t topo) {
   return out;
 }
 
-// Loads with PCI devices kept (GPU locality) and, by default, without disallowed CPUs.
-absl::StatusOr<NodeTopology> Load(const std::string& xml_path) {
+// Loads without disallowed CPUs, caches or misc objects (placement needs cores, PUs and NUMA
+// domains), and with PCI devices (GPU locality) only when asked: discovering I/O scans sysfs and
+// is most of hwloc's load time, which every agent pays at start.
+absl::StatusOr<NodeTopology> Load(const std::string& xml_path, bool with_io) {
+  // Without I/O no plugin is needed (PCI, OpenCL, OpenGL and libxml2 ones, with libX11 and
+  // libOpenCL behind them); hwloc dlopens every plugin it finds at init, which costs more than
+  // reading the CPUs, so the plugin path points nowhere for that one init. A user's own
+  // HWLOC_PLUGINS_PATH is left alone.
+  const bool hide_plugins = !with_io && std::getenv("HWLOC_PLUGINS_PATH") == nullptr;
+  if (hide_plugins) setenv("HWLOC_PLUGINS_PATH", "/nonexistent/dlaunch-no-hwloc-plugins", 1);
   hwloc_topology_t raw = nullptr;
-  if (hwloc_topology_init(&raw) != 0) return absl::InternalError("hwloc_topology_init failed");
+  const int init = hwloc_topology_init(&raw);
+  if (hide_plugins) unsetenv("HWLOC_PLUGINS_PATH");
+  if (init != 0) return absl::InternalError("hwloc_topology_init failed");
   TopologyPtr topo(raw);
   // Should this fail, the topology merely lacks PCI devices: GPUs then have unknown locality and
   // ranks are spread, which the plan's log line shows (no NUMA per rank).
-  (void)hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  (void)hwloc_topology_set_io_types_filter(
+      raw, with_io ? HWLOC_TYPE_FILTER_KEEP_IMPORTANT : HWLOC_TYPE_FILTER_KEEP_NONE);
+  (void)hwloc_topology_set_cache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
+  (void)hwloc_topology_set_icache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
+  (void)hwloc_topology_set_type_filter(raw, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_NONE);
+  // Linux's sysfs says all placement needs; the x86 backend would also bind this thread to every
+  // PU in turn to run CPUID on it, which costs more than the rest of the load.
+  (void)hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
   if (!xml_path.empty() && hwloc_topology_set_xml(raw, xml_path.c_str()) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("cannot read hwloc XML '", xml_path, "'"));
   }
@@ -92,11 +110,11 @@ absl::StatusOr<NodeTopology> Load(const std::string& xml_path) {
 
 }  // namespace
 
-absl::StatusOr<NodeTopology> LoadThisNodeTopology() { return Load(""); }
+absl::StatusOr<NodeTopology> LoadThisNodeTopology(bool with_gpus) { return Load("", with_gpus); }
 
 absl::StatusOr<NodeTopology> LoadTopologyXml(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("empty hwloc XML path");
-  return Load(path);
+  return Load(path, true);
 }
 
 std::optional<std::string> NormalizePciBusId(const std::string& bus_id) {

@@ -29,9 +29,9 @@ struct NodeTopology {
   std::vector<int> allowed_cpus;         // what the allocation grants (cgroup cpuset), ascending
 };
 
-// Reads this machine. allowed_cpus is hwloc's allowed cpuset: the cgroup/cpuset of the
+// Reads this machine (PCI devices only `with_gpus`). allowed_cpus is hwloc's allowed cpuset: the cgroup/cpuset of the
 // allocation, which a launcher's sched_setaffinity binding does not narrow.
-absl::StatusOr<NodeTopology> LoadThisNodeTopology();
+absl::StatusOr<NodeTopology> LoadThisNodeTopology(bool with_gpus = true);
 
 // Reads an hwloc XML export (`lstopo --of xml`); allowed_cpus is the file's allowed cpuset.
 absl::StatusOr<NodeTopology> LoadTopologyXml(const std::string& path);

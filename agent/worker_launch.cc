@@ -94,7 +94,9 @@ absl::Status WritePlacementFile(const v1::JoinResponse& job, const std::string& 
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return ErrnoStatus(errno, "cannot create directory", dir);
   }
-  return WriteFileAtomically(absl::StrCat(dir, "/node-", job.node_rank(), ".txt"), text);
+  // A record for people, written on the start-up path: no fsync (the workers wait for it).
+  return WriteFileAtomically(absl::StrCat(dir, "/node-", job.node_rank(), ".txt"), text,
+                             {.mode = 0644, .fsync = false});
 }
 
 }  // namespace dlaunch
