@@ -32,7 +32,7 @@ v1::JoinResponse Job() {
   job.set_max_restarts(3);
   job.mutable_worker()->add_argv("python");
   job.mutable_worker()->add_argv("train.py");
-  job.mutable_worker()->set_workdir("/work/dir");
+  job.mutable_worker()->set_workdir("/project/train");
   (*job.mutable_worker()->mutable_env())["LR"] = "0.1";
   return job;
 }
@@ -59,7 +59,7 @@ TEST(BuildStartRequestsTest, OneRequestPerSlotWithGlobalRanksArgvAndWorkdir) {
   EXPECT_EQ(requests[1].local_rank, 1);
   for (const auto& r : requests) {
     EXPECT_THAT(r.options.argv, ElementsAre("python", "train.py"));
-    EXPECT_EQ(r.options.workdir, "/work/dir");
+    EXPECT_EQ(r.options.workdir, "/project/train");
   }
 }
 
