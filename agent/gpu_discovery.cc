@@ -10,12 +10,6 @@
 
 namespace dlaunch {
 
-std::optional<std::string> ProcessGetenv(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
-}
-
 std::optional<int> NvmlDeviceCount() {
   // Loaded at run time so the agent binary has no CUDA dependency and starts on CPU nodes.
   void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -92,11 +86,11 @@ std::vector<std::string> ParseCudaVisibleDevices(const std::string& value) {
   return out;
 }
 
-GpuInventory DiscoverGpus(const GetenvFn& getenv) {
+GpuInventory DiscoverGpus(const EnvLookup& getenv) {
   return DiscoverGpus(getenv, NvmlDeviceCount);
 }
 
-GpuInventory DiscoverGpus(const GetenvFn& getenv, const GpuCountFn& nvml_count) {
+GpuInventory DiscoverGpus(const EnvLookup& getenv, const GpuCountFn& nvml_count) {
   GpuInventory inv;
   if (std::optional<std::string> cvd = getenv("CUDA_VISIBLE_DEVICES")) {
     inv.visible = ParseCudaVisibleDevices(*cvd);

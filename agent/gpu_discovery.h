@@ -22,12 +22,8 @@ struct GpuInventory {
   int count() const { return static_cast<int>(visible.size()); }
 };
 
-using GetenvFn = EnvLookup;  // the one environment lookup (common/environment.h)
 // Number of devices NVML reports, nullopt when NVML is unavailable or fails.
 using GpuCountFn = std::function<std::optional<int>()>;
-
-// The process environment, as a GetenvFn.
-std::optional<std::string> ProcessGetenv(const std::string& name);
 
 // Device count from libnvidia-ml.so.1 (dlopen'ed; nvmlInit_v2 + nvmlDeviceGetCount_v2).
 std::optional<int> NvmlDeviceCount();
@@ -44,8 +40,8 @@ std::vector<std::string> ParseCudaVisibleDevices(const std::string& value);
 
 // Discovers with the given environment; NVML is asked only when CUDA_VISIBLE_DEVICES is
 // unset.
-GpuInventory DiscoverGpus(const GetenvFn& getenv);
+GpuInventory DiscoverGpus(const EnvLookup& getenv);
 // Same, with an injected NVML (tests).
-GpuInventory DiscoverGpus(const GetenvFn& getenv, const GpuCountFn& nvml_count);
+GpuInventory DiscoverGpus(const EnvLookup& getenv, const GpuCountFn& nvml_count);
 
 }  // namespace dlaunch

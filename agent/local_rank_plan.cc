@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/environment.h"
 #include "common/host_identity.h"
 
 namespace dlaunch {
@@ -88,7 +89,7 @@ absl::StatusOr<std::vector<RankSlot>> PlanThisNode(const GpuInventory& gpus, Pla
     }
     return PlanLocalRanks(FlatTopology(own), own, gpus, std::move(req));
   }
-  const bool mpi_rank = StartedAsMpiRank(ProcessGetenv);
+  const bool mpi_rank = StartedAsMpiRank(ProcessEnvironment());
   const std::vector<int> cpus = PlanningCpus(topo->allowed_cpus, own, mpi_rank);
   if (note != nullptr) {
     *note = absl::StrCat("placement in CPUs ", CpuRanges(cpus), " (allocation ",

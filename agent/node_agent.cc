@@ -15,6 +15,7 @@
 #include "agent/worker_env.h"
 #include "agent/worker_launch.h"
 #include "common/command_runner.h"
+#include "common/environment.h"
 #include "common/file_io.h"
 #include "common/host_identity.h"
 #include "common/process.h"
@@ -56,7 +57,7 @@ void NodeAgent::Log(const std::string& line) const {
 }
 
 absl::Status NodeAgent::Start() {
-  GpuInventory gpus = DiscoverGpus(ProcessGetenv);
+  GpuInventory gpus = DiscoverGpus(ProcessEnvironment());
   auto joined = Join(gpus);
   if (!joined.ok()) return joined.status();
   job_ = *std::move(joined);

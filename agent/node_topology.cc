@@ -160,7 +160,7 @@ std::vector<int> PlanningCpus(const std::vector<int>& allocation,
   return out.empty() ? own_affinity : out;
 }
 
-bool StartedAsMpiRank(const GetenvFn& getenv) {
+bool StartedAsMpiRank(const EnvLookup& getenv) {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PALS_RANKID",
                           "SLURM_STEP_ID"}) {
     if (getenv(var)) return true;

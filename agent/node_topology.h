@@ -57,6 +57,6 @@ std::vector<int> PlanningCpus(const std::vector<int>& allocation,
 
 // True when an MPI-style launcher (Open MPI, MPICH hydra, Cray PALS, Slurm srun) started this
 // process as one of its ranks: their variables are set.
-bool StartedAsMpiRank(const GetenvFn& getenv);
+bool StartedAsMpiRank(const EnvLookup& getenv);
 
 }  // namespace dlaunch

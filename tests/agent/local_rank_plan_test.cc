@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "absl/strings/str_join.h"
+#include "common/environment.h"
 #include "gtest/gtest.h"
 
 namespace dlaunch {
@@ -211,7 +212,7 @@ TEST(LocalRankPlanTest, ThisNodePlanStaysInTheAllowedCpus) {
   auto topo = LoadThisNodeTopology();
   ASSERT_TRUE(topo.ok()) << topo.status();
   // Within the allocation always; within this process's affinity unless an MPI launcher bound it.
-  const std::vector<int> bound = StartedAsMpiRank(ProcessGetenv) ? topo->allowed_cpus : AllowedCpus();
+  const std::vector<int> bound = StartedAsMpiRank(ProcessEnvironment()) ? topo->allowed_cpus : AllowedCpus();
   for (const auto& s : *plan) {
     EXPECT_FALSE(s.cpus.empty());
     for (int c : s.cpus) {

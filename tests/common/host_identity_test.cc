@@ -30,6 +30,13 @@ TEST(RandomHexTest, HasTheLengthAskedAndOnlyHexDigits) {
   EXPECT_NE(RandomHex(32), h);
 }
 
+TEST(EnvironmentTest, ProcessEnvironmentReadsTheEnvironment) {
+  setenv("DLAUNCH_TEST_ENVIRONMENT", "x,y", 1);
+  EXPECT_EQ(ProcessEnvironment()("DLAUNCH_TEST_ENVIRONMENT"), "x,y");
+  unsetenv("DLAUNCH_TEST_ENVIRONMENT");
+  EXPECT_EQ(ProcessEnvironment()("DLAUNCH_TEST_ENVIRONMENT"), std::nullopt);
+}
+
 TEST(EnvironmentTest, MapEnvironmentAnswersOnlyItsVariables) {
   EnvLookup env = MapEnvironment({{"PBS_NODEFILE", "/var/spool/nodes"}});
   EXPECT_EQ(env("PBS_NODEFILE").value_or(""), "/var/spool/nodes");
