@@ -19,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "common/environment.h"
 #include "common/exit_codes.h"
+#include "common/file_io.h"
 #include "launcher/cli/cli_support.h"
 #include "launcher/cli/job_view.h"
 #include "launcher/jobdir/job_record.h"
@@ -47,7 +48,7 @@ constexpr char kCancelUsage[] =
     "  Cancels the scheduler job (qdel / scancel) and stops the job's launcher.\n";
 
 absl::StatusOr<SubmitRecord> LoadRecord(const std::string& job_dir) {
-  absl::StatusOr<std::string> text = ReadTextFile(job_dir + "/submit.json");
+  absl::StatusOr<std::string> text = ReadFile(job_dir + "/submit.json");
   if (!text.ok()) return text.status();
   return ParseSubmitRecord(*text);
 }
@@ -70,11 +71,11 @@ SchedulerClient ClientFor(const SubmitRecord& record) {
 // What dlaunch itself recorded in the job directory.
 JobFiles ReadJobFiles(const std::string& job_dir) {
   JobFiles files;
-  absl::StatusOr<std::string> events_text = ReadTextFile(job_dir + "/events.jsonl");
+  absl::StatusOr<std::string> events_text = ReadFile(job_dir + "/events.jsonl");
   files.events_present = events_text.ok();
   int bad = 0;
   if (events_text.ok()) files.events = ParseEvents(*events_text, &bad);
-  absl::StatusOr<std::string> summary_text = ReadTextFile(job_dir + "/summary.json");
+  absl::StatusOr<std::string> summary_text = ReadFile(job_dir + "/summary.json");
   if (summary_text.ok()) {
     absl::StatusOr<std::map<std::string, std::string>> summary =
         ParseJsonObjectFields(*summary_text);
@@ -133,7 +134,7 @@ std::map<int, std::string> RankLogs(const std::string& job_dir) {
 
 // True when launcher.json names a process on this host that no longer exists.
 bool LauncherGoneHere(const std::string& job_dir) {
-  absl::StatusOr<std::string> text = ReadTextFile(job_dir + "/launcher.json");
+  absl::StatusOr<std::string> text = ReadFile(job_dir + "/launcher.json");
   if (!text.ok()) return false;
   absl::StatusOr<LauncherInfo> info = ParseLauncherInfo(*text);
   if (!info.ok()) return false;
@@ -253,7 +254,7 @@ int RunCancelCommand(const std::vector<std::string>& args) {
   // refused), SIGTERM the launcher itself when it runs here; it stops its agents and workers.
   // Not both: the scheduler's cancel already signals the launcher, and a second SIGTERM tells
   // it to skip the stop grace period.
-  absl::StatusOr<std::string> info_text = ReadTextFile(*dir + "/launcher.json");
+  absl::StatusOr<std::string> info_text = ReadFile(*dir + "/launcher.json");
   if (!acted && info_text.ok() && !fs::exists(*dir + "/summary.json")) {
     absl::StatusOr<LauncherInfo> info = ParseLauncherInfo(*info_text);
     char host[256] = {0};

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/environment.h"
 #include "common/exit_codes.h"
+#include "common/file_io.h"
 #include "launcher/cli/cli_support.h"
 #include "launcher/jobdir/job_record.h"
 #include "launcher/spec/job_spec_parser.h"
@@ -167,7 +168,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
        std::vector<std::tuple<std::string, std::string, int>>{
            {job.ctx.resolved_spec_path, ResolvedJobYaml(job.spec), 0644},
            {script_path, job.script, 0755}}) {
-    absl::Status st = WriteTextFile(path, text, mode);
+    absl::Status st = WriteFileAtomically(path, text, {.mode = mode});
     if (!st.ok()) {
       std::cerr << "dlaunch: " << st.message() << "\n";
       return kExitLaunchError;
@@ -197,7 +198,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
       record.scheduler_job_id = *id;
     }
   }
-  absl::Status st = WriteTextFile(job.ctx.job_dir + "/submit.json", SubmitRecordToJson(record));
+  absl::Status st = WriteFileAtomically(job.ctx.job_dir + "/submit.json", SubmitRecordToJson(record));
   if (!st.ok()) {
     std::cerr << "dlaunch: " << st.message() << "\n";
     return kExitLaunchError;

@@ -191,7 +191,7 @@ std::vector<std::string> ListJobDirs(const std::string& job_root) {
   for (fs::directory_iterator it(job_root, ec), end; !ec && it != end; it.increment(ec)) {
     if (!it->is_directory(ec)) continue;
     std::string key;
-    absl::StatusOr<std::string> text = ReadTextFile((it->path() / "submit.json").string());
+    absl::StatusOr<std::string> text = ReadFile((it->path() / "submit.json").string());
     if (text.ok()) {
       absl::StatusOr<SubmitRecord> rec = ParseSubmitRecord(*text);
       if (rec.ok()) key = rec->submit_time;
@@ -210,12 +210,6 @@ std::vector<std::string> ListJobDirs(const std::string& job_root) {
   std::vector<std::string> out;
   for (auto& e : entries) out.push_back(std::move(e.path));
   return out;
-}
-
-absl::StatusOr<std::string> ReadTextFile(const std::string& path) { return ReadFile(path); }
-
-absl::Status WriteTextFile(const std::string& path, const std::string& text, int mode) {
-  return WriteFileAtomically(path, text, WriteOptions{mode, true});
 }
 
 }  // namespace dlaunch

@@ -66,10 +66,5 @@ absl::StatusOr<std::string> ResolveJobDir(const std::string& job, const std::str
 // Job directories under `job_root`, newest first (by submit.json time, else directory mtime).
 std::vector<std::string> ListJobDirs(const std::string& job_root);
 
-// The names `dlaunch submit/status/logs` use for common/file_io's ReadFile and
-// WriteFileAtomically. Defined out of line: tests/testing/test_files.h has its own
-// dlaunch::ReadFile, which must not meet common/file_io.h's in one translation unit.
-absl::StatusOr<std::string> ReadTextFile(const std::string& path);
-absl::Status WriteTextFile(const std::string& path, const std::string& text, int mode = 0644);
 
 }  // namespace dlaunch

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/file_io.h"
 #include "common/shell_quote.h"
 #include "launcher/jobdir/job_record.h"
 #include "launcher/spec/names.h"
@@ -333,7 +334,7 @@ absl::StatusOr<SiteProfile> LoadSiteProfile(const std::string& name, const SiteS
     }
   }
   absl::StatusOr<std::string> text =
-      file.empty() ? absl::NotFoundError("no profile file") : ReadTextFile(file);
+      file.empty() ? absl::NotFoundError("no profile file") : ReadFile(file);
   if (!text.ok()) {
     std::vector<std::string> known = ListSiteProfiles(path);
     return absl::NotFoundError(absl::StrCat(
@@ -360,7 +361,7 @@ absl::StatusOr<SiteProfile> LoadSiteProfile(const std::string& name, const SiteS
     std::error_code ec;
     if (fs::is_regular_file(candidate, ec)) {
       profile->template_path = fs::absolute(candidate, ec).lexically_normal().string();
-      absl::StatusOr<std::string> template_text = ReadTextFile(profile->template_path);
+      absl::StatusOr<std::string> template_text = ReadFile(profile->template_path);
       if (!template_text.ok()) {
         return absl::NotFoundError(
             absl::StrCat("cannot read template ", profile->template_path));
