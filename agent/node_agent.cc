@@ -186,7 +186,7 @@ int NodeAgent::ReportStarts(const std::vector<ChildSupervisor::StartRequest>& re
 
 v1::AgentMessage NodeAgent::Message() const {
   v1::AgentMessage m;
-  m.set_node_rank(job_.node_rank());
+  m.set_node_id(job_.node_id());
   m.set_agent_id(agent_id_);
   return m;
 }

@@ -112,7 +112,7 @@ class SessionReactor final : public SessionReactorBase {
     }
     if (!opened_) {
       opened_ = true;
-      node_ = in_.node_rank();
+      node_ = in_.node_id();
       service_->Post([h, id = id_, node = node_, out = outbox_] { h->HandleSessionOpened(id, node, out); });
     }
     service_->Post([h, id = id_, node = node_, msg = in_] { h->HandleAgentMessage(id, node, msg); });

@@ -44,6 +44,7 @@ v1::JoinResponse MakeJoinResponse(const v1::JoinResponse& response_template,
   v1::JoinResponse r = response_template;
   r.set_round(round.round);
   r.set_node_rank(assignment.node_rank);
+  r.set_node_id(assignment.node_rank);  // round 0: the identity is the first node rank
   r.set_nnodes(static_cast<int>(round.nodes.size()));
   r.set_rank_offset(assignment.rank_offset);
   r.set_local_world_size(assignment.local_world_size);
