@@ -82,14 +82,16 @@ absl::Status NodeAgent::Start() {
 }
 
 const absl::StatusOr<std::vector<RankSlot>>& NodeAgent::PlanRound() {
-  if (job_.local_world_size() == planned_local_world_size_) return plan_;
-  std::string note;
-  plan_ = PlanThisNode(gpus_, PlacementRequestFor(job_, options_.host), &note);
-  planned_local_world_size_ = job_.local_world_size();
+  if (job_.local_world_size() != planned_local_world_size_) {
+    plan_ = PlanThisNode(gpus_, PlacementRequestFor(job_, options_.host), &plan_note_);
+    planned_local_world_size_ = job_.local_world_size();
+    if (plan_.ok()) Log(plan_note_);
+  }
+  // Written every round: the node rank in the file's name and the global ranks may change.
+  // Not fatal: the plan is also in this log, line by line, as each rank starts.
   if (plan_.ok()) {
-    Log(note);
-    // Not fatal: the plan is also in this log, line by line, as each rank starts.
-    if (absl::Status st = WritePlacementFile(job_, PlacementText(job_, *plan_, note)); !st.ok()) {
+    if (absl::Status st = WritePlacementFile(job_, PlacementText(job_, *plan_, plan_note_));
+        !st.ok()) {
       Log(std::string(st.message()));
     }
   }

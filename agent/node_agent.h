@@ -109,6 +109,7 @@ class NodeAgent {
   std::string report_socket_;
   int planned_local_world_size_ = -1;
   absl::StatusOr<std::vector<RankSlot>> plan_ = std::vector<RankSlot>{};
+  std::string plan_note_;
   std::string agent_id_;
   // Per round: cleared when the next round's workers start.
   std::map<int, int> rank_of_pid_;
