@@ -167,13 +167,26 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
   }
   round_running_since_s_.reset();
   const RestartDecision d = policy_.OnFailure(root, checkpoint_step_, now_s);
+  // Excluding a node is to give the job better odds, not to end it: a node the job cannot do
+  // without (fewer than nodes.min left, spares counted) stays, and the crash-loop rule bounds it.
+  int available = 0;
+  for (const auto& [id, n] : nodes_) available += !n.gone && SessionOpen(n);
   for (int id : d.excluded) {
-    if (nodes_.count(id) && !nodes_[id].gone) {
-      Say(absl::StrCat("node ", id, " (", nodes_[id].host, ") excluded: it failed ",
-                       config_.restarts.node_failure_limit, " times"),
-          out);
-      Dismiss(id, "node_excluded", "failed too often", out);
+    if (!nodes_.count(id) || nodes_[id].gone) continue;
+    if (available - 1 < config_.min_nodes) {
+      out.push_back(AppendEvent{JsonLine()
+                                    .Add("event", "exclusion_skipped")
+                                    .Add("round", current_round())
+                                    .Add("node", id)
+                                    .Add("reason", "fewer than nodes.min nodes would remain")
+                                    .str()});
+      continue;
     }
+    --available;
+    Say(absl::StrCat("node ", id, " (", nodes_[id].host, ") excluded: it failed ",
+                     config_.restarts.node_failure_limit, " times"),
+        out);
+    Dismiss(id, "node_excluded", "failed too often", out);
   }
   out.push_back(AppendEvent{JsonLine()
                                 .Add("event", "restart_decision")

@@ -413,6 +413,17 @@ TEST_F(JobStateRoundsTest, ANodeThatFailsTwiceIsExcluded) {
   EXPECT_TRUE(All<SendStop>(back)[0].exit);
 }
 
+TEST_F(JobStateRoundsTest, ANodeTheJobCannotDoWithoutIsNotExcluded) {
+  Begin(1, {.max_restarts = 5, .backoff_max_s = 0, .crash_loop_limit = 3, .node_failure_limit = 2});
+  FailAndEnd(0, 0, 0, 4, {0}, 2);
+  JobActions second = FailAndEnd(1, 0, 0, 4, {0}, 3);
+  EXPECT_THAT(Events(second), HasSubstr("\"event\":\"exclusion_skipped\",\"round\":1,\"node\":0"));
+  EXPECT_THAT(Printed(second), HasSubstr("restarting: round 2 (restart 2 of 5)"));
+  // The crash-loop rule ends it instead.
+  JobActions third = FailAndEnd(2, 0, 0, 4, {0}, 4);
+  EXPECT_THAT(Printed(third), HasSubstr("not restarting: crash loop: the same failure 3 times"));
+}
+
 TEST_F(JobStateRoundsTest, WithoutRestartsTheFinalStopTellsAgentsToExit) {
   Begin(2, {.max_restarts = 0});
   JobActions a = state_->OnAgentMessage(1, Worker(0, 3, v1::WorkerEvent::FAILED, 3), 4);
