@@ -141,6 +141,9 @@ JobActions JobState::OnSessionOpened(int node, int session, double now_s) {
     n.told_to_exit = true;
     out.push_back(SendStop{{node}, Ms(config_.stop_grace_s), n.gone ? "no longer in the job" : failure_,
                            {}, current_round(), true});
+  } else if (round_stop_ && NodeRankOf(node) >= 0) {
+    // A member late to open its session while its round stops: it is to stop too.
+    out.push_back(SendStop{{node}, Ms(config_.stop_grace_s), "restarting", {}, current_round(), false});
   }
   return out;
 }

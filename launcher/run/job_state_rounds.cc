@@ -134,7 +134,8 @@ void JobState::AdvanceRestart(double now_s, JobActions& out) {
     bool all_ended = true;
     for (int id : members_) {
       const Node& n = nodes_[id];
-      all_ended &= n.gone || !SessionOpen(n) || n.ended_round == current_round();
+      // A member whose session has not opened yet may still: it is waited for until the deadline.
+      all_ended &= n.gone || n.session_ended || n.ended_round == current_round();
     }
     if (!all_ended && now_s < round_stop_->deadline_s) return;
     round_stop_.reset();
@@ -154,7 +155,9 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
   for (int id : members_) {
     const Node& n = nodes_[id];
     if (n.gone) continue;
-    if (!SessionOpen(n)) {
+    if (n.session < 0) {
+      Dismiss(id, "node_dropped", "it never opened its session", out);
+    } else if (!SessionOpen(n)) {
       Dismiss(id, "node_dropped", "its session ended", out);
     } else if (n.ended_round != current_round()) {
       Dismiss(id, "node_dropped", "it did not end its round in time", out);

@@ -29,6 +29,13 @@ std::string Worker(const std::string& out, const std::string& action, const std:
       "> ", out, "/rank-$RANK.round-$DLAUNCH_ROUND; ", action, "; sleep ", linger);
 }
 
+// Shell: waits (up to 20 s) until `n` ranks wrote their file of round 0, so a failure injected
+// after it cannot stop a rank before that rank has recorded what it saw.
+std::string AfterRoundZeroWritten(const std::string& out, int n) {
+  return absl::StrCat("i=0; while [ $(ls ", out, " | grep -c round-0) -lt ", n,
+                      " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done");
+}
+
 class RestartTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -71,7 +78,9 @@ class RestartTest : public ::testing::Test {
 TEST_F(RestartTest, AWorkerKilledInRoundZeroIsRestartedAndTheJobSucceeds) {
   // Rank 1 kills itself in round 0; the others would outlive it, so they are stopped.
   auto run = Start(2, 2,
-                   Worker(out_, "if [ $DLAUNCH_ROUND = 0 ] && [ $RANK = 1 ]; then kill -9 $$; fi",
+                   Worker(out_,
+                          absl::StrCat("if [ $DLAUNCH_ROUND = 0 ] && [ $RANK = 1 ]; then ",
+                                       AfterRoundZeroWritten(out_, 4), "; kill -9 $$; fi"),
                           "$((3 - 3 * DLAUNCH_ROUND)).5"),
                    {"--max-restarts", "2"});
   auto code = run->Wait(seconds(60));
@@ -134,7 +143,9 @@ TEST_F(RestartTest, ACrashLoopEndsTheJobBeforeTheBudget) {
 TEST_F(RestartTest, ASpareTakesTheKilledAgentsPlace) {
   // Rank 2 (node 1) kills its own agent in round 0; the spare replaces node 1.
   auto run = Start(2, 2,
-                   Worker(out_, "if [ $DLAUNCH_ROUND = 0 ] && [ $RANK = 2 ]; then kill -9 $PPID; fi",
+                   Worker(out_,
+                          absl::StrCat("if [ $DLAUNCH_ROUND = 0 ] && [ $RANK = 2 ]; then ",
+                                       AfterRoundZeroWritten(out_, 4), "; kill -9 $PPID; fi"),
                           "$((3 - 3 * DLAUNCH_ROUND)).5"),
                    {"--max-restarts", "1", "--spares", "1"});
   auto code = run->Wait(seconds(60));

@@ -323,6 +323,31 @@ TEST_F(JobStateRoundsTest, AMemberThatNeverEndsItsRoundIsDroppedAndRanksAreCompa
   EXPECT_THAT(Events(back), Not(HasSubstr("failure_detected")));
 }
 
+TEST_F(JobStateRoundsTest, AMemberLateToOpenItsSessionIsStoppedNotDropped) {
+  JobConfig c;
+  c.hosts = {"n0", "n1"};
+  c.restarts.max_restarts = 1;
+  c.stop_grace_s = 2;
+  JobState s(c);
+  s.OnStarted({"dlaunch-agent", "dlaunch-agent"}, 0);
+  RoundResult r;
+  r.nodes = {Node(0, 1), Node(1, 1)};
+  r.assignments = {{0, 0, 1}, {1, 1, 1}};
+  r.world_size = 2;
+  s.OnRendezvousClosed(r, 1);
+  s.OnSessionOpened(1, 101, 1);
+  s.OnAgentMessage(1, Worker(0, 1, v1::WorkerEvent::FAILED, 1), 1.1);
+  // Node 0 opens its session only now: it hears the round's stop, and the round waits for it.
+  JobActions opened = s.OnSessionOpened(0, 100, 1.2);
+  auto stop = All<SendStop>(opened);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_FALSE(stop[0].exit);
+  s.OnAgentMessage(1, RoundEnded(0, 40001), 1.3);
+  JobActions start = s.OnAgentMessage(0, RoundEnded(0, 40000), 1.4);
+  ASSERT_EQ(All<SendStartRound>(start).size(), 1u);
+  EXPECT_THAT(All<SendStartRound>(start)[0].node_ids, ElementsAre(0, 1));
+}
+
 TEST_F(JobStateRoundsTest, ALostAgentLeavesTheJobWhileNodesMinRemain) {
   Begin(3, {.max_restarts = 2}, /*min_nodes=*/2);
   JobActions a = state_->OnSessionEnded(2, 102, 4);
