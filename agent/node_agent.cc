@@ -288,7 +288,7 @@ void NodeAgent::OnCommand(const v1::LauncherCommand& cmd) {
   } else if (cmd.has_start()) {
     next_place_ = cmd.start().place();
     Apply(state_->OnStartRound(cmd.start().place().round()));
-    next_place_.reset();  // refused: the current place stays
+    next_place_.reset();  // StartRoundWorkers took it, or the state refused it
   }
 }
 

@@ -165,6 +165,40 @@ class WorkerProcessTest : public ::testing::Test {
     return results;
   }
 
+  // Runs `dlaunch run` with `args` and this process's environment, output to a log in dir_;
+  // its exit code (-1 when killed, or at the deadline) and that log.
+  RankResult RunDlaunch(const std::vector<std::string>& args, std::chrono::seconds timeout) {
+    std::vector<std::string> argv_strings = {std::string(DLAUNCH_BIN_DIR) + "/dlaunch", "run"};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : argv_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const std::string log = dir_ + "/dlaunch." + std::to_string(run_counter_++) + ".log";
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    pid_t pid;
+    EXPECT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    RankResult result;
+    const auto deadline = Clock::now() + timeout;
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) != pid) {
+      if (Clock::now() > deadline) {
+        // SIGINT: dlaunch stops its agents and workers before it exits.
+        kill(pid, SIGINT);
+        waitpid(pid, &status, 0);
+        ADD_FAILURE() << "dlaunch run did not finish within " << timeout.count() << " s";
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+    result.log = ReadText(log);
+    return result;
+  }
+
   static void ExpectAllSucceeded(const std::vector<RankResult>& results) {
     for (size_t r = 0; r < results.size(); ++r) {
       EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << " signal " << results[r].signal
@@ -252,6 +286,35 @@ TEST_F(WorkerProcessTest, KilledRunResumesToTheSameParameters) {
   EXPECT_NE(ReadText(dir_ + "/s.json").find("\"start_step\": 6"), std::string::npos);
   EXPECT_TRUE(ReadText(dir_ + "/straight0") == ReadText(dir_ + "/resumed0"));
   EXPECT_TRUE(ReadText(dir_ + "/straight1") == ReadText(dir_ + "/resumed1"));
+}
+
+TEST_F(WorkerProcessTest, ARestartedDlaunchJobResumesToTheSameParameters) {
+  // Two nodes of one rank each under dlaunch with one restart: in round 0 both ranks kill
+  // themselves after step 7 (checkpoint at 6), round 1 resumes from it on the same agents and
+  // must end where an uninterrupted run ends.
+  const auto base = MlpArgs(32, "0.05", 12);
+  auto straight = RunRanks(2, With(base, {"--save-params", dir_ + "/straight{rank}"}));
+  ExpectAllSucceeded(straight);
+
+  std::string worker = std::string(DLAUNCH_WORKER_BIN);
+  for (const std::string& a : With(base, {"--checkpoint-dir", dir_ + "/ckpt", "--checkpoint-every",
+                                          "3", "--save-params", dir_ + "/restarted$RANK"})) {
+    worker += " " + a;
+  }
+  const std::string script = "if [ \"$DLAUNCH_ROUND\" = 0 ]; then exec " + worker +
+                             " --fail-at-step 7; fi; exec " + worker;
+  RankResult run = RunDlaunch({"--nnodes", "2", "--nproc-per-node", "1", "--job-dir",
+                               dir_ + "/job", "--heartbeat", "1", "--grace", "2",
+                               "--max-restarts", "1", "--", "/bin/sh", "-c", script},
+                              std::chrono::seconds(300));
+  ASSERT_EQ(run.exit_code, 0) << run.log;
+  EXPECT_NE(run.log.find("round 1 running"), std::string::npos) << run.log;
+  const std::string rank0 = ReadText(dir_ + "/job/logs/rank-0.log");
+  EXPECT_NE(rank0.find("restart 1: resuming from the newest complete checkpoint"),
+            std::string::npos) << rank0;
+  EXPECT_NE(rank0.find("resumed from step 6"), std::string::npos) << rank0;
+  EXPECT_TRUE(ReadText(dir_ + "/straight0") == ReadText(dir_ + "/restarted0"));
+  EXPECT_TRUE(ReadText(dir_ + "/straight1") == ReadText(dir_ + "/restarted1"));
 }
 
 TEST_F(WorkerProcessTest, TornNewestCheckpointIsNotLoaded) {

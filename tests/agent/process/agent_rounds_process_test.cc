@@ -81,9 +81,13 @@ class AgentRoundsProcessTest : public ::testing::Test {
 };
 
 TEST_F(AgentRoundsProcessTest, AFailedRoundRestartsOnTheSameAgentsWithTheNextRoundsEnvironment) {
-  // Round 0: rank 1 fails, rank 0 waits to be stopped. Round 1: both succeed.
+  // Round 0: rank 1 fails, rank 0 waits to be stopped. Round 1: both succeed. Rank 1 fails a
+  // second in, once every agent's session is surely open: a failure before that is the
+  // launcher's rendezvous race, not what this test is about.
   const std::string script = RecordingWorker(
-      tmp_, "if [ \"$DLAUNCH_ROUND\" = 0 ]; then [ \"$RANK\" = 1 ] && exit 3; sleep 60; fi; exit 0");
+      tmp_,
+      "if [ \"$DLAUNCH_ROUND\" = 0 ]; then [ \"$RANK\" = 1 ] && sleep 1 && exit 3; sleep 60; fi;"
+      " exit 0");
   auto run = Run(2, script, {"--max-restarts", "1"});
   auto code = run->Wait(seconds(120));
   ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish\n" << AgentLogs(*run);
