@@ -1,8 +1,8 @@
 // JobState: the launcher's decisions about one job, torchelastic/Flux style. Each event (the
 // rendezvous closed, an agent's session opened or ended, a worker event or report, a node
 // launcher exited, a tick, a signal) updates the state and returns the actions to take: print,
-// append to events.jsonl or metrics.jsonl, tell nodes to stop, stop or kill the node launchers,
-// arm the stop deadline, finish. Time comes in as seconds since the job started; no clocks,
+// append to events.jsonl or metrics.jsonl, tell nodes to stop or to start a restart round,
+// stop or kill the node launchers, arm the stop deadline, finish. Time comes in as seconds since the job started; no clocks,
 // threads or I/O, so every rule is unit-tested with synthetic times. JobController applies the
 // actions. Effects are idempotent: repeating a stop never moves the kill deadline later.
 #pragma once
