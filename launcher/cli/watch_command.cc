@@ -6,6 +6,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <grpcpp/grpcpp.h>
 
@@ -143,7 +144,7 @@ int RunWatchCommand(const std::vector<std::string>& args) {
   if (isatty(STDOUT_FILENO)) terminal = std::make_unique<LiveTerminal>(STDOUT_FILENO, STDERR_FILENO);
   bool ended = false;
   std::vector<std::string> last_table;
-  auto last_plain = std::chrono::steady_clock::time_point::min();
+  std::optional<std::chrono::steady_clock::time_point> last_plain;
   absl::Status st = StreamSnapshots(*endpoint, [&](const v1::JobSnapshot& s) {
     ended = s.ended();
     if (terminal) {
@@ -152,7 +153,7 @@ int RunWatchCommand(const std::vector<std::string>& args) {
       return true;
     }
     auto now = std::chrono::steady_clock::now();
-    if (ended || now - last_plain >= kPlainPeriod) {
+    if (ended || !last_plain || now - *last_plain >= kPlainPeriod) {
       last_plain = now;
       if (last_table.size() > 0) std::cout << "\n";
       last_table = RenderLiveTable(s, kPlainWidth, kPlainHeight);
