@@ -36,7 +36,7 @@ std::string JobLine(const v1::JobSnapshot& s) {
 std::string ProgressLine(const v1::JobSnapshot& s, int width) {
   double done = std::clamp(static_cast<double>(s.step()) / s.total_steps(), 0.0, 1.0);
   std::string tail = absl::StrFormat(" %5.1f%%  step %d/%d", done * 100, s.step(), s.total_steps());
-  if (s.eta_s() >= 0) absl::StrAppend(&tail, "  ETA ", FormatClock(s.eta_s()));
+  if (s.eta_s() >= 0 && !s.ended()) absl::StrAppend(&tail, "  ETA ", FormatClock(s.eta_s()));
   int bar = std::clamp(width - static_cast<int>(tail.size()) - 2, 10, 50);
   int filled = static_cast<int>(std::floor(done * bar));
   return absl::StrCat("[", std::string(filled, '#'), std::string(bar - filled, '-'), "]", tail);

@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <fstream>
 
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "dlaunch/control.grpc.pb.h"
 #include "tests/integration/test_process.h"
 
 namespace dlaunch::testing {
@@ -58,10 +60,22 @@ TEST_F(WatchTest, WatchAndStatusSeeTheRunningJobAndTheSummaryAfterIt) {
   ASSERT_TRUE(WaitFor([&] { return Reporting(); }, seconds(60)))
       << run->Stdout() << run->Stderr();
 
-  // The endpoint in launcher.json is the one other hosts use, not loopback only, when this host
-  // has another address.
+  // launcher.json names the endpoint that watchers use.
   std::string info = ReadFile(job_dir_ + "/launcher.json");
-  EXPECT_NE(info.find("\"address\":\""), std::string::npos) << info;
+  size_t at = info.find("\"address\":\"");
+  ASSERT_NE(at, std::string::npos) << info;
+  const std::string address = info.substr(at + 11, info.find('"', at + 11) - at - 11);
+
+  // The Watch call itself, without the token: refused.
+  {
+    auto stub = v1::Control::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + seconds(20));
+    auto reader = stub->Watch(&ctx, v1::WatchRequest());
+    v1::JobSnapshot snapshot;
+    EXPECT_FALSE(reader->Read(&snapshot));
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
 
   auto status = Dlaunch({"status", job_dir_});
   ASSERT_EQ(status->Wait(seconds(30)), 0) << status->Stdout() << status->Stderr();

@@ -84,6 +84,9 @@ TEST(LiveTableTest, ProgressBarAndEtaWhenTheTotalIsKnown) {
   size_t filled = std::count(bar.begin(), bar.end(), '#');
   EXPECT_EQ(filled, static_cast<size_t>(bar.size() * 0.4));
 
+  s.set_ended(true);  // an ended job has no ETA
+  EXPECT_THAT(RenderLiveTable(s, 80, 40)[1], AllOf(HasSubstr("40.0%"), Not(HasSubstr("ETA"))));
+  s.set_ended(false);
   s.set_eta_s(-1);  // no step rate yet
   EXPECT_THAT(RenderLiveTable(s, 80, 40)[1], Not(HasSubstr("ETA")));
   s.set_total_steps(0);
