@@ -11,8 +11,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "common/exit_codes.h"
 #include "common/file_io.h"
 #include "dlaunch/control.grpc.pb.h"
