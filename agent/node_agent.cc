@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "agent/gpu_monitor.h"
 #include "agent/report_merge.h"
 #include "agent/worker_env.h"
 #include "agent/worker_launch.h"
@@ -378,6 +379,10 @@ void NodeAgent::Heartbeat() {
   for (auto& [rank, r] : pending_reports_) *hb->add_reports() = std::move(r);
   pending_reports_.clear();
   for (const auto& [rank, n] : output_lines_) (*hb->mutable_output_lines())[rank] = n;
+  // Opened once: an agent process serves one job on one node.
+  static const std::unique_ptr<GpuMonitor> gpu_monitor =
+      GpuMonitor::Load(DiscoverGpus(ProcessEnvironment()).visible);
+  AddGpuSamples(gpu_monitor->Sample(), hb);
   client_->Send(std::move(msg));
 }
 

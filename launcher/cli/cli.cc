@@ -9,6 +9,7 @@
 #include "launcher/cli/job_commands.h"
 #include "launcher/cli/run_command.h"
 #include "launcher/cli/submit_command.h"
+#include "launcher/cli/watch_command.h"
 
 namespace dlaunch {
 namespace {
@@ -22,6 +23,7 @@ constexpr char kUsage[] =
     "  script job.yaml [--site NAME]            print the batch script (nothing submitted)\n"
     "  submit job.yaml [--site NAME]            write the batch script, submit it, print the job id\n"
     "  status [JOB]                             scheduler state and dlaunch events of a job\n"
+    "  watch JOB                                live table of a running job, from any host\n"
     "  logs JOB [--rank N] [--follow]           per-rank logs of a job\n"
     "  cancel JOB                               stop a job (scheduler and launcher)\n"
     "  version                                  print the version\n"
@@ -54,6 +56,7 @@ const std::vector<CommandEntry>& Commands() {
       {{"script"}, RunScriptCommand},
       {{"submit"}, RunSubmitCommand},
       {{"status"}, RunStatusCommand},
+      {{"watch"}, RunWatchCommand},
       {{"logs"}, RunLogsCommand},
       {{"cancel"}, RunCancelCommand},
       {{"version", "--version"}, PrintVersion},

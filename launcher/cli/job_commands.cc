@@ -22,6 +22,7 @@
 #include "common/file_io.h"
 #include "launcher/cli/cli_support.h"
 #include "launcher/cli/job_view.h"
+#include "launcher/cli/watch_command.h"
 #include "launcher/jobdir/job_record.h"
 #include "launcher/submit/scheduler_client.h"
 #include "launcher/submit/site_profile.h"
@@ -38,7 +39,8 @@ constexpr std::chrono::milliseconds kFollowPoll(250);
 constexpr char kStatusUsage[] =
     "usage: dlaunch status [JOB]\n"
     "  JOB is a job id under $DLAUNCH_JOB_ROOT (default runs/) or a job directory.\n"
-    "  Without JOB, lists recent jobs.\n";
+    "  Without JOB, lists recent jobs. Of a running job, also one live table from its\n"
+    "  launcher (see `dlaunch watch`).\n";
 constexpr char kLogsUsage[] =
     "usage: dlaunch logs JOB [--rank N] [--follow]\n"
     "  Prints runs/JOB/logs/rank-N.log; all ranks, each line prefixed, without --rank.\n"
@@ -111,7 +113,9 @@ int ShowJob(const std::string& job_arg, const std::string& root) {
   if (rec.ok() && !rec->dry_run && !rec->scheduler_job_id.empty()) {
     answer = ClientFor(*rec).Query(rec->scheduler_job_id, *dir);
   }
-  std::cout << FormatJobStatus(*dir, rec, answer, ReadJobFiles(*dir), kStatusEvents);
+  JobFiles files = ReadJobFiles(*dir);
+  std::cout << FormatJobStatus(*dir, rec, answer, files, kStatusEvents);
+  if (!JobEnded(files)) PrintLiveStatus(*dir, std::cout);
   return answer.has_value() && !answer->ok() ? kExitLaunchError : kExitOk;
 }
 

@@ -19,6 +19,8 @@
 #include "launcher/run/allocation.h"
 #include "launcher/run/control_service.h"
 #include "launcher/run/job_controller.h"
+#include "launcher/run/live_terminal.h"
+#include "launcher/run/live_view.h"
 #include "launcher/run/node_launch.h"
 #include "launcher/run/run_plan.h"
 #include "launcher/spec/job_spec_parser.h"
@@ -177,15 +179,22 @@ int RunRunCommand(const std::vector<std::string>& args) {
   job.restarts = MakeRestartSettings(*spec);
   job.min_nodes = plan->min_nodes;
   job.master_port = spec->master_port;
+  // On a terminal the live table stays drawn below the output (docs/live-view.md).
+  std::unique_ptr<LiveTerminal> terminal;
+  if (isatty(STDOUT_FILENO)) terminal = std::make_unique<LiveTerminal>(STDOUT_FILENO, STDERR_FILENO);
   JobController controller(io, JobSettings{job, *dir, MakeRendezvousConfig(*spec, *plan),
                                            MakeJoinTemplate(*spec, placement),
                                            spec->max_restarts > 0 || !plan->spare_hosts.empty()},
-                           std::cout, std::cerr);
-  ControlService service(token, io, &controller);
+                           terminal ? terminal->out() : std::cout,
+                           terminal && isatty(STDERR_FILENO) ? terminal->err() : std::cerr);
+  LiveView live(io, job_id, static_cast<int>(plan->hosts.size()), &controller, terminal.get());
+  ControlService service(token, io, &live);
+  service.SetWatchHandler(&live);
 
-  // Locally the control endpoint stays on loopback; across hosts it listens everywhere.
+  // The endpoint listens everywhere, so `dlaunch watch` reaches it from other hosts (the login
+  // node); local agents still use loopback.
   const bool local = plan->node_launcher == "local";
-  const std::string listen = absl::StrCat(local ? "127.0.0.1" : "0.0.0.0", ":", spec->control_port);
+  const std::string listen = absl::StrCat("0.0.0.0:", spec->control_port);
   int bound_port = 0;
   std::unique_ptr<grpc::Server> server = StartControlServer(listen, &service, &bound_port);
   if (!server) return Fail(kExitLaunchError, absl::StrCat("cannot listen on ", listen));
@@ -193,11 +202,19 @@ int RunRunCommand(const std::vector<std::string>& args) {
                                  : local                      ? "127.0.0.1"
                                                               : AdvertisedAddress(self_host);
   const std::string control = absl::StrCat(advertised, ":", bound_port);
-  absl::Status st = dir->WriteLauncherInfo({static_cast<int>(getpid()), self_host, control});
+  const std::string reachable =
+      local && flags->control_addr.empty()
+          ? absl::StrCat(AdvertisedAddress(self_host), ":", bound_port)
+          : control;
+  absl::Status st = dir->WriteLauncherInfo({static_cast<int>(getpid()), self_host, reachable});
   auto commands = LaunchCommands(*flags, *spec, *plan, *dir, placement.workdir, control);
   if (st.ok() && !commands.ok()) st = commands.status();
   if (st.ok()) st = controller.Start(*commands);
-  if (st.ok()) io.run();
+  if (st.ok()) {
+    live.Start();
+    io.run();
+  }
+  live.End(st.ok() ? controller.exit_code() : kExitLaunchError);
   // Answer what is still posted (waiting Joins get CANCELLED), then close the endpoint.
   service.StopPosting();
   io.restart();

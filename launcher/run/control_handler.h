@@ -41,4 +41,22 @@ class ControlHandler {
   virtual void HandleRefused(const std::string& peer, const std::string& method) = 0;
 };
 
+// The launcher-to-watcher half of one Watch call (`dlaunch watch`, `dlaunch status`).
+class SnapshotSink {
+ public:
+  virtual ~SnapshotSink() = default;
+  // Queues `snapshot` and returns at once; a snapshot not yet written is replaced by a newer
+  // one. The stream ends OK after a snapshot with `ended` set; later ones are dropped.
+  virtual void Send(const v1::JobSnapshot& snapshot) = 0;
+  // The watcher went away (or the stream ended): stop sending.
+  virtual bool closed() const = 0;
+};
+
+// What the launcher does with Watch calls, on the event loop's thread.
+class WatchHandler {
+ public:
+  virtual ~WatchHandler() = default;
+  virtual void HandleWatch(std::shared_ptr<SnapshotSink> sink) = 0;
+};
+
 }  // namespace dlaunch

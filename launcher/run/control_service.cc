@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/host_identity.h"
+#include "launcher/run/watch_reactor.h"
 #include "proto/grpc_status.h"
 
 namespace dlaunch {
@@ -196,6 +197,22 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* ControlService::
     grpc::CallbackServerContext* ctx) {
   if (!Authorized(ctx, "Session")) return new RefusedSession();
   return new SessionReactor(this, next_session_id_++);
+}
+
+grpc::ServerWriteReactor<v1::JobSnapshot>* ControlService::Watch(grpc::CallbackServerContext* ctx,
+                                                                 const v1::WatchRequest*) {
+  if (!Authorized(ctx, "Watch")) {
+    return RefusedWatch(
+        grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
+  }
+  if (watch_handler_ == nullptr) {
+    return RefusedWatch(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no live view here"));
+  }
+  auto* reactor = new WatchReactor();
+  if (!Post([h = watch_handler_, sink = reactor->sink()] { h->HandleWatch(sink); })) {
+    reactor->Refuse(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the job has ended"));
+  }
+  return reactor;
 }
 
 }  // namespace dlaunch

@@ -27,6 +27,11 @@ class ControlService final : public v1::Control::CallbackService {
                                  v1::JoinResponse* resp) override;
   grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* Session(
       grpc::CallbackServerContext* ctx) override;
+  grpc::ServerWriteReactor<v1::JobSnapshot>* Watch(grpc::CallbackServerContext* ctx,
+                                                   const v1::WatchRequest* req) override;
+
+  // Where Watch calls go (on the loop); without one they are answered UNIMPLEMENTED.
+  void SetWatchHandler(WatchHandler* handler) { watch_handler_ = handler; }
 
   // Stops posting to the loop: a Join that arrives later is answered CANCELLED at once. Call
   // once the loop has stopped, then run what was already posted (io.restart(); io.poll()) so
@@ -43,6 +48,7 @@ class ControlService final : public v1::Control::CallbackService {
   const std::string token_;
   boost::asio::io_context& io_;
   ControlHandler* handler_;
+  WatchHandler* watch_handler_ = nullptr;
   std::mutex mu_;  // orders Post against StopPosting
   bool posting_ = true;
   std::atomic<int> next_session_id_{0};

@@ -11,6 +11,7 @@
 //                      and, when it breaks, exits 1 the way Gloo does when a peer died
 //   --report-every S   while sleeping, send a report (steps 2, 3, ...) every S seconds
 //   --stop-rank R      rank R stops itself with SIGSTOP after --stop-after reports (default 3)
+//   --total-steps N    reports carry total_steps N (the live view's progress bar)
 #include <arpa/inet.h>
 #include <signal.h>
 #include <netdb.h>
@@ -95,6 +96,8 @@ bool Barrier(int rank, int world) {
   return false;
 }
 
+long g_total_steps = 0;
+
 bool SendReport(int rank, long step = 1) {
   const char* path = std::getenv("DLAUNCH_REPORT_SOCKET");
   if (!path) return false;
@@ -105,7 +108,8 @@ bool SendReport(int rank, long step = 1) {
   if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) return false;
   std::string line = "{\"kind\": \"STEP\", \"step\": " + std::to_string(step) +
                      ", \"samples\": 64, \"interval_s\": 0.5, "
-                     "\"loss\": 0.25, \"samplesPerSec\": 128, \"custom_field\": 7}\n";
+                     "\"loss\": 0.25, \"samplesPerSec\": 128, \"custom_field\": 7, "
+                     "\"total_steps\": " + std::to_string(g_total_steps) + "}\n";
   bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   close(fd);
   return ok;
@@ -132,6 +136,7 @@ int main(int argc, char** argv) {
     else if (a == "--report-every" && i + 1 < argc) report_every_s = std::atof(argv[++i]);
     else if (a == "--stop-rank" && i + 1 < argc) stop_rank = std::atoi(argv[++i]);
     else if (a == "--stop-after" && i + 1 < argc) stop_after = std::atoi(argv[++i]);
+    else if (a == "--total-steps" && i + 1 < argc) g_total_steps = std::atol(argv[++i]);
     else {
       std::cerr << "probe: unknown argument " << a << std::endl;
       return 2;

@@ -1,0 +1,85 @@
+#include "agent/gpu_monitor.h"
+
+#include <dlfcn.h>
+
+namespace dlaunch {
+namespace {
+
+constexpr int kNvmlSuccess = 0;
+constexpr uint64_t kMiB = 1024 * 1024;
+
+bool AllDigits(const std::string& s) {
+  return !s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+template <typename Fn>
+void Resolve(void* library, const char* name, Fn* fn) {
+  *fn = reinterpret_cast<Fn>(dlsym(library, name));
+}
+
+}  // namespace
+
+std::unique_ptr<GpuMonitor> GpuMonitor::Load(const std::vector<std::string>& visible,
+                                             const std::string& library) {
+  NvmlApi api;
+  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib != nullptr) {
+    Resolve(lib, "nvmlInit_v2", &api.init);
+    Resolve(lib, "nvmlShutdown", &api.shutdown);
+    Resolve(lib, "nvmlDeviceGetHandleByIndex_v2", &api.by_index);
+    Resolve(lib, "nvmlDeviceGetHandleByUUID", &api.by_uuid);
+    Resolve(lib, "nvmlDeviceGetUtilizationRates", &api.utilization);
+    Resolve(lib, "nvmlDeviceGetMemoryInfo", &api.memory);
+  }
+  return std::make_unique<GpuMonitor>(api, visible, lib);
+}
+
+GpuMonitor::GpuMonitor(const NvmlApi& api, const std::vector<std::string>& visible, void* library)
+    : api_(api), library_(library) {
+  if (!api_.init || !api_.shutdown || !api_.by_index || !api_.by_uuid || !api_.utilization ||
+      !api_.memory || api_.init() != kNvmlSuccess) {
+    return;
+  }
+  initialized_ = true;
+  for (const std::string& entry : visible) {
+    NvmlApi::Device device = nullptr;
+    int rc = -1;
+    if (entry.rfind("GPU-", 0) == 0) {
+      rc = api_.by_uuid(entry.c_str(), &device);
+    } else if (AllDigits(entry)) {
+      rc = api_.by_index(static_cast<unsigned int>(std::stoul(entry)), &device);
+    }
+    if (rc == kNvmlSuccess) devices_.emplace_back(entry, device);
+  }
+}
+
+GpuMonitor::~GpuMonitor() {
+  if (initialized_) api_.shutdown();
+  if (library_ != nullptr) dlclose(library_);
+}
+
+std::vector<GpuReading> GpuMonitor::Sample() const {
+  std::vector<GpuReading> readings;
+  for (const auto& [entry, device] : devices_) {
+    NvmlApi::Utilization util{};
+    NvmlApi::Memory mem{};
+    if (api_.utilization(device, &util) != kNvmlSuccess ||
+        api_.memory(device, &mem) != kNvmlSuccess) {
+      continue;  // a GPU that cannot answer now (lost, or in reset) is left out of this sample
+    }
+    readings.push_back(GpuReading{entry, static_cast<double>(util.gpu), mem.used, mem.total});
+  }
+  return readings;
+}
+
+void AddGpuSamples(const std::vector<GpuReading>& readings, v1::Heartbeat* heartbeat) {
+  for (const GpuReading& r : readings) {
+    v1::GpuSample* s = heartbeat->add_gpus();
+    s->set_device(r.device);
+    s->set_utilization_pct(r.utilization_pct);
+    s->set_memory_used_mib(static_cast<int64_t>(r.memory_used_bytes / kMiB));
+    s->set_memory_total_mib(static_cast<int64_t>(r.memory_total_bytes / kMiB));
+  }
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,74 @@
+// GpuMonitor: utilisation and memory of the node's visible GPUs for the heartbeat, read through
+// NVML loaded at run time (dlopen of libnvidia-ml.so.1), so the agent keeps no CUDA dependency:
+// without the library (CPU nodes, build machines) it reads nothing and heartbeats carry no GPU
+// samples. The NVML entry points sit in a table, so a test drives the monitor with fakes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dlaunch/control.pb.h"
+
+namespace dlaunch {
+
+// One GPU at one moment.
+struct GpuReading {
+  std::string device;            // the GpuInventory entry it was opened by
+  double utilization_pct = 0;    // NVML's busy share over its last sample period
+  uint64_t memory_used_bytes = 0;
+  uint64_t memory_total_bytes = 0;
+};
+
+// The NVML entry points the monitor uses, with nvml.h's signatures (declared here so that no
+// CUDA header is needed to build). Every one returns 0 (NVML_SUCCESS) on success.
+struct NvmlApi {
+  using Device = void*;
+  struct Utilization {  // nvmlUtilization_t
+    unsigned int gpu;
+    unsigned int memory;
+  };
+  struct Memory {  // nvmlMemory_t
+    unsigned long long total;
+    unsigned long long free;
+    unsigned long long used;
+  };
+  int (*init)() = nullptr;                              // nvmlInit_v2
+  int (*shutdown)() = nullptr;                          // nvmlShutdown
+  int (*by_index)(unsigned int, Device*) = nullptr;     // nvmlDeviceGetHandleByIndex_v2
+  int (*by_uuid)(const char*, Device*) = nullptr;       // nvmlDeviceGetHandleByUUID
+  int (*utilization)(Device, Utilization*) = nullptr;   // nvmlDeviceGetUtilizationRates
+  int (*memory)(Device, Memory*) = nullptr;             // nvmlDeviceGetMemoryInfo
+};
+
+class GpuMonitor {
+ public:
+  // NVML from `library`; a monitor that reads nothing when the library, one of its entry points
+  // or nvmlInit is missing. `visible` lists GpuInventory entries: NVML indices or GPU- UUIDs
+  // (MIG entries are not read).
+  static std::unique_ptr<GpuMonitor> Load(const std::vector<std::string>& visible,
+                                          const std::string& library = "libnvidia-ml.so.1");
+  // With a given API (tests); `library` is dlclose'd at the end when not null.
+  GpuMonitor(const NvmlApi& api, const std::vector<std::string>& visible, void* library = nullptr);
+  ~GpuMonitor();
+  GpuMonitor(const GpuMonitor&) = delete;
+  GpuMonitor& operator=(const GpuMonitor&) = delete;
+
+  // Devices it could open.
+  int devices() const { return static_cast<int>(devices_.size()); }
+  // One reading per open device that answered now.
+  std::vector<GpuReading> Sample() const;
+
+ private:
+  NvmlApi api_;
+  void* library_ = nullptr;
+  bool initialized_ = false;
+  std::vector<std::pair<std::string, NvmlApi::Device>> devices_;
+};
+
+// `readings` as heartbeat GPU samples (memory in MiB).
+void AddGpuSamples(const std::vector<GpuReading>& readings, v1::Heartbeat* heartbeat);
+
+}  // namespace dlaunch
