@@ -1,0 +1,126 @@
+#include "launcher/trace/trace_summary.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace dlaunch {
+namespace {
+
+double MeanStepMs(const RankTime& r) { return r.steps > 0 ? r.step_ms / r.steps : 0; }
+
+std::string Share(double part, double whole) {
+  return whole > 0 ? absl::StrFormat("%5.1f%%", 100 * part / whole) : "    - ";
+}
+
+std::string Row(const RankTime& r) {
+  const double phases = r.data_ms + r.forward_ms + r.backward_ms + r.optimizer_ms;
+  const double whole = std::max(phases, r.step_ms);
+  return absl::StrFormat("%5d %5s %7d %9.2f  %s %s %s %s %9.2f %10.1f%s\n", r.rank,
+                         r.node >= 0 ? absl::StrCat(r.node) : "?", r.steps, MeanStepMs(r),
+                         Share(r.data_ms, whole), Share(r.forward_ms, whole),
+                         Share(r.backward_ms, whole), Share(r.optimizer_ms, whole),
+                         r.other_ms / 1000, r.report_s > 0 ? r.samples / r.report_s : 0.0,
+                         r.from_step_trace ? "" : "  (reports)");
+}
+
+}  // namespace
+
+std::vector<RankTime> SummarizeRankTime(const TraceInput& in) {
+  std::map<int, RankTime> ranks;
+  std::map<int, int64_t> last_step;
+  for (const JsonRecord& m : in.metrics.records) {
+    std::optional<double> rank = NumberField(m, "rank");
+    if (!rank) continue;
+    RankTime& r = ranks[static_cast<int>(*rank)];
+    r.rank = static_cast<int>(*rank);
+    r.node = static_cast<int>(NumberField(m, "node").value_or(-1));
+    r.samples += NumberField(m, "samples").value_or(0);
+    r.report_s += NumberField(m, "interval_s").value_or(0);
+    const int64_t step = static_cast<int64_t>(NumberField(m, "step").value_or(0));
+    auto it = last_step.emplace(r.rank, 0).first;
+    // A restarted worker reports from an earlier step again: count only steps that moved on.
+    if (step > it->second) r.steps += step - it->second;
+    it->second = std::max(it->second, step);
+    r.step_ms += NumberField(m, "interval_s").value_or(0) * 1000;
+    r.data_ms += NumberField(m, "data_ms").value_or(0);
+    r.forward_ms += NumberField(m, "forward_ms").value_or(0);
+    r.backward_ms +=
+        NumberField(m, "backward_ms").value_or(0) + NumberField(m, "comm_wait_ms").value_or(0);
+    r.optimizer_ms += NumberField(m, "optimizer_ms").value_or(0);
+  }
+  for (const auto& [rank, lines] : in.rank_steps) {
+    RankTime& r = ranks[rank];
+    r.rank = rank;
+    r.from_step_trace = true;
+    r.steps = 0;
+    r.step_ms = r.data_ms = r.forward_ms = r.backward_ms = r.optimizer_ms = r.other_ms = 0;
+    for (const JsonRecord& s : lines.records) {
+      if (!NumberField(s, "ts")) continue;
+      if (!StringField(s, "span").empty()) {
+        r.other_ms += NumberField(s, "dur").value_or(0) / 1000;
+        continue;
+      }
+      // A sampled step stands for `stride` steps.
+      const double stride = NumberField(s, "stride").value_or(1);
+      const double data = NumberField(s, "data").value_or(0),
+                   forward = NumberField(s, "forward").value_or(0),
+                   backward = NumberField(s, "backward").value_or(0),
+                   optimizer = NumberField(s, "optimizer").value_or(0);
+      r.steps += static_cast<int64_t>(stride);
+      r.data_ms += stride * data / 1000;
+      r.forward_ms += stride * forward / 1000;
+      r.backward_ms += stride * backward / 1000;
+      r.optimizer_ms += stride * optimizer / 1000;
+      r.step_ms += stride * (data + forward + backward + optimizer) / 1000;
+    }
+  }
+  std::vector<RankTime> out;
+  for (auto& [rank, r] : ranks) out.push_back(r);
+  return out;
+}
+
+std::string FormatTraceSummary(const std::string& trace_path, const std::vector<RankTime>& ranks,
+                               const std::vector<std::string>& notes, size_t max_rows) {
+  std::string out = absl::StrCat(
+      "trace: ", trace_path,
+      "\n  open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing\n");
+  for (const std::string& n : notes) absl::StrAppend(&out, "  note: ", n, "\n");
+  if (ranks.empty()) return out + "no worker reported steps: nothing to summarize per rank\n";
+
+  std::vector<RankTime> by_time = ranks;
+  std::stable_sort(by_time.begin(), by_time.end(), [](const RankTime& a, const RankTime& b) {
+    return MeanStepMs(a) > MeanStepMs(b);
+  });
+  absl::StrAppend(
+      &out, "\nwhere time went per rank (share of step time; ckpt/eval between steps):\n",
+      " rank  node   steps   step ms    data forward backwd+ar   optim  ckpt/eval s  samples/s\n");
+  std::vector<RankTime> shown = by_time;
+  if (by_time.size() > max_rows) {
+    // The slowest are what a user looks for; a few of the fastest show the spread.
+    const size_t fastest = max_rows / 4, slowest = max_rows - fastest;
+    shown.assign(by_time.begin(), by_time.begin() + slowest);
+    shown.insert(shown.end(), by_time.end() - fastest, by_time.end());
+  }
+  for (size_t i = 0; i < shown.size(); ++i) {
+    if (by_time.size() > max_rows && i == max_rows - max_rows / 4) {
+      absl::StrAppend(&out, "  ... ", by_time.size() - max_rows, " rank(s) not shown\n");
+    }
+    out += Row(shown[i]);
+  }
+  const RankTime& slow = by_time.front();
+  const RankTime& fast = by_time.back();
+  if (MeanStepMs(slow) > 0) {
+    absl::StrAppendFormat(&out, "slowest rank: %d (%.2f ms per step", slow.rank, MeanStepMs(slow));
+    if (by_time.size() > 1 && MeanStepMs(fast) > 0) {
+      absl::StrAppendFormat(&out, ", %.0f%% above the fastest, rank %d",
+                            100 * (MeanStepMs(slow) / MeanStepMs(fast) - 1), fast.rank);
+    }
+    out += ")\n";
+  }
+  return out;
+}
+
+}  // namespace dlaunch
