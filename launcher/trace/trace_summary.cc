@@ -1,6 +1,7 @@
 #include "launcher/trace/trace_summary.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -11,19 +12,32 @@ namespace {
 
 double MeanStepMs(const RankTime& r) { return r.steps > 0 ? r.step_ms / r.steps : 0; }
 
+// One row of the table: every cell right-aligned under its heading.
+constexpr size_t kWidths[] = {5, 5, 7, 9, 8, 8, 10, 8, 12, 10};
+
+std::string Cells(const std::array<std::string, 10>& cells) {
+  std::string out;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) out += ' ';
+    out += std::string(kWidths[i] > cells[i].size() ? kWidths[i] - cells[i].size() : 0, ' ');
+    out += cells[i];
+  }
+  return out;
+}
+
 std::string Share(double part, double whole) {
-  return whole > 0 ? absl::StrFormat("%5.1f%%", 100 * part / whole) : "    - ";
+  return whole > 0 ? absl::StrFormat("%.1f%%", 100 * part / whole) : "-";
 }
 
 std::string Row(const RankTime& r) {
   const double phases = r.data_ms + r.forward_ms + r.backward_ms + r.optimizer_ms;
   const double whole = std::max(phases, r.step_ms);
-  return absl::StrFormat("%5d %5s %7d %9.2f  %s %s %s %s %9.2f %10.1f%s\n", r.rank,
-                         r.node >= 0 ? absl::StrCat(r.node) : "?", r.steps, MeanStepMs(r),
-                         Share(r.data_ms, whole), Share(r.forward_ms, whole),
-                         Share(r.backward_ms, whole), Share(r.optimizer_ms, whole),
-                         r.other_ms / 1000, r.report_s > 0 ? r.samples / r.report_s : 0.0,
-                         r.from_step_trace ? "" : "  (reports)");
+  return Cells({absl::StrCat(r.rank), r.node >= 0 ? absl::StrCat(r.node) : "?",
+                absl::StrCat(r.steps), absl::StrFormat("%.2f", MeanStepMs(r)),
+                Share(r.data_ms, whole), Share(r.forward_ms, whole), Share(r.backward_ms, whole),
+                Share(r.optimizer_ms, whole), absl::StrFormat("%.2f", r.other_ms / 1000),
+                absl::StrFormat("%.1f", r.report_s > 0 ? r.samples / r.report_s : 0.0)}) +
+         (r.from_step_trace ? "\n" : "  (reports)\n");
 }
 
 }  // namespace
@@ -94,9 +108,11 @@ std::string FormatTraceSummary(const std::string& trace_path, const std::vector<
   std::stable_sort(by_time.begin(), by_time.end(), [](const RankTime& a, const RankTime& b) {
     return MeanStepMs(a) > MeanStepMs(b);
   });
-  absl::StrAppend(
-      &out, "\nwhere time went per rank (share of step time; ckpt/eval between steps):\n",
-      " rank  node   steps   step ms    data forward backwd+ar   optim  ckpt/eval s  samples/s\n");
+  absl::StrAppend(&out,
+                  "\nwhere time went per rank (share of step time; ckpt/eval between steps):\n",
+                  Cells({"rank", "node", "steps", "step ms", "data", "forward", "backwd+ar",
+                         "optim", "ckpt/eval s", "samples/s"}),
+                  "\n");
   std::vector<RankTime> shown = by_time;
   if (by_time.size() > max_rows) {
     // The slowest are what a user looks for; a few of the fastest show the spread.

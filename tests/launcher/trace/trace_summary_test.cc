@@ -87,7 +87,7 @@ TEST(TraceSummaryTest, NamesTheTraceAndTheSlowestRank) {
   auto row = std::find_if(lines.begin(), lines.end(),
                           [](const std::string& l) { return absl::StrContains(l, "12.50  "); });
   ASSERT_NE(row, lines.end());
-  EXPECT_THAT(*row, HasSubstr(" 10.0%  30.0%  50.0%  10.0%"));
+  EXPECT_THAT(*row, HasSubstr("   10.0%    30.0%      50.0%    10.0%"));
   EXPECT_THAT(*(row - 1), HasSubstr("rank  node"));
 }
 

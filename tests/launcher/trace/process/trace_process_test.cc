@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -137,6 +138,7 @@ TEST(TraceProcessTest, ARealJobWritesItsTimeline) {
   ASSERT_EQ(RunToEnd({kBin + "/dlaunch", "trace", job_dir}, tmp, &summary), 0) << summary;
   EXPECT_THAT(summary, HasSubstr("built " + job_dir + "/trace.json"));
   EXPECT_THAT(StructureProblems(ParseTrace(ReadFile(job_dir + "/trace.json"))), IsEmpty());
+  if (!HasFailure()) std::filesystem::remove_all(tmp);  // kept for a look when it failed
 }
 
 }  // namespace
