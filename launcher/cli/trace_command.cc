@@ -57,7 +57,7 @@ int RunTraceCommand(const std::vector<std::string>& args) {
   }
   std::vector<std::string> notes;
   if (rebuild || TraceStale(*dir)) {
-    absl::StatusOr<RenderedTrace> written = WriteJobTrace(*dir);
+    absl::StatusOr<RenderedTrace> written = WriteJobTrace(*dir, *input);
     if (!written.ok()) {
       std::cerr << "dlaunch: cannot write the trace: " << written.status().message() << "\n";
       return kExitLaunchError;

@@ -26,7 +26,7 @@ absl::StatusOr<TraceInput> LoadTraceInput(const std::string& job_dir) {
   // A job that never got a worker to report has no metrics yet: an empty file is right.
   absl::StatusOr<std::string> metrics = ReadFile(job_dir + "/metrics.jsonl");
   if (metrics.ok())
-    in.metrics = ParseJsonLines(*metrics);
+    in.metrics = ParseMetricRows(*metrics, &in.metrics_bad_lines);
   else if (!absl::IsNotFound(metrics.status()))
     return metrics.status();
 
@@ -41,7 +41,7 @@ absl::StatusOr<TraceInput> LoadTraceInput(const std::string& job_dir) {
     }
     absl::StatusOr<std::string> text = ReadFile(it->path().string());
     if (!text.ok()) return text.status();
-    in.rank_steps[rank] = ParseJsonLines(*text);
+    in.rank_steps[rank] = ParseStepTrace(*text);
   }
   return in;
 }
@@ -49,13 +49,15 @@ absl::StatusOr<TraceInput> LoadTraceInput(const std::string& job_dir) {
 absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, size_t limit_bytes) {
   absl::StatusOr<TraceInput> in = LoadTraceInput(job_dir);
   if (!in.ok()) return in.status();
-  RenderedTrace trace = RenderTrace(BuildTraceParts(*in), limit_bytes);
+  return WriteJobTrace(job_dir, *in, limit_bytes);
+}
+
+absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, const TraceInput& input,
+                                            size_t limit_bytes) {
+  RenderedTrace trace = RenderTrace(BuildTraceParts(input), limit_bytes);
   // Not synced: the trace can always be built again from the journal.
-  if (absl::Status st =
-          WriteFileAtomically(TracePath(job_dir), trace.json, WriteOptions{0644, false});
-      !st.ok()) {
-    return st;
-  }
+  absl::Status st = WriteFileAtomically(TracePath(job_dir), trace.json, WriteOptions{0644, false});
+  if (!st.ok()) return st;
   return trace;
 }
 

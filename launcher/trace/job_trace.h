@@ -23,6 +23,9 @@ absl::StatusOr<TraceInput> LoadTraceInput(const std::string& job_dir);
 // Builds and writes trace.json (atomically); returns what was written.
 absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir,
                                             size_t limit_bytes = kDefaultTraceLimitBytes);
+// The same from an input already loaded.
+absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, const TraceInput& input,
+                                            size_t limit_bytes = kDefaultTraceLimitBytes);
 
 // The notes in a trace.json's metadata (what was thinned or skipped).
 absl::StatusOr<std::vector<std::string>> ReadTraceNotes(const std::string& trace_json);

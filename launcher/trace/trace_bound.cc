@@ -22,10 +22,10 @@ TraceEvent ReportEvent(const ReportSpan& s) {
       .Add("loss", s.loss);
   if (s.reports > 1) args.Add("reports_merged", s.reports);
   // A worker's first report does not say where its interval began.
-  std::string name = s.first_step <= 0             ? absl::StrCat("report: to step ", s.last_step)
-                     : s.first_step == s.last_step ? absl::StrCat("report: step ", s.last_step)
-                                                   : absl::StrCat("report: steps ", s.first_step,
-                                                                  "-", s.last_step);
+  std::string name = s.first_step <= 0 ? absl::StrCat("report: to step ", s.last_step)
+                     : s.first_step == s.last_step
+                         ? absl::StrCat("report: step ", s.last_step)
+                         : absl::StrCat("report: steps ", s.first_step, "-", s.last_step);
   return Span(std::move(name), "report", s.pid, s.tid, s.begin_us, s.end_us, args.str());
 }
 
@@ -58,9 +58,9 @@ std::vector<std::string> Thinned(const TraceParts& parts, int k) {
     for (const ReportSpan& s : MergeReports(reports, k))
       out.push_back(TraceEventJson(ReportEvent(s)));
   }
-  for (const auto& [rank, groups] : parts.steps) {
-    for (size_t i = 0; i < groups.size(); i += k) {
-      for (const TraceEvent& e : groups[i]) out.push_back(TraceEventJson(e));
+  for (const auto& [rank, spans] : parts.steps) {
+    for (size_t i = 0; i < spans.size(); i += k) {
+      for (const TraceEvent& e : StepEvents(spans[i])) out.push_back(TraceEventJson(e));
     }
   }
   return out;
@@ -82,11 +82,11 @@ struct Sizes {
 Sizes Measure(const TraceParts& parts) {
   Sizes sizes;
   for (const TraceEvent& e : parts.instants) sizes.instants.push_back(TraceEventJson(e).size() + 2);
-  for (const auto& [rank, groups] : parts.steps) {
+  for (const auto& [rank, spans] : parts.steps) {
     std::vector<size_t>& mine = sizes.steps[rank];
-    for (const auto& group : groups) {
+    for (const StepSpan& s : spans) {
       size_t n = 0;
-      for (const TraceEvent& e : group) n += TraceEventJson(e).size() + 2;
+      for (const TraceEvent& e : StepEvents(s)) n += TraceEventJson(e).size() + 2;
       mine.push_back(n);
     }
   }
@@ -110,7 +110,7 @@ size_t ThinnedBytes(const TraceParts& parts, const Sizes& sizes, int k) {
 size_t Largest(const TraceParts& parts) {
   size_t n = parts.instants.size();
   for (const auto& [rank, reports] : parts.reports) n = std::max(n, reports.size());
-  for (const auto& [rank, groups] : parts.steps) n = std::max(n, groups.size());
+  for (const auto& [rank, spans] : parts.steps) n = std::max(n, spans.size());
   return n;
 }
 
@@ -154,8 +154,8 @@ RenderedTrace RenderTrace(const TraceParts& parts, size_t limit_bytes) {
 
   std::vector<std::string> events = std::move(fixed);
   if (!out.notes.empty()) {
-    TraceEvent note =
-        Instant("trace notes", "meta", kLauncherPid, kLauncherTid, 0, JsonLine().Add("notes", out.notes).str());
+    TraceEvent note = Instant("trace notes", "meta", kLauncherPid, kLauncherTid, 0,
+                              JsonLine().Add("notes", out.notes).str());
     note.scope = 'g';
     events.push_back(TraceEventJson(note));
   }

@@ -23,7 +23,6 @@ int ReportTid(int rank) { return kRankTidBase + 2 * rank + 1; }
 
 namespace {
 
-
 // Events that shape the lifecycle spans and tracks; every other event is drawn generically.
 const std::set<std::string>& LifecycleEvents() {
   static const auto* names = new std::set<std::string>{
@@ -32,14 +31,6 @@ const std::set<std::string>& LifecycleEvents() {
       "node_lost",     "stop_requested",  "job_finished"};
   return *names;
 }
-
-// The phases dlaunch-worker records for each step, in order, and how the trace names them.
-constexpr std::pair<const char*, const char*> kPhases[] = {
-    {"data", "data"},
-    {"forward", "forward"},
-    {"backward", "backward + allreduce"},
-    {"optimizer", "optimizer"},
-};
 
 std::optional<int> IntField(const JsonRecord& r, const std::string& key) {
   std::optional<double> v = NumberField(r, key);
@@ -99,9 +90,7 @@ Layout ReadLayout(const TraceInput& in) {
       l.AddRank(*rank, IntField(e, "node"));
     }
   }
-  for (const JsonRecord& m : in.metrics.records) {
-    if (std::optional<int> rank = IntField(m, "rank")) l.AddRank(*rank, IntField(m, "node"));
-  }
+  for (const MetricRow& m : in.metrics) l.AddRank(m.rank, m.node);
   for (const auto& [rank, lines] : in.rank_steps) l.AddRank(rank, std::nullopt);
   return l;
 }
@@ -150,16 +139,11 @@ class Builder {
       if (StringField(e, "event") == "job_started") return *t;
       origin = std::min(origin, *t);
     }
-    for (const JsonRecord& m : in_.metrics.records) {
-      std::optional<int64_t> t = UnixMicros(m);
-      std::optional<double> interval = NumberField(m, "interval_s");
-      if (t) origin = std::min(origin, *t - static_cast<int64_t>(interval.value_or(0) * 1e6));
+    for (const MetricRow& m : in_.metrics) {
+      origin = std::min(origin, m.time_us - static_cast<int64_t>(m.interval_s * 1e6));
     }
-    for (const auto& [rank, lines] : in_.rank_steps) {
-      for (const JsonRecord& s : lines.records) {
-        if (std::optional<double> ts = NumberField(s, "ts"))
-          origin = std::min(origin, static_cast<int64_t>(*ts));
-      }
+    for (const auto& [rank, trace] : in_.rank_steps) {
+      for (const StepRow& s : trace.rows) origin = std::min(origin, s.ts_us);
     }
     return origin == std::numeric_limits<int64_t>::max() ? 0 : origin;
   }
@@ -214,8 +198,8 @@ class Builder {
       if (!rendezvous_begin_) rendezvous_begin_ = ts;
       std::optional<int> node = layout_.UniqueNode(StringField(e, "host"));
       Fixed(Instant(absl::StrCat("node joined: ", StringField(e, "host")), "node",
-                    node ? NodePid(*node) : kLauncherPid, node ? NodeTid(*node) : kLauncherTid,
-                    ts, EventArgs(e)));
+                    node ? NodePid(*node) : kLauncherPid, node ? NodeTid(*node) : kLauncherTid, ts,
+                    EventArgs(e)));
     } else if (name == "rendezvous_closed") {
       Fixed(Span("rendezvous", "launcher", kLauncherPid, kLauncherTid,
                  rendezvous_begin_.value_or(ts), ts, EventArgs(e)));
@@ -313,25 +297,21 @@ class Builder {
   // from the last, each span ends at its receipt or where the next begins, whichever is first:
   // reports that came together line up back to back, and no two overlap.
   void AddReports() {
-    std::map<int, std::vector<const JsonRecord*>> by_rank;
-    for (const JsonRecord& m : in_.metrics.records) {
-      if (std::optional<int> rank = IntField(m, "rank"); rank && UnixMicros(m))
-        by_rank[*rank].push_back(&m);
-    }
-    for (const auto& [rank, records] : by_rank) {
-      std::vector<ReportSpan> spans(records.size());
+    std::map<int, std::vector<const MetricRow*>> by_rank;
+    for (const MetricRow& m : in_.metrics) by_rank[m.rank].push_back(&m);
+    for (const auto& [rank, rows] : by_rank) {
+      std::vector<ReportSpan> spans(rows.size());
       int64_t next_begin = std::numeric_limits<int64_t>::max();
-      for (size_t i = records.size(); i-- > 0;) {
-        const JsonRecord& m = *records[i];
+      for (size_t i = rows.size(); i-- > 0;) {
+        const MetricRow& m = *rows[i];
         ReportSpan& s = spans[i];
         s.pid = NodePid(layout_.NodeOf(rank));
         s.tid = ReportTid(rank);
-        s.end_us = std::min(Ts(*UnixMicros(m)), next_begin);
-        s.begin_us =
-            s.end_us - static_cast<int64_t>(NumberField(m, "interval_s").value_or(0) * 1e6);
-        s.last_step = static_cast<int64_t>(NumberField(m, "step").value_or(0));
-        s.samples = NumberField(m, "samples").value_or(0);
-        s.loss = NumberField(m, "loss").value_or(0);
+        s.end_us = std::min(Ts(m.time_us), next_begin);
+        s.begin_us = s.end_us - static_cast<int64_t>(m.interval_s * 1e6);
+        s.last_step = m.step;
+        s.samples = m.samples;
+        s.loss = m.loss;
         next_begin = s.begin_us;
       }
       for (size_t i = 0; i < spans.size(); ++i) {
@@ -347,39 +327,20 @@ class Builder {
   // (its phases, back to back) or other span (a checkpoint, an evaluation).
   void AddWorkerSteps() {
     std::set<std::string> sampling;
-    for (const auto& [rank, lines] : in_.rank_steps) {
-      bad_lines_[absl::StrCat("trace/rank-", rank, ".jsonl")] += lines.bad_lines;
-      const int pid = NodePid(layout_.NodeOf(rank));
-      for (const JsonRecord& r : lines.records) {
-        if (StringField(r, "trace") == "dlaunch-step-trace") {
-          sampling.insert(StringField(r, "sampling"));
-          continue;
-        }
-        std::optional<double> ts = NumberField(r, "ts");
-        if (!ts) continue;
-        const int64_t begin = Ts(static_cast<int64_t>(*ts));
-        const int64_t step = static_cast<int64_t>(NumberField(r, "step").value_or(0));
-        std::vector<TraceEvent> group;
-        if (std::string span = StringField(r, "span"); !span.empty()) {
-          const int64_t dur = static_cast<int64_t>(NumberField(r, "dur").value_or(0));
-          Ts(begin + out_.origin_unix_us + dur);
-          group.push_back(Span(span, "phase", pid, RankTid(rank), begin, begin + dur,
-                               JsonLine().Add("step", step).str()));
-        } else {
-          int64_t at = begin;
-          for (const auto& [key, label] : kPhases) {
-            const int64_t dur = static_cast<int64_t>(NumberField(r, key).value_or(0));
-            group.push_back(Span(label, "phase", pid, RankTid(rank), at, at + dur));
-            at += dur;
-          }
-          Ts(at + out_.origin_unix_us);
-          JsonLine args;
-          args.Add("step", step)
-              .Add("stride", static_cast<int64_t>(NumberField(r, "stride").value_or(1)));
-          group.insert(group.begin(), Span(absl::StrCat("step ", step), "step", pid, RankTid(rank),
-                                           begin, at, args.str()));
-        }
-        out_.steps[rank].push_back(std::move(group));
+    for (const auto& [rank, trace] : in_.rank_steps) {
+      bad_lines_[absl::StrCat("trace/rank-", rank, ".jsonl")] += trace.bad_lines;
+      sampling.insert(trace.sampling);
+      std::vector<StepSpan>& spans = out_.steps[rank];
+      for (const StepRow& r : trace.rows) {
+        StepSpan s;
+        s.pid = NodePid(layout_.NodeOf(rank));
+        s.tid = RankTid(rank);
+        s.begin_us = Ts(r.ts_us);
+        const int64_t dur =
+            r.span.empty() ? r.data_us + r.forward_us + r.backward_us + r.optimizer_us : r.dur_us;
+        s.end_us = Ts(r.ts_us + dur);
+        s.row = r;
+        spans.push_back(std::move(s));
       }
     }
     for (const std::string& s : sampling) {
@@ -390,7 +351,7 @@ class Builder {
   // A rank's process span is stamped by the launcher; its steps by the worker's own clock.
   // Each process span is widened to hold the steps inside its run, so the track nests.
   void CoverSteps() {
-    for (auto& [rank, groups] : out_.steps) {
+    for (auto& [rank, spans] : out_.steps) {
       std::vector<size_t> mine;
       for (size_t i = 0; i < lifetimes_.size(); ++i) {
         if (lifetime_ranks_[i] == rank) mine.push_back(i);
@@ -398,9 +359,9 @@ class Builder {
       if (mine.empty()) continue;
       std::sort(mine.begin(), mine.end(),
                 [&](size_t a, size_t b) { return lifetimes_[a].ts_us < lifetimes_[b].ts_us; });
-      for (const auto& group : groups) {
-        const int64_t begin = group.front().ts_us;
-        const int64_t end = begin + group.front().dur_us;
+      for (const StepSpan& s : spans) {
+        const int64_t begin = s.begin_us;
+        const int64_t end = s.end_us;
         size_t pick = mine.front();
         for (size_t i : mine) {
           if (lifetimes_[i].ts_us <= begin) pick = i;
@@ -429,6 +390,26 @@ class Builder {
 
 }  // namespace
 
+std::vector<TraceEvent> StepEvents(const StepSpan& s) {
+  const StepRow& r = s.row;
+  if (!r.span.empty()) {
+    return {Span(r.span, "phase", s.pid, s.tid, s.begin_us, s.end_us,
+                 JsonLine().Add("step", r.step).str())};
+  }
+  std::vector<TraceEvent> out;
+  out.push_back(Span(absl::StrCat("step ", r.step), "step", s.pid, s.tid, s.begin_us, s.end_us,
+                     JsonLine().Add("step", r.step).Add("stride", r.stride).str()));
+  int64_t at = s.begin_us;
+  for (const auto& [label, dur] : {std::pair<const char*, int64_t>{"data", r.data_us},
+                                   {"forward", r.forward_us},
+                                   {"backward + allreduce", r.backward_us},
+                                   {"optimizer", r.optimizer_us}}) {
+    out.push_back(Span(label, "phase", s.pid, s.tid, at, at + dur));
+    at += dur;
+  }
+  return out;
+}
+
 TraceParts BuildTraceParts(const TraceInput& input) {
   TraceParts parts;
   parts.job_id = [&] {
@@ -442,9 +423,9 @@ TraceParts BuildTraceParts(const TraceInput& input) {
     parts.notes.push_back(
         absl::StrCat("events.jsonl: ", input.events.bad_lines, " unreadable line(s) skipped"));
   }
-  if (input.metrics.bad_lines > 0) {
+  if (input.metrics_bad_lines > 0) {
     parts.notes.push_back(
-        absl::StrCat("metrics.jsonl: ", input.metrics.bad_lines, " unreadable line(s) skipped"));
+        absl::StrCat("metrics.jsonl: ", input.metrics_bad_lines, " unreadable line(s) skipped"));
   }
   return parts;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/trace/journal_rows.h"
 #include "launcher/trace/json_lines.h"
 #include "launcher/trace/trace_event.h"
 
@@ -17,9 +18,10 @@ namespace dlaunch {
 
 // What a job directory holds for its timeline.
 struct TraceInput {
-  JsonLines events;                     // events.jsonl
-  JsonLines metrics;                    // metrics.jsonl
-  std::map<int, JsonLines> rank_steps;  // trace/rank-N.jsonl by rank
+  JsonLines events;                // events.jsonl: few lines, any shape
+  std::vector<MetricRow> metrics;  // metrics.jsonl
+  int metrics_bad_lines = 0;
+  std::map<int, RankStepTrace> rank_steps;  // trace/rank-N.jsonl by rank
 };
 
 // One worker report as a span: the interval it covers, ending when it was made.
@@ -35,6 +37,19 @@ struct ReportSpan {
   double loss = 0;
 };
 
+// One recorded worker step (its phases back to back) or a span between steps, on its rank's
+// track; kept compact until it is drawn, as a long job has millions.
+struct StepSpan {
+  int pid = 0;
+  int tid = 0;
+  int64_t begin_us = 0;  // since the job's start
+  int64_t end_us = 0;
+  StepRow row;
+};
+
+// The trace events of one step span: the step and its phases, or the named span.
+std::vector<TraceEvent> StepEvents(const StepSpan& s);
+
 // The trace before its size is bounded, by what may be thinned.
 struct TraceParts {
   std::string job_id;
@@ -42,9 +57,7 @@ struct TraceParts {
   std::vector<TraceEvent> fixed;     // track names, job lifecycle, per-rank process spans
   std::vector<TraceEvent> instants;  // other launcher events: sampled beyond the limit
   std::map<int, std::vector<ReportSpan>> reports;  // by rank: merged beyond the limit
-  // By rank, one group (the step and its phases, or a checkpoint) per recorded step:
-  // sampled beyond the limit.
-  std::map<int, std::vector<std::vector<TraceEvent>>> steps;
+  std::map<int, std::vector<StepSpan>> steps;      // by rank: sampled beyond the limit
   std::vector<std::string> notes;  // what was sampled or skipped already in the inputs
 };
 

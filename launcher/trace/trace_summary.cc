@@ -45,50 +45,41 @@ std::string Row(const RankTime& r) {
 std::vector<RankTime> SummarizeRankTime(const TraceInput& in) {
   std::map<int, RankTime> ranks;
   std::map<int, int64_t> last_step;
-  for (const JsonRecord& m : in.metrics.records) {
-    std::optional<double> rank = NumberField(m, "rank");
-    if (!rank) continue;
-    RankTime& r = ranks[static_cast<int>(*rank)];
-    r.rank = static_cast<int>(*rank);
-    r.node = static_cast<int>(NumberField(m, "node").value_or(-1));
-    r.samples += NumberField(m, "samples").value_or(0);
-    r.report_s += NumberField(m, "interval_s").value_or(0);
-    const int64_t step = static_cast<int64_t>(NumberField(m, "step").value_or(0));
+  for (const MetricRow& m : in.metrics) {
+    RankTime& r = ranks[m.rank];
+    r.rank = m.rank;
+    r.node = m.node;
+    r.samples += m.samples;
+    r.report_s += m.interval_s;
     auto it = last_step.emplace(r.rank, 0).first;
     // A restarted worker reports from an earlier step again: count only steps that moved on.
-    if (step > it->second) r.steps += step - it->second;
-    it->second = std::max(it->second, step);
-    r.step_ms += NumberField(m, "interval_s").value_or(0) * 1000;
-    r.data_ms += NumberField(m, "data_ms").value_or(0);
-    r.forward_ms += NumberField(m, "forward_ms").value_or(0);
-    r.backward_ms +=
-        NumberField(m, "backward_ms").value_or(0) + NumberField(m, "comm_wait_ms").value_or(0);
-    r.optimizer_ms += NumberField(m, "optimizer_ms").value_or(0);
+    if (m.step > it->second) r.steps += m.step - it->second;
+    it->second = std::max(it->second, m.step);
+    r.step_ms += m.interval_s * 1000;
+    r.data_ms += m.data_ms;
+    r.forward_ms += m.forward_ms;
+    r.backward_ms += m.backward_ms + m.comm_wait_ms;
+    r.optimizer_ms += m.optimizer_ms;
   }
-  for (const auto& [rank, lines] : in.rank_steps) {
+  for (const auto& [rank, trace] : in.rank_steps) {
     RankTime& r = ranks[rank];
     r.rank = rank;
     r.from_step_trace = true;
     r.steps = 0;
     r.step_ms = r.data_ms = r.forward_ms = r.backward_ms = r.optimizer_ms = r.other_ms = 0;
-    for (const JsonRecord& s : lines.records) {
-      if (!NumberField(s, "ts")) continue;
-      if (!StringField(s, "span").empty()) {
-        r.other_ms += NumberField(s, "dur").value_or(0) / 1000;
+    for (const StepRow& s : trace.rows) {
+      if (!s.span.empty()) {
+        r.other_ms += s.dur_us / 1000.0;
         continue;
       }
       // A sampled step stands for `stride` steps.
-      const double stride = NumberField(s, "stride").value_or(1);
-      const double data = NumberField(s, "data").value_or(0),
-                   forward = NumberField(s, "forward").value_or(0),
-                   backward = NumberField(s, "backward").value_or(0),
-                   optimizer = NumberField(s, "optimizer").value_or(0);
-      r.steps += static_cast<int64_t>(stride);
-      r.data_ms += stride * data / 1000;
-      r.forward_ms += stride * forward / 1000;
-      r.backward_ms += stride * backward / 1000;
-      r.optimizer_ms += stride * optimizer / 1000;
-      r.step_ms += stride * (data + forward + backward + optimizer) / 1000;
+      const double k = static_cast<double>(s.stride) / 1000;
+      r.steps += s.stride;
+      r.data_ms += k * s.data_us;
+      r.forward_ms += k * s.forward_us;
+      r.backward_ms += k * s.backward_us;
+      r.optimizer_ms += k * s.optimizer_us;
+      r.step_ms += k * (s.data_us + s.forward_us + s.backward_us + s.optimizer_us);
     }
   }
   std::vector<RankTime> out;

@@ -34,10 +34,15 @@ TraceParts LongJob(int ranks, int steps) {
                            NodePid(0), RankTid(r), 0, end));
     for (int s = 1; s <= steps; ++s) {
       const int64_t t = int64_t{s} * 10000;
-      p.steps[r].push_back(
-          {Span(absl::StrCat("step ", s), "step", NodePid(0), RankTid(r), t, t + 9000),
-           Span("data", "phase", NodePid(0), RankTid(r), t, t + 1000),
-           Span("forward", "phase", NodePid(0), RankTid(r), t + 1000, t + 4000)});
+      StepSpan step;
+      step.pid = NodePid(0);
+      step.tid = RankTid(r);
+      step.begin_us = t;
+      step.end_us = t + 9000;
+      step.row.step = s;
+      step.row.data_us = 1000;
+      step.row.forward_us = 8000;
+      p.steps[r].push_back(step);
       ReportSpan rep;
       rep.pid = NodePid(0);
       rep.tid = ReportTid(r);
@@ -49,7 +54,8 @@ TraceParts LongJob(int ranks, int steps) {
     }
   }
   for (int i = 0; i < steps / 100; ++i) {
-    p.instants.push_back(Instant("round_tick", "launcher", kLauncherPid, kLauncherTid, int64_t{i} * 1000000));
+    p.instants.push_back(
+        Instant("round_tick", "launcher", kLauncherPid, kLauncherTid, int64_t{i} * 1000000));
   }
   return p;
 }

@@ -81,8 +81,8 @@ TraceInput Input(const std::string& events, const std::string& metrics = "",
                  std::map<int, std::string> steps = {}) {
   TraceInput in;
   in.events = ParseJsonLines(events);
-  in.metrics = ParseJsonLines(metrics);
-  for (auto& [rank, text] : steps) in.rank_steps[rank] = ParseJsonLines(text);
+  in.metrics = ParseMetricRows(metrics, &in.metrics_bad_lines);
+  for (auto& [rank, text] : steps) in.rank_steps[rank] = ParseStepTrace(text);
   return in;
 }
 
