@@ -115,6 +115,7 @@ void Trainer::TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offse
   forward_ms_ += Ms(t2 - t1);
   backward_ms_ += Ms(t3 - t2);
   optimizer_ms_ += Ms(t4 - t3);
+  if (step_trace_) step_trace_->Step(state_.step, {t0, t1, t2, t3, t4});  // 1-based, as reports
 }
 
 // fp16: unscales the gradients and moves the loss scale; false when the step must be skipped.
@@ -234,6 +235,9 @@ absl::Status Trainer::Run() {
   const auto run_start = Clock::now();
   try {
     DLAUNCH_WORKER_RETURN_IF_ERROR(Setup());
+    auto trace = OpenStepTrace(ProcessEnvironment(), env_.rank);
+    if (trace.ok()) step_trace_ = *std::move(trace);  // a timeline is not worth failing the job
+    else std::fprintf(stderr, "warning: no step trace: %s\n", trace.status().ToString().c_str());
     int64_t epoch = -1;
     std::vector<int64_t> indices;
     interval_start_ = Clock::now();
@@ -272,7 +276,11 @@ absl::Status Trainer::OnStepEnd(int64_t first_step) {
   }
   if (epoch_end || last) {
     train_seconds_ += std::chrono::duration<double>(Clock::now() - timed_start_).count();
+    const auto e0 = Clock::now();
     if (options_.evaluate) test_accuracy_ = Evaluate();
+    if (step_trace_ && options_.evaluate) {
+      step_trace_->Span("evaluate", state_.step, e0, Clock::now());
+    }
     Report(last ? dlaunch::v1::WorkerReport::FINAL : dlaunch::v1::WorkerReport::EPOCH,
            options_.evaluate ? test_accuracy_ : std::nullopt);
     if (IsRankZero()) {
@@ -287,6 +295,9 @@ absl::Status Trainer::OnStepEnd(int64_t first_step) {
   if ((options_.checkpoint_every > 0 && state_.step % options_.checkpoint_every == 0) || last) {
     const auto c0 = Clock::now();
     DLAUNCH_WORKER_RETURN_IF_ERROR(Checkpoint());
+    if (step_trace_ && IsRankZero() && !options_.checkpoint_dir.empty()) {
+      step_trace_->Span("checkpoint", state_.step, c0, Clock::now());
+    }
     timed_start_ += Clock::now() - c0;
   }
   if (state_.step == options_.fail_at_step) {

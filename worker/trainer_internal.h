@@ -22,6 +22,7 @@
 #include "worker/learning_rate_schedule.h"
 #include "worker/process_group.h"
 #include "worker/report_client.h"
+#include "worker/step_trace.h"
 #include "worker/worker_options.h"
 
 namespace dlaunch::worker {
@@ -121,6 +122,8 @@ class Trainer {
   double train_seconds_ = 0;
   int64_t timed_samples_ = 0;
   double time_to_first_step_s_ = 0;
+
+  std::unique_ptr<StepTrace> step_trace_;  // null outside a dlaunch job
 };
 
 }  // namespace dlaunch::worker

@@ -9,6 +9,7 @@
 #include "launcher/cli/job_commands.h"
 #include "launcher/cli/run_command.h"
 #include "launcher/cli/submit_command.h"
+#include "launcher/cli/trace_command.h"
 #include "launcher/cli/watch_command.h"
 
 namespace dlaunch {
@@ -26,6 +27,7 @@ constexpr char kUsage[] =
     "  watch JOB                                live table of a running job, from any host\n"
     "  logs JOB [--rank N] [--follow]           per-rank logs of a job\n"
     "  cancel JOB                               stop a job (scheduler and launcher)\n"
+    "  trace JOB [--rebuild]                    the job's timeline (trace.json) and time per rank\n"
     "  version                                  print the version\n"
     "\n"
     "`dlaunch run --help` lists the run options. Exit codes: 0 success, 1 job failed,\n"
@@ -59,6 +61,7 @@ const std::vector<CommandEntry>& Commands() {
       {{"watch"}, RunWatchCommand},
       {{"logs"}, RunLogsCommand},
       {{"cancel"}, RunCancelCommand},
+      {{"trace"}, RunTraceCommand},
       {{"version", "--version"}, PrintVersion},
       {{"help", "-h", "--help"}, PrintUsage},
   };

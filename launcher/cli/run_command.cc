@@ -24,6 +24,7 @@
 #include "launcher/run/node_launch.h"
 #include "launcher/run/run_plan.h"
 #include "launcher/spec/job_spec_parser.h"
+#include "launcher/trace/job_trace.h"
 
 namespace dlaunch {
 namespace {
@@ -220,6 +221,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
   io.restart();
   io.poll();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  if (st.ok()) {  // the timeline, from the journal and the workers' step traces (docs/trace.md)
+    absl::StatusOr<RenderedTrace> trace = WriteJobTrace(dir->path());
+    if (trace.ok()) std::cout << "[dlaunch] timeline: " << TracePath(dir->path()) << "\n";
+    else std::cerr << "[dlaunch] error: cannot write the timeline: " << trace.status().message() << "\n";
+  }
   if (!st.ok()) {
     return Fail(st.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitLaunchError,
                 st.message());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/exit_codes.h"
@@ -40,6 +41,21 @@ constexpr double kStackDumpS = 10;
 bool PeerLike(const Failure& f) {
   return f.cls == FailureClass::kWorkerCrash && (f.signal == 0 || f.signal == 15) &&
          LooksLikePeerFailure(f.log_tail);
+}
+
+// Per-rank worker start and end records, the spans of each rank's process in the job's
+// timeline (docs/trace.md); nothing for other states.
+std::optional<std::string> WorkerLifecycleEvent(int node, const std::string& host,
+                                                const v1::WorkerEvent& ev) {
+  JsonLine line;
+  if (ev.state() == v1::WorkerEvent::STARTED) {
+    line.Add("event", "worker_started").Add("rank", ev.rank()).Add("local_rank", ev.local_rank());
+    return line.Add("node", node).Add("host", host).Add("pid", ev.pid()).str();
+  }
+  if (!Finished(ev.state())) return std::nullopt;
+  std::string state = absl::AsciiStrToLower(v1::WorkerEvent::State_Name(ev.state()));
+  line.Add("event", "worker_ended").Add("rank", ev.rank()).Add("node", node).Add("host", host);
+  return line.Add("state", state).Add("exit_code", ev.exit_code()).Add("signal", ev.signal()).str();
 }
 
 }  // namespace
@@ -202,6 +218,9 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
   rs.node = node;
   rs.state = ev.state();
   if (ev.pid() != 0) rs.pid = ev.pid();
+  if (auto line = WorkerLifecycleEvent(node, nodes_[node].host, ev)) {
+    out.push_back(AppendEvent{*line});
+  }
   if (Finished(ev.state())) {
     monitor_.OnExit(ev.rank(), ev.state() == v1::WorkerEvent::SUCCEEDED, now_s);
   }
@@ -583,7 +602,11 @@ void JobState::StopAll(double grace_s, const std::string& reason, double now_s, 
   if (!stop.nodes.empty()) out.push_back(std::move(stop));
   // Agents still in the rendezvous have no workers yet: stopping their launchers is enough.
   if (!round_) out.push_back(StopLaunchers{Ms(grace_s)});
-  if (!stop_started_at_s_) stop_started_at_s_ = now_s;
+  if (!stop_started_at_s_) {
+    out.push_back(
+        AppendEvent{JsonLine().Add("event", "stop_requested").Add("reason", reason).str()});
+    stop_started_at_s_ = now_s;
+  }
   double deadline = now_s + grace_s + config_.heartbeat_s * config_.heartbeat_misses + kStopSlackS +
                     (dump_ranks_.empty() ? 0 : kStackDumpS);
   if (!stop_deadline_s_ || deadline < *stop_deadline_s_) {

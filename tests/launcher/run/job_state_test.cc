@@ -349,11 +349,31 @@ TEST_F(JobStateTest, StopDecidedDuringTheRendezvousReachesLateSessions) {
 
 TEST_F(JobStateTest, AllWorkersStartedIsReportedOnce) {
   Begin(2, 1);
-  EXPECT_THAT(Events(state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STARTED), 2)), IsEmpty());
+  EXPECT_THAT(Events(state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STARTED), 2)),
+              Not(HasSubstr("workers_started")));
   JobActions all = state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::STARTED), 2.5);
   EXPECT_THAT(Printed(all, false), HasSubstr("all 2 workers started in 2.50 s"));
   EXPECT_THAT(Events(all), HasSubstr("\"event\":\"workers_started\",\"workers\":2"));
-  EXPECT_THAT(Events(state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::STARTED), 3)), IsEmpty());
+  EXPECT_THAT(Events(state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::STARTED), 3)),
+              Not(HasSubstr("workers_started")));
+}
+
+// The timeline draws each rank's process from these two records (docs/trace.md).
+TEST_F(JobStateTest, EachWorkerStartAndEndIsAnEvent) {
+  Begin(2, 1);
+  EXPECT_THAT(Events(state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::STARTED), 2)),
+              HasSubstr("\"event\":\"worker_started\",\"rank\":1,\"local_rank\":0,\"node\":1,"
+                        "\"host\":\"n1\""));
+  EXPECT_THAT(Events(state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::SUCCEEDED), 5)),
+              HasSubstr("\"event\":\"worker_ended\",\"rank\":1,\"node\":1,\"host\":\"n1\","
+                        "\"state\":\"succeeded\",\"exit_code\":0,\"signal\":0"));
+}
+
+TEST_F(JobStateTest, TheFirstStopIsAnEvent) {
+  Begin(1, 1);
+  EXPECT_THAT(Events(state_->OnSignal(SIGINT, 2)),
+              HasSubstr("\"event\":\"stop_requested\",\"reason\":\"interrupted by signal 2\""));
+  EXPECT_THAT(Events(state_->OnSignal(SIGINT, 3)), Not(HasSubstr("stop_requested")));
 }
 
 TEST_F(JobStateTest, ReportsBecomeMetricsAndTheSummaryLine) {

@@ -1,0 +1,81 @@
+#include "launcher/cli/trace_command.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "common/exit_codes.h"
+#include "common/file_io.h"
+#include "launcher/cli/cli_support.h"
+#include "launcher/jobdir/job_record.h"
+#include "launcher/trace/job_trace.h"
+#include "launcher/trace/trace_summary.h"
+
+namespace dlaunch {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr char kTraceUsage[] =
+    "usage: dlaunch trace JOB [--rebuild]\n"
+    "  Prints where the job's trace.json is (Chrome trace format: open it in\n"
+    "  https://ui.perfetto.dev or chrome://tracing) and where time went per rank.\n"
+    "  JOB is a job id under $DLAUNCH_JOB_ROOT (default runs/) or a job directory.\n"
+    "  The trace is built from the job directory when it is missing or older than the\n"
+    "  journal (a running job, or one whose launcher was killed).\n"
+    "  --rebuild   build trace.json again in any case\n";
+
+// True when trace.json must be (re)built: missing, or events.jsonl was written after it.
+bool TraceStale(const std::string& job_dir) {
+  std::error_code ec1, ec2;
+  const auto trace_time = fs::last_write_time(TracePath(job_dir), ec1);
+  const auto events_time = fs::last_write_time(job_dir + "/events.jsonl", ec2);
+  return ec1 || (!ec2 && events_time > trace_time);
+}
+
+}  // namespace
+
+int RunTraceCommand(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::cout << kTraceUsage;
+    return kExitOk;
+  }
+  bool rebuild = false;
+  const std::vector<Flag> table = {{{"--rebuild"}, false, SwitchFlag(&rebuild)}};
+  ParsedArgs parsed;
+  int rc = kExitOk;
+  if (!ParseCommandFlags(args, table, 1, kTraceUsage, &parsed, &rc)) return rc;
+  if (parsed.positional.empty()) return UsageError(kTraceUsage, "no job given");
+  absl::StatusOr<std::string> dir = ResolveJobDir(parsed.positional[0], DefaultJobRoot());
+  if (!dir.ok()) {
+    std::cerr << "dlaunch: " << dir.status().message() << "\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<TraceInput> input = LoadTraceInput(*dir);
+  if (!input.ok()) {
+    std::cerr << "dlaunch: no timeline for " << *dir << ": " << input.status().message()
+              << " (a job that `dlaunch run` started has events.jsonl)\n";
+    return kExitUsage;
+  }
+  std::vector<std::string> notes;
+  if (rebuild || TraceStale(*dir)) {
+    absl::StatusOr<RenderedTrace> written = WriteJobTrace(*dir, *input);
+    if (!written.ok()) {
+      std::cerr << "dlaunch: cannot write the trace: " << written.status().message() << "\n";
+      return kExitLaunchError;
+    }
+    std::cout << "built " << TracePath(*dir) << " from the job directory\n";
+    notes = written->notes;
+  } else {
+    absl::StatusOr<std::string> text = ReadFile(TracePath(*dir));
+    absl::StatusOr<std::vector<std::string>> read =
+        text.ok() ? ReadTraceNotes(*text) : absl::StatusOr<std::vector<std::string>>(text.status());
+    if (!read.ok()) {
+      std::cerr << "dlaunch: " << read.status().message() << " (--rebuild writes it again)\n";
+      return kExitLaunchError;
+    }
+    notes = *std::move(read);
+  }
+  std::cout << FormatTraceSummary(TracePath(*dir), SummarizeRankTime(*input), notes);
+  return kExitOk;
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,81 @@
+#include "launcher/trace/job_trace.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <filesystem>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/file_io.h"
+
+namespace dlaunch {
+namespace fs = std::filesystem;
+
+std::string TracePath(const std::string& job_dir) { return job_dir + "/trace.json"; }
+
+std::string RankStepTracePath(const std::string& job_dir, int rank) {
+  return absl::StrCat(job_dir, "/trace/rank-", rank, ".jsonl");
+}
+
+absl::StatusOr<TraceInput> LoadTraceInput(const std::string& job_dir) {
+  TraceInput in;
+  absl::StatusOr<std::string> events = ReadFile(job_dir + "/events.jsonl");
+  if (!events.ok()) return events.status();
+  in.events = ParseJsonLines(*events);
+  // A job that never got a worker to report has no metrics yet: an empty file is right.
+  absl::StatusOr<std::string> metrics = ReadFile(job_dir + "/metrics.jsonl");
+  if (metrics.ok())
+    in.metrics = ParseMetricRows(*metrics, &in.metrics_bad_lines);
+  else if (!absl::IsNotFound(metrics.status()))
+    return metrics.status();
+
+  std::error_code ec;
+  for (fs::directory_iterator it(job_dir + "/trace", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    absl::string_view v(name);
+    int rank = 0;
+    if (!absl::ConsumePrefix(&v, "rank-") || !absl::ConsumeSuffix(&v, ".jsonl") ||
+        !absl::SimpleAtoi(v, &rank)) {
+      continue;
+    }
+    absl::StatusOr<std::string> text = ReadFile(it->path().string());
+    if (!text.ok()) return text.status();
+    in.rank_steps[rank] = ParseStepTrace(*text);
+  }
+  return in;
+}
+
+absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, size_t limit_bytes) {
+  absl::StatusOr<TraceInput> in = LoadTraceInput(job_dir);
+  if (!in.ok()) return in.status();
+  return WriteJobTrace(job_dir, *in, limit_bytes);
+}
+
+absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, const TraceInput& input,
+                                            size_t limit_bytes) {
+  RenderedTrace trace = RenderTrace(BuildTraceParts(input), limit_bytes);
+  // Not synced: the trace can always be built again from the journal.
+  absl::Status st = WriteFileAtomically(TracePath(job_dir), trace.json, WriteOptions{0644, false});
+  if (!st.ok()) return st;
+  return trace;
+}
+
+absl::StatusOr<std::vector<std::string>> ReadTraceNotes(const std::string& trace_json) {
+  // One document across many lines: parsed whole, not line by line.
+  JsonRecord root;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  if (!google::protobuf::util::JsonStringToMessage(trace_json, &root, options).ok()) {
+    return absl::DataLossError("trace.json is not a JSON object");
+  }
+  std::vector<std::string> notes;
+  const JsonRecord* metadata = ObjectField(root, "metadata");
+  if (metadata == nullptr) return notes;
+  auto it = metadata->fields().find("notes");
+  if (it == metadata->fields().end() || !it->second.has_list_value()) return notes;
+  for (const auto& v : it->second.list_value().values()) notes.push_back(v.string_value());
+  return notes;
+}
+
+}  // namespace dlaunch

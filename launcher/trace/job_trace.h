@@ -1,0 +1,33 @@
+// A job directory's timeline: reads its journal (events.jsonl, metrics.jsonl) and the workers'
+// step traces (trace/rank-N.jsonl), and writes runs/<job-id>/trace.json. The launcher writes it
+// when the job ends; `dlaunch trace JOB` builds it when it is missing (a killed launcher).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "launcher/trace/trace_bound.h"
+#include "launcher/trace/trace_builder.h"
+
+namespace dlaunch {
+
+std::string TracePath(const std::string& job_dir);
+// Where dlaunch-worker writes rank `rank`'s step phases.
+std::string RankStepTracePath(const std::string& job_dir, int rank);
+
+// NotFound when the directory has no events.jsonl (not a job `dlaunch run` started).
+absl::StatusOr<TraceInput> LoadTraceInput(const std::string& job_dir);
+
+// Builds and writes trace.json (atomically); returns what was written.
+absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir,
+                                            size_t limit_bytes = kDefaultTraceLimitBytes);
+// The same from an input already loaded.
+absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, const TraceInput& input,
+                                            size_t limit_bytes = kDefaultTraceLimitBytes);
+
+// The notes in a trace.json's metadata (what was thinned or skipped).
+absl::StatusOr<std::vector<std::string>> ReadTraceNotes(const std::string& trace_json);
+
+}  // namespace dlaunch

@@ -1,0 +1,224 @@
+#include "launcher/trace/journal_rows.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+
+#include "absl/strings/str_split.h"
+#include "launcher/trace/json_lines.h"
+
+namespace dlaunch {
+namespace {
+
+void SkipSpace(absl::string_view s, size_t& i) {
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r')) ++i;
+}
+
+// A JSON string at s[i] (the opening quote), unescaped; i moves past its closing quote.
+bool ReadString(absl::string_view s, size_t& i, std::string* out) {
+  if (i >= s.size() || s[i] != '"') return false;
+  out->clear();
+  for (++i; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '"') {
+      ++i;
+      return true;
+    }
+    if (c != '\\') {
+      out->push_back(c);
+      continue;
+    }
+    if (++i >= s.size()) return false;
+    switch (s[i]) {
+      case 'n':
+        out->push_back('\n');
+        break;
+      case 't':
+        out->push_back('\t');
+        break;
+      case 'r':
+        out->push_back('\r');
+        break;
+      case 'b':
+        out->push_back('\b');
+        break;
+      case 'f':
+        out->push_back('\f');
+        break;
+      case 'u':  // kept as written: names and times in the journal are ASCII
+        out->append("\\u");
+        break;
+      default:
+        out->push_back(s[i]);
+    }
+  }
+  return false;
+}
+
+// Skips a value that is not a string or number: a literal, or a balanced object or list.
+bool SkipOther(absl::string_view s, size_t& i) {
+  int depth = 0;
+  std::string ignored;
+  while (i < s.size()) {
+    char c = s[i];
+    if (c == '"') {
+      if (!ReadString(s, i, &ignored)) return false;
+      if (depth == 0) return true;
+      continue;
+    }
+    if (c == '{' || c == '[') ++depth;
+    if (c == '}' || c == ']') {
+      if (depth == 0) return true;  // the end of the enclosing object
+      if (--depth == 0) {
+        ++i;
+        return true;
+      }
+    }
+    if (depth == 0 && c == ',') return true;
+    ++i;
+  }
+  return depth == 0;
+}
+
+}  // namespace
+
+bool ScanJsonObject(absl::string_view s,
+                    const std::function<void(absl::string_view key, const JsonScalar&)>& field) {
+  size_t i = 0;
+  SkipSpace(s, i);
+  if (i >= s.size() || s[i] != '{') return false;
+  ++i;
+  std::string key;
+  JsonScalar value;
+  for (;;) {
+    SkipSpace(s, i);
+    if (i < s.size() && s[i] == '}') return true;
+    if (!ReadString(s, i, &key)) return false;
+    SkipSpace(s, i);
+    if (i >= s.size() || s[i] != ':') return false;
+    ++i;
+    SkipSpace(s, i);
+    if (i >= s.size()) return false;
+    if (s[i] == '"') {
+      value.kind = JsonScalar::kString;
+      if (!ReadString(s, i, &value.text)) return false;
+    } else if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) {
+      value.kind = JsonScalar::kNumber;
+      const std::string number(s.substr(i, std::min<size_t>(64, s.size() - i)));
+      char* end = nullptr;
+      value.number = std::strtod(number.c_str(), &end);
+      if (end == number.c_str()) return false;
+      i += static_cast<size_t>(end - number.c_str());
+    } else {
+      value.kind = JsonScalar::kOther;
+      if (!SkipOther(s, i)) return false;
+    }
+    field(key, value);
+    SkipSpace(s, i);
+    if (i >= s.size()) return false;
+    if (s[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (s[i] != '}') return false;
+    ++i;
+    SkipSpace(s, i);
+    return i == s.size();
+  }
+}
+
+std::vector<MetricRow> ParseMetricRows(absl::string_view text, int* bad_lines) {
+  std::vector<MetricRow> rows;
+  rows.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+  int bad = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
+    MetricRow m;
+    bool has_time = false;
+    const bool ok = ScanJsonObject(line, [&](absl::string_view key, const JsonScalar& v) {
+      if (v.kind == JsonScalar::kString && key == "time") {
+        std::optional<int64_t> t = ParseTimeMicros(v.text);
+        has_time = t.has_value();
+        m.time_us = t.value_or(0);
+      }
+      if (v.kind != JsonScalar::kNumber) return;
+      if (key == "rank")
+        m.rank = static_cast<int>(v.number);
+      else if (key == "node")
+        m.node = static_cast<int>(v.number);
+      else if (key == "step")
+        m.step = static_cast<int64_t>(v.number);
+      else if (key == "samples")
+        m.samples = v.number;
+      else if (key == "interval_s")
+        m.interval_s = v.number;
+      else if (key == "loss")
+        m.loss = v.number;
+      else if (key == "data_ms")
+        m.data_ms = v.number;
+      else if (key == "forward_ms")
+        m.forward_ms = v.number;
+      else if (key == "backward_ms")
+        m.backward_ms = v.number;
+      else if (key == "comm_wait_ms")
+        m.comm_wait_ms = v.number;
+      else if (key == "optimizer_ms")
+        m.optimizer_ms = v.number;
+    });
+    if (!ok || !has_time || m.rank < 0) {
+      ++bad;
+      continue;
+    }
+    rows.push_back(m);
+  }
+  if (bad_lines != nullptr) *bad_lines = bad;
+  return rows;
+}
+
+RankStepTrace ParseStepTrace(absl::string_view text) {
+  RankStepTrace out;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
+    StepRow r;
+    bool has_ts = false, header = false;
+    std::string sampling;
+    const bool ok = ScanJsonObject(line, [&](absl::string_view key, const JsonScalar& v) {
+      if (v.kind == JsonScalar::kString) {
+        if (key == "trace")
+          header = v.text == "dlaunch-step-trace";
+        else if (key == "sampling")
+          sampling = v.text;
+        else if (key == "span")
+          r.span = v.text;
+        return;
+      }
+      if (v.kind != JsonScalar::kNumber) return;
+      const int64_t n = static_cast<int64_t>(v.number);
+      if (key == "ts") {
+        r.ts_us = n;
+        has_ts = true;
+      } else if (key == "step")
+        r.step = n;
+      else if (key == "data")
+        r.data_us = n;
+      else if (key == "forward")
+        r.forward_us = n;
+      else if (key == "backward")
+        r.backward_us = n;
+      else if (key == "optimizer")
+        r.optimizer_us = n;
+      else if (key == "dur")
+        r.dur_us = n;
+      else if (key == "stride")
+        r.stride = n > 0 ? n : 1;
+    });
+    if (ok && header) {
+      out.sampling = sampling;
+    } else if (ok && has_ts) {
+      out.rows.push_back(std::move(r));
+    } else {
+      ++out.bad_lines;
+    }
+  }
+  return out;
+}
+
+}  // namespace dlaunch

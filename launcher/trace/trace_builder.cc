@@ -1,0 +1,433 @@
+#include "launcher/trace/trace_builder.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/json_line.h"
+
+namespace dlaunch {
+
+namespace {
+// Above every node's pid, so rank threads never share a tid with a node's own thread.
+constexpr int kRankTidBase = 1 << 24;
+}  // namespace
+
+int NodePid(int node) { return 2 + node; }
+int NodeTid(int node) { return NodePid(node); }
+int RankTid(int rank) { return kRankTidBase + 2 * rank; }
+int ReportTid(int rank) { return kRankTidBase + 2 * rank + 1; }
+
+namespace {
+
+// Events that shape the lifecycle spans and tracks; every other event is drawn generically.
+const std::set<std::string>& LifecycleEvents() {
+  static const auto* names = new std::set<std::string>{
+      "job_started",   "node_joined",     "rendezvous_closed", "worker_started", "worker_ended",
+      "worker_failed", "workers_started", "failure_detected",  "root_cause",     "hang_detected",
+      "node_lost",     "stop_requested",  "job_finished"};
+  return *names;
+}
+
+std::optional<int> IntField(const JsonRecord& r, const std::string& key) {
+  std::optional<double> v = NumberField(r, key);
+  if (!v) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
+// An event's fields but "time" and "event", as the args of its trace event.
+std::string EventArgs(const JsonRecord& r) {
+  JsonRecord args = r;
+  args.mutable_fields()->erase("time");
+  args.mutable_fields()->erase("event");
+  return ObjectJson(args);
+}
+
+// Who is who: node ranks and hosts, and which node each rank ran on.
+struct Layout {
+  std::map<int, std::string> node_hosts;
+  std::map<int, int> rank_node;
+
+  void AddRank(int rank, std::optional<int> node) {
+    if (rank < 0) return;
+    if (node && *node >= 0) {
+      rank_node[rank] = *node;
+      node_hosts.emplace(*node, "");
+    } else {
+      rank_node.emplace(rank, 0);
+    }
+  }
+  int NodeOf(int rank) const {
+    auto it = rank_node.find(rank);
+    return it == rank_node.end() ? 0 : it->second;
+  }
+  // The node a host names, when exactly one node has it (local runs repeat one host).
+  std::optional<int> UniqueNode(const std::string& host) const {
+    std::optional<int> found;
+    for (const auto& [node, h] : node_hosts) {
+      if (h != host) continue;
+      if (found) return std::nullopt;
+      found = node;
+    }
+    return found;
+  }
+};
+
+Layout ReadLayout(const TraceInput& in) {
+  Layout l;
+  for (const JsonRecord& e : in.events.records) {
+    const std::string name = StringField(e, "event");
+    if (name == "rendezvous_closed") {
+      auto it = e.fields().find("node_order");
+      if (it != e.fields().end() && it->second.has_list_value()) {
+        const auto& hosts = it->second.list_value().values();
+        for (int i = 0; i < hosts.size(); ++i) l.node_hosts[i] = hosts[i].string_value();
+      }
+    } else if (std::optional<int> rank = IntField(e, "rank")) {
+      l.AddRank(*rank, IntField(e, "node"));
+    }
+  }
+  for (const MetricRow& m : in.metrics) l.AddRank(m.rank, m.node);
+  for (const auto& [rank, lines] : in.rank_steps) l.AddRank(rank, std::nullopt);
+  return l;
+}
+
+// Walks the journal once, turning events into spans and instants on their tracks.
+class Builder {
+ public:
+  Builder(const TraceInput& in, TraceParts& out) : in_(in), out_(out), layout_(ReadLayout(in)) {}
+
+  void Run() {
+    out_.origin_unix_us = Origin();
+    NameTracks();
+    for (const JsonRecord& e : in_.events.records) OnEvent(e);
+    AddReports();
+    AddWorkerSteps();
+    CloseOpenSpans();  // after everything that moves the last time seen
+    CoverSteps();
+    for (TraceEvent& p : lifetimes_) out_.fixed.push_back(std::move(p));
+    for (const auto& [file, bad] : bad_lines_) {
+      if (bad > 0)
+        out_.notes.push_back(absl::StrCat(file, ": ", bad, " unreadable line(s) skipped"));
+    }
+  }
+
+ private:
+  struct OpenSpan {
+    int64_t begin_us = 0;
+    std::string args;
+  };
+
+  std::optional<int64_t> UnixMicros(const JsonRecord& r) const {
+    return ParseTimeMicros(StringField(r, "time"));
+  }
+  int64_t Ts(int64_t unix_us) {
+    const int64_t ts = unix_us - out_.origin_unix_us;
+    last_us_ = std::max(last_us_, ts);
+    return ts;
+  }
+
+  // The job's start, else the earliest time any input has.
+  int64_t Origin() const {
+    int64_t origin = std::numeric_limits<int64_t>::max();
+    for (const JsonRecord& e : in_.events.records) {
+      std::optional<int64_t> t = UnixMicros(e);
+      if (!t) continue;
+      if (StringField(e, "event") == "job_started") return *t;
+      origin = std::min(origin, *t);
+    }
+    for (const MetricRow& m : in_.metrics) {
+      origin = std::min(origin, m.time_us - static_cast<int64_t>(m.interval_s * 1e6));
+    }
+    for (const auto& [rank, trace] : in_.rank_steps) {
+      for (const StepRow& s : trace.rows) origin = std::min(origin, s.ts_us);
+    }
+    return origin == std::numeric_limits<int64_t>::max() ? 0 : origin;
+  }
+
+  void NameTracks() {
+    out_.fixed.push_back(ProcessName(kLauncherPid, "launcher"));
+    out_.fixed.push_back(ProcessSortIndex(kLauncherPid, 0));
+    out_.fixed.push_back(ThreadName(kLauncherPid, kLauncherTid, "launcher"));
+    for (const auto& [node, host] : layout_.node_hosts) {
+      out_.fixed.push_back(
+          ProcessName(NodePid(node), host.empty() ? absl::StrCat("node ", node)
+                                                  : absl::StrCat("node ", node, " (", host, ")")));
+      out_.fixed.push_back(ProcessSortIndex(NodePid(node), 1 + node));
+      out_.fixed.push_back(
+          ThreadName(NodePid(node), NodeTid(node), absl::StrCat("node ", node, " events")));
+      out_.fixed.push_back(ThreadSortIndex(NodePid(node), NodeTid(node), 0));
+    }
+    for (const auto& [rank, node] : layout_.rank_node) {
+      out_.fixed.push_back(ThreadName(NodePid(node), RankTid(rank), absl::StrCat("rank ", rank)));
+      out_.fixed.push_back(ThreadSortIndex(NodePid(node), RankTid(rank), RankTid(rank)));
+      out_.fixed.push_back(
+          ThreadName(NodePid(node), ReportTid(rank), absl::StrCat("rank ", rank, " reports")));
+      out_.fixed.push_back(ThreadSortIndex(NodePid(node), ReportTid(rank), ReportTid(rank)));
+    }
+  }
+
+  // The track an event is about: a rank's, a node's, else the launcher's.
+  std::pair<int, int> TrackOf(const JsonRecord& r) const {
+    std::optional<int> rank = IntField(r, "rank");
+    if (rank && *rank >= 0 && layout_.rank_node.count(*rank)) {
+      return {NodePid(layout_.NodeOf(*rank)), RankTid(*rank)};
+    }
+    std::optional<int> node = IntField(r, "node");
+    if (node && layout_.node_hosts.count(*node)) return {NodePid(*node), NodeTid(*node)};
+    return {kLauncherPid, kLauncherTid};
+  }
+
+  void OnEvent(const JsonRecord& e) {
+    std::optional<int64_t> unix_us = UnixMicros(e);
+    if (!unix_us) return;
+    const int64_t ts = Ts(*unix_us);
+    const std::string name = StringField(e, "event");
+    if (!LifecycleEvents().count(name)) {
+      auto [pid, tid] = TrackOf(e);
+      out_.instants.push_back(Instant(name, "launcher", pid, tid, ts, EventArgs(e)));
+      return;
+    }
+    if (name == "job_started") {
+      job_ = OpenSpan{ts, EventArgs(e)};
+      rendezvous_begin_ = ts;
+    } else if (name == "node_joined") {
+      if (!rendezvous_begin_) rendezvous_begin_ = ts;
+      std::optional<int> node = layout_.UniqueNode(StringField(e, "host"));
+      Fixed(Instant(absl::StrCat("node joined: ", StringField(e, "host")), "node",
+                    node ? NodePid(*node) : kLauncherPid, node ? NodeTid(*node) : kLauncherTid, ts,
+                    EventArgs(e)));
+    } else if (name == "rendezvous_closed") {
+      Fixed(Span("rendezvous", "launcher", kLauncherPid, kLauncherTid,
+                 rendezvous_begin_.value_or(ts), ts, EventArgs(e)));
+      rendezvous_begin_.reset();
+    } else if (name == "worker_started") {
+      if (std::optional<int> rank = IntField(e, "rank"))
+        workers_[*rank] = OpenSpan{ts, EventArgs(e)};
+    } else if (name == "worker_ended") {
+      EndWorker(e, ts);
+    } else if (name == "workers_started") {
+      Fixed(
+          Instant("all workers started", "launcher", kLauncherPid, kLauncherTid, ts, EventArgs(e)));
+    } else if (name == "failure_detected" || name == "root_cause") {
+      OnFailure(e, name, ts);
+    } else if (name == "worker_failed" || name == "hang_detected" || name == "node_lost") {
+      auto [pid, tid] = TrackOf(e);
+      std::string label = name == "worker_failed" ? "worker failed"
+                          : name == "node_lost"
+                              ? "node lost"
+                              : absl::StrCat("hang detected (", StringField(e, "class"), ")");
+      Fixed(Instant(label, "launcher", pid, tid, ts, EventArgs(e)));
+    } else if (name == "stop_requested") {
+      if (!stop_) stop_ = OpenSpan{ts, EventArgs(e)};
+    } else if (name == "job_finished") {
+      const std::string result = StringField(e, "result");
+      Fixed(Instant(absl::StrCat("job finished: ", result), "launcher", kLauncherPid, kLauncherTid,
+                    ts, EventArgs(e)));
+      if (stop_)
+        Fixed(
+            Span("stop", "launcher", kLauncherPid, kLauncherTid, stop_->begin_us, ts, stop_->args));
+      if (job_)
+        Fixed(Span(absl::StrCat("job ", result), "launcher", kLauncherPid, kLauncherTid,
+                   job_->begin_us, ts, job_->args));
+      stop_.reset();
+      job_.reset();
+    }
+  }
+
+  void OnFailure(const JsonRecord& e, const std::string& name, int64_t ts) {
+    const JsonRecord* f = ObjectField(e, "failure");
+    const std::string what = f ? StringField(*f, "description") : "";
+    if (name == "root_cause") {
+      // Global scope: a line across every track at the moment the cause was named.
+      TraceEvent root = Instant(absl::StrCat("root cause: ", what), "launcher", kLauncherPid,
+                                kLauncherTid, ts, EventArgs(e));
+      root.scope = 'g';
+      Fixed(std::move(root));
+      return;
+    }
+    auto [pid, tid] = f ? TrackOf(*f) : std::make_pair(kLauncherPid, kLauncherTid);
+    Fixed(Instant(absl::StrCat("failure: ", what), "launcher", pid, tid, ts, EventArgs(e)));
+  }
+
+  void EndWorker(const JsonRecord& e, int64_t ts) {
+    std::optional<int> rank = IntField(e, "rank");
+    if (!rank) return;
+    auto it = workers_.find(*rank);
+    const int64_t begin = it == workers_.end() ? ts : it->second.begin_us;
+    const std::string state = StringField(e, "state");
+    const int signal = IntField(e, "signal").value_or(0);
+    std::string name = absl::StrCat(
+        "rank ", *rank, ": ", state.empty() ? "ended" : state,
+        signal != 0 ? absl::StrCat(", signal ", signal)
+                    : absl::StrCat(", exit code ", IntField(e, "exit_code").value_or(0)));
+    lifetimes_.push_back(Span(std::move(name), "worker", NodePid(layout_.NodeOf(*rank)),
+                              RankTid(*rank), begin, ts, EventArgs(e)));
+    lifetime_ranks_.push_back(*rank);
+    if (it != workers_.end()) workers_.erase(it);
+  }
+
+  // A journal cut short (the launcher was killed) leaves spans open: they end at the last time
+  // seen and say so.
+  void CloseOpenSpans() {
+    const std::string unfinished = JsonLine().Add("unfinished", true).str();
+    for (const auto& [rank, w] : workers_) {
+      lifetimes_.push_back(Span(absl::StrCat("rank ", rank, ": no end recorded"), "worker",
+                                NodePid(layout_.NodeOf(rank)), RankTid(rank), w.begin_us,
+                                std::max(w.begin_us, last_us_), unfinished));
+      lifetime_ranks_.push_back(rank);
+    }
+    if (rendezvous_begin_ && job_) {
+      Fixed(Span("rendezvous (not closed)", "launcher", kLauncherPid, kLauncherTid,
+                 *rendezvous_begin_, last_us_, unfinished));
+    }
+    if (stop_)
+      Fixed(Span("stop", "launcher", kLauncherPid, kLauncherTid, stop_->begin_us, last_us_,
+                 unfinished));
+    if (job_)
+      Fixed(Span("job (no end recorded)", "launcher", kLauncherPid, kLauncherTid, job_->begin_us,
+                 last_us_, unfinished));
+  }
+
+  // A report covers the interval_s before the worker made it; metrics.jsonl has the time the
+  // launcher received it, a heartbeat later, and one heartbeat may carry several. Walking back
+  // from the last, each span ends at its receipt or where the next begins, whichever is first:
+  // reports that came together line up back to back, and no two overlap.
+  void AddReports() {
+    std::map<int, std::vector<const MetricRow*>> by_rank;
+    for (const MetricRow& m : in_.metrics) by_rank[m.rank].push_back(&m);
+    for (const auto& [rank, rows] : by_rank) {
+      std::vector<ReportSpan> spans(rows.size());
+      int64_t next_begin = std::numeric_limits<int64_t>::max();
+      for (size_t i = rows.size(); i-- > 0;) {
+        const MetricRow& m = *rows[i];
+        ReportSpan& s = spans[i];
+        s.pid = NodePid(layout_.NodeOf(rank));
+        s.tid = ReportTid(rank);
+        s.end_us = std::min(Ts(m.time_us), next_begin);
+        s.begin_us = s.end_us - static_cast<int64_t>(m.interval_s * 1e6);
+        s.last_step = m.step;
+        s.samples = m.samples;
+        s.loss = m.loss;
+        next_begin = s.begin_us;
+      }
+      for (size_t i = 0; i < spans.size(); ++i) {
+        // The steps since the previous report; a restarted worker counts from its own start.
+        const bool continues = i > 0 && spans[i - 1].last_step < spans[i].last_step;
+        spans[i].first_step = continues ? spans[i - 1].last_step + 1 : 0;
+      }
+      out_.reports[rank] = std::move(spans);
+    }
+  }
+
+  // trace/rank-N.jsonl: a header saying how steps were sampled, then one line per recorded step
+  // (its phases, back to back) or other span (a checkpoint, an evaluation).
+  void AddWorkerSteps() {
+    std::set<std::string> sampling;
+    for (const auto& [rank, trace] : in_.rank_steps) {
+      bad_lines_[absl::StrCat("trace/rank-", rank, ".jsonl")] += trace.bad_lines;
+      sampling.insert(trace.sampling);
+      std::vector<StepSpan>& spans = out_.steps[rank];
+      for (const StepRow& r : trace.rows) {
+        StepSpan s;
+        s.pid = NodePid(layout_.NodeOf(rank));
+        s.tid = RankTid(rank);
+        s.begin_us = Ts(r.ts_us);
+        const int64_t dur =
+            r.span.empty() ? r.data_us + r.forward_us + r.backward_us + r.optimizer_us : r.dur_us;
+        s.end_us = Ts(r.ts_us + dur);
+        s.row = r;
+        spans.push_back(std::move(s));
+      }
+    }
+    for (const std::string& s : sampling) {
+      if (!s.empty()) out_.notes.push_back(absl::StrCat("worker step traces: ", s));
+    }
+  }
+
+  // A rank's process span is stamped by the launcher; its steps by the worker's own clock.
+  // Each process span is widened to hold the steps inside its run, so the track nests.
+  void CoverSteps() {
+    for (auto& [rank, spans] : out_.steps) {
+      std::vector<size_t> mine;
+      for (size_t i = 0; i < lifetimes_.size(); ++i) {
+        if (lifetime_ranks_[i] == rank) mine.push_back(i);
+      }
+      if (mine.empty()) continue;
+      std::sort(mine.begin(), mine.end(),
+                [&](size_t a, size_t b) { return lifetimes_[a].ts_us < lifetimes_[b].ts_us; });
+      for (const StepSpan& s : spans) {
+        const int64_t begin = s.begin_us;
+        const int64_t end = s.end_us;
+        size_t pick = mine.front();
+        for (size_t i : mine) {
+          if (lifetimes_[i].ts_us <= begin) pick = i;
+        }
+        TraceEvent& life = lifetimes_[pick];
+        const int64_t life_end = std::max(life.ts_us + life.dur_us, end);
+        life.ts_us = std::min(life.ts_us, begin);
+        life.dur_us = life_end - life.ts_us;
+      }
+    }
+  }
+
+  void Fixed(TraceEvent e) { out_.fixed.push_back(std::move(e)); }
+
+  const TraceInput& in_;
+  TraceParts& out_;
+  const Layout layout_;
+  int64_t last_us_ = 0;
+  std::optional<OpenSpan> job_, stop_;
+  std::optional<int64_t> rendezvous_begin_;
+  std::map<int, OpenSpan> workers_;
+  std::vector<TraceEvent> lifetimes_;
+  std::vector<int> lifetime_ranks_;  // the rank of each of lifetimes_
+  std::map<std::string, int> bad_lines_;
+};
+
+}  // namespace
+
+std::vector<TraceEvent> StepEvents(const StepSpan& s) {
+  const StepRow& r = s.row;
+  if (!r.span.empty()) {
+    return {Span(r.span, "phase", s.pid, s.tid, s.begin_us, s.end_us,
+                 JsonLine().Add("step", r.step).str())};
+  }
+  std::vector<TraceEvent> out;
+  out.push_back(Span(absl::StrCat("step ", r.step), "step", s.pid, s.tid, s.begin_us, s.end_us,
+                     JsonLine().Add("step", r.step).Add("stride", r.stride).str()));
+  int64_t at = s.begin_us;
+  for (const auto& [label, dur] : {std::pair<const char*, int64_t>{"data", r.data_us},
+                                   {"forward", r.forward_us},
+                                   {"backward + allreduce", r.backward_us},
+                                   {"optimizer", r.optimizer_us}}) {
+    out.push_back(Span(label, "phase", s.pid, s.tid, at, at + dur));
+    at += dur;
+  }
+  return out;
+}
+
+TraceParts BuildTraceParts(const TraceInput& input) {
+  TraceParts parts;
+  parts.job_id = [&] {
+    for (const JsonRecord& e : input.events.records) {
+      if (StringField(e, "event") == "job_started") return StringField(e, "job_id");
+    }
+    return std::string();
+  }();
+  Builder(input, parts).Run();
+  if (input.events.bad_lines > 0) {
+    parts.notes.push_back(
+        absl::StrCat("events.jsonl: ", input.events.bad_lines, " unreadable line(s) skipped"));
+  }
+  if (input.metrics_bad_lines > 0) {
+    parts.notes.push_back(
+        absl::StrCat("metrics.jsonl: ", input.metrics_bad_lines, " unreadable line(s) skipped"));
+  }
+  return parts;
+}
+
+}  // namespace dlaunch
