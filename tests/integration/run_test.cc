@@ -233,9 +233,15 @@ TEST_F(RunTest, WorkerIgnoringSigtermIsKilledAfterTheGrace) {
   constexpr auto kGrace = seconds(1);
   std::vector<std::string> argv = {kBin + "/dlaunch", "run", "--nnodes", "1", "--nproc-per-node", "2",
                                    "--job-dir", job_dir_, "--heartbeat", kHeartbeat, "--grace", "1",
-                                   "--", "/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"};
+                                   "--", "/bin/sh", "-c",
+                                   "trap '' TERM; echo ignoring-term; while :; do sleep 0.1; done"};
   ChildProcess run(argv, tmp_);
-  ASSERT_TRUE(WaitFor([&] { return WorkersStarted(); }, seconds(30)));
+  // Started is not enough: a Ctrl-C before the shell has run its `trap` ends it by SIGTERM.
+  auto ignoring = [&](int rank) {
+    return ReadFile(absl::StrCat(job_dir_, "/logs/rank-", rank, ".log")).find("ignoring-term") !=
+           std::string::npos;
+  };
+  ASSERT_TRUE(WaitFor([&] { return ignoring(0) && ignoring(1); }, seconds(30)));
   auto interrupted = std::chrono::steady_clock::now();
   run.Signal(SIGINT);
   auto code = run.Wait(seconds(30));
