@@ -170,6 +170,7 @@ void Trainer::Report(dlaunch::v1::WorkerReport::Kind kind, std::optional<double>
   r.mutable_timings()->set_optimizer_ms(optimizer_ms_);
   r.set_message(absl::StrFormat("rank-mean samples/s %.1f", v[2]));
   r.set_checkpoint_step(checkpoint_step_);
+  r.set_total_steps(total_steps_);  // the live view's progress bar and ETA
   reporter_->Send(r);
 
   loss_sum_.zero_();
