@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "launcher/spec/job_spec_parser.h"
 #include "launcher/submit/batch_script.h"
 #include "tests/launcher/submit/batch_script_fixtures.h"
 
@@ -35,6 +36,24 @@ TEST(StudyBatchScriptTest, PlainSpecStillRunsDlaunchRun) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_THAT(*s, HasSubstr("exec /opt/dlaunch/bin/dlaunch run "));
   EXPECT_THAT(*s, Not(HasSubstr(" scale ")));
+}
+
+TEST(StudyBatchScriptTest, PolarisStudyExampleRendersAsShipped) {
+  absl::StatusOr<JobSpec> spec =
+      LoadJobSpec(std::string(DLAUNCH_SOURCE_DIR) + "/examples/polaris-study.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->study_nodes, (std::vector<int>{1, 2, 4}));
+  absl::StatusOr<std::string> s = RenderBatchScript(*spec, Profile("polaris"), GoldenContext());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(*s, HasSubstr("#PBS -l select=4:system=polaris"));
+  EXPECT_THAT(*s, HasSubstr("/opt/dlaunch/bin/dlaunch scale "));
+}
+
+TEST(StudyBatchScriptTest, LocalStudyExampleLoads) {
+  absl::StatusOr<JobSpec> spec =
+      LoadJobSpec(std::string(DLAUNCH_SOURCE_DIR) + "/examples/fashion-mnist-study.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->study_procs, (std::vector<int>{1, 2, 4}));
 }
 
 }  // namespace
