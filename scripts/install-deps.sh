@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dlaunch needs. Idempotent: when everything is present it
 # only runs dpkg-query and returns in well under a second.
-#   scripts/install-deps.sh [build] [worker] [test] [cluster] [bench]   (default: all)
+#   scripts/install-deps.sh [build] [worker] [test] [cluster] [bench] [study]   (default: all)
 set -euo pipefail
 
 declare -A GROUP
@@ -9,12 +9,15 @@ GROUP[build]="build-essential cmake ninja-build pkg-config git ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libboost-dev libyaml-cpp-dev libkainjow-mustache-dev procps libhwloc-dev hwloc-nox"
 GROUP[worker]="libtorch-dev libgloo-dev zlib1g-dev dataset-fashion-mnist"
-GROUP[test]="libgtest-dev libgmock-dev python3 python3-torch gdb"
+GROUP[test]="libgtest-dev libgmock-dev python3 python3-torch gdb gnuplot-nox
+  chromium-headless-shell"
 GROUP[cluster]="iproute2 util-linux munge slurmctld slurmd slurm-client openmpi-bin mpich"
 GROUP[bench]="python3-torch hyperfine"
+# `dlaunch scale` draws its plots with gnuplot (pngcairo and svg terminals, no X).
+GROUP[study]="gnuplot-nox"
 
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(build worker test cluster bench)
+[ ${#groups[@]} -gt 0 ] || groups=(build worker test cluster bench study)
 
 want=()
 for g in "${groups[@]}"; do

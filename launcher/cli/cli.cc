@@ -8,6 +8,7 @@
 #include "common/exit_codes.h"
 #include "launcher/cli/job_commands.h"
 #include "launcher/cli/run_command.h"
+#include "launcher/cli/scale_command.h"
 #include "launcher/cli/submit_command.h"
 #include "launcher/cli/trace_command.h"
 #include "launcher/cli/watch_command.h"
@@ -20,6 +21,7 @@ constexpr char kUsage[] =
     "\n"
     "usage: dlaunch <command> [args]\n"
     "  run [job.yaml] [options] [-- cmd args]  run a job now: in this allocation, or on this machine\n"
+    "  scale job.yaml [--nodes L] [--procs L]  scaling study: runs at each size, table, plots\n"
     "  validate job.yaml                        check a spec and print the resolved job\n"
     "  script job.yaml [--site NAME]            print the batch script (nothing submitted)\n"
     "  submit job.yaml [--site NAME]            write the batch script, submit it, print the job id\n"
@@ -54,6 +56,7 @@ struct CommandEntry {
 const std::vector<CommandEntry>& Commands() {
   static const auto* commands = new std::vector<CommandEntry>{
       {{"run"}, RunRunCommand},
+      {{"scale"}, RunScaleCommand},
       {{"validate"}, RunValidateCommand},
       {{"script"}, RunScriptCommand},
       {{"submit"}, RunSubmitCommand},

@@ -75,6 +75,10 @@ struct JobSpec {
   std::vector<CpuMapEntry> cpu_map;      // cpus.map: one entry per local rank; empty = planned
 
   SchedulerSpec scheduler;
+  // study: the scales `dlaunch scale` runs (empty = the job's own); a batch job of a spec with a
+  // study runs the whole study.
+  std::vector<int> study_nodes;
+  std::vector<int> study_procs;
   std::string source_path;               // file it came from, "" for command-line jobs
 };
 
@@ -107,7 +111,8 @@ inline bool operator==(const JobSpec& a, const JobSpec& b) {
          a.tail_lines == b.tail_lines && a.summary_interval_s == b.summary_interval_s &&
          a.isolate_gpus == b.isolate_gpus && a.gpus_per_proc == b.gpus_per_proc &&
          a.cpu_binding_none == b.cpu_binding_none && a.cpu_map == b.cpu_map &&
-         a.scheduler == b.scheduler && a.source_path == b.source_path;
+         a.scheduler == b.scheduler && a.study_nodes == b.study_nodes &&
+         a.study_procs == b.study_procs && a.source_path == b.source_path;
 }
 inline bool operator!=(const JobSpec& a, const JobSpec& b) { return !(a == b); }
 

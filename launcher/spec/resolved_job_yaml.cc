@@ -158,6 +158,16 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
   absl::StrAppend(&out, "  modules: ", FlowList(scheduler.modules), "\n");
   absl::StrAppend(&out, "  setup: ", FlowList(scheduler.setup), "\n");
   AppendMap(&out, "  ", "directives", scheduler.extra);
+  // Only a study spec has the section, so every other resolved job reads as before.
+  if (!spec.study_nodes.empty() || !spec.study_procs.empty()) {
+    absl::StrAppend(&out, "study:\n");
+    if (!spec.study_nodes.empty()) {
+      absl::StrAppend(&out, "  nodes: [", absl::StrJoin(spec.study_nodes, ", "), "]\n");
+    }
+    if (!spec.study_procs.empty()) {
+      absl::StrAppend(&out, "  procs: [", absl::StrJoin(spec.study_procs, ", "), "]\n");
+    }
+  }
   return out;
 }
 

@@ -483,6 +483,11 @@ void SpecReader::Read(const YAML::Node& root, JobSpec* spec) {
   }
   if (has("cpus")) Cpus(top["cpus"], spec);
   if (has("scheduler")) Scheduler(top["scheduler"], &spec->scheduler);
+  if (has("study")) {
+    auto fields = Fields(top["study"].value, "study", top["study"].mark);
+    if (fields.count("nodes")) ScaleList(fields["nodes"], &spec->study_nodes);
+    if (fields.count("procs")) ScaleList(fields["procs"], &spec->study_procs);
+  }
   CheckValues(*spec, root_mark);
 }
 
@@ -575,6 +580,37 @@ void SpecReader::CheckValues(const JobSpec& spec, const YAML::Mark& root_mark) {
     if (!already_reported && !bad_paths_.count(problem.path)) {
       problems_.push_back({mark, problem.message});
     }
+  }
+}
+
+// study.nodes / study.procs: a non-empty list of distinct positive counts, [1, 2, 4] or "1,2,4".
+void SpecReader::ScaleList(const SpecField& field, std::vector<int>* counts) {
+  constexpr absl::string_view kExpected = "a list of positive counts such as [1, 2, 4]";
+  counts->clear();
+  std::vector<std::string> items;
+  if (field.value.IsScalar()) {
+    items = absl::StrSplit(field.value.Scalar(), ',');
+  } else if (field.value.IsSequence() && field.value.size() > 0) {
+    for (const auto& item : field.value) {
+      if (!item.IsScalar()) {
+        WrongType(field, kExpected);
+        return;
+      }
+      items.push_back(item.Scalar());
+    }
+  } else {
+    WrongType(field, kExpected);
+    return;
+  }
+  for (const std::string& item : items) {
+    int n = 0;
+    if (!absl::SimpleAtoi(item, &n) || n < 1 ||
+        std::find(counts->begin(), counts->end(), n) != counts->end()) {
+      WrongType(field, absl::StrCat(kExpected, ", each once"));
+      counts->clear();
+      return;
+    }
+    counts->push_back(n);
   }
 }
 

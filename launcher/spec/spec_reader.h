@@ -60,6 +60,7 @@ class SpecReader {
   void Cpus(const SpecField& field, JobSpec* spec);
   void CpuMap(const SpecField& field, std::vector<CpuMapEntry>* map);
   void CpuList(const SpecField& field, std::vector<int>* cpus);
+  void ScaleList(const SpecField& field, std::vector<int>* counts);
   void CheckValues(const JobSpec& spec, const YAML::Mark& root_mark);
 
   std::vector<SpecReadProblem> problems_;

@@ -252,6 +252,9 @@ void AddScriptValues(const JobSpec& spec, const SiteProfile& profile, const Rend
   values->set("launcher", profile.launcher);
   SetOptional(values, "launch", profile.launch);
   values->set("dlaunch", ShellQuote(ctx.dlaunch_binary));
+  // A spec with a study section runs the whole study in the one allocation.
+  const bool study = !spec.study_nodes.empty() || !spec.study_procs.empty();
+  values->set("dlaunch_command", study ? "scale" : "run");
   values->set("spec_path", ShellQuote(ctx.resolved_spec_path));
   values->set("job_dir_q", ShellQuote(ctx.job_dir));
   values->set("submit_cwd", ShellQuote(ctx.submit_cwd));
