@@ -116,4 +116,7 @@ inline bool operator==(const JobSpec& a, const JobSpec& b) {
 }
 inline bool operator!=(const JobSpec& a, const JobSpec& b) { return !(a == b); }
 
+// Nodes a batch job asks the scheduler for: nodes.max plus the spares that wait beside them.
+inline int RequestedNodes(const JobSpec& spec) { return spec.max_nodes + spec.spare_nodes; }
+
 }  // namespace dlaunch

@@ -172,11 +172,13 @@ absl::StatusOr<data> DirectiveValues(const JobSpec& spec, const SiteProfile& pro
   data values;
   values.set("name", spec.name);
   values.set("job_id", ctx.job_id);
-  values.set("nodes", std::to_string(spec.max_nodes));
+  // Spares are hosts of the allocation beyond nodes.max, so the batch job asks for them too.
+  const int requested = RequestedNodes(spec);
+  values.set("nodes", std::to_string(requested));
   values.set("min_nodes", std::to_string(spec.min_nodes));
-  values.set("nodes_range", spec.min_nodes == spec.max_nodes
-                                ? std::to_string(spec.max_nodes)
-                                : absl::StrCat(spec.min_nodes, "-", spec.max_nodes));
+  values.set("nodes_range", spec.min_nodes == requested
+                                ? std::to_string(requested)
+                                : absl::StrCat(spec.min_nodes, "-", requested));
   values.set("walltime_hms", FormatWalltimeHms(sched.walltime_s));
   values.set("walltime_minutes", std::to_string((sched.walltime_s + 59) / 60));
   values.set("walltime_seconds", std::to_string(sched.walltime_s));

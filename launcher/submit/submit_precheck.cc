@@ -79,9 +79,10 @@ void CheckCommand(const JobSpec& spec, const SiteProfile& profile, const std::st
 
 void CheckLimits(const JobSpec& spec, const SiteProfile& profile, const SiteLimits& limits,
                  const std::string& scope, int walltime_s, PrecheckReport* report) {
-  if (limits.max_nodes > 0 && spec.max_nodes > limits.max_nodes) {
-    report->errors.push_back(absl::StrCat("nodes: ", spec.max_nodes, " requested, ", scope,
-                                          " allows at most ", limits.max_nodes));
+  if (limits.max_nodes > 0 && RequestedNodes(spec) > limits.max_nodes) {
+    report->errors.push_back(absl::StrCat("nodes: ", RequestedNodes(spec), " requested",
+                                          spec.spare_nodes > 0 ? " (spares included), " : ", ",
+                                          scope, " allows at most ", limits.max_nodes));
   }
   if (limits.min_nodes > 0 && spec.max_nodes < limits.min_nodes) {
     report->errors.push_back(absl::StrCat("nodes: ", spec.max_nodes, " requested, ", scope,

@@ -92,6 +92,17 @@ TEST(RenderBatchScript, PolarisHasAlcfDirectives) {
                             "\"mpiexec -n ${NNODES} --ppn 1 --cpu-bind none --hostfile ${PBS_NODEFILE}\""));
 }
 
+// Spares are the allocation's hosts beyond nodes.max: the batch job must ask for them.
+TEST(RenderBatchScript, SparesAreRequestedBesideNodesMax) {
+  JobSpec spec = TrainingJob();
+  spec.scheduler.queue = "debug";
+  spec.max_restarts = 2;
+  spec.spare_nodes = 1;
+  absl::StatusOr<std::string> s = RenderBatchScript(spec, Profile("polaris"), GoldenContext());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(*s, HasSubstr("#PBS -l select=3:system=polaris\n"));
+}
+
 TEST(RenderBatchScript, ThetaGpuHasCobaltDirectives) {
   JobSpec spec = TrainingJob();
   spec.scheduler.queue = "single-gpu";
