@@ -10,12 +10,18 @@ launchers, and the injector notes the time of the faults it makes, so the number
 
   detect   fault -> the launcher's first failure_detected event (events.jsonl; dlaunch only:
            torchrun writes no timed record of its decision)
-  stop     fault -> the first SIGTERM a rank of another node receives (both launchers)
-  restart  fault -> every rank of round 1 started (both; with --max-restarts >= 1)
+  stop     fault -> the first SIGTERM another rank receives, and the last: every rank that
+           should stop was told (both launchers; a faulty node's own ranks do not count)
+  restart  fault -> every rank of round 1 started (both; with --max-restarts >= 1), and the
+           same from the detection (torchrun: from its first SIGTERM, the earliest sign of its
+           decision); a torchrun node that did not fail restarts its workers with
+           TORCHELASTIC_RESTART_COUNT unchanged, so under torchrun the worker counts its
+           rounds itself (--round-from-stamps)
   cause    the root cause named is the injected one (dlaunch: the first root_cause event,
            class and rank or node; torchrun: the "Root Cause" rank of its error report, printed
            only when it gives up)
-  orphans  processes of the job alive 5 s after the launcher ended (must be 0)
+  orphans  processes of the job alive 5 s after the launcher ended (must be 0); a launcher
+           still running at the cap counts as "not ended" instead
 
 A fault a launcher does not notice within --cap seconds counts as "not detected"; everything of
 that run is then killed. Run with /usr/bin/python3 (Debian's python3-torch).
@@ -144,7 +150,8 @@ class Run:
 
     def WorkerArgs(self):
         worker_args, _, _, _ = SCENARIOS[self.scenario]
-        return worker_args + ["--steps", "10", "--stamp-file", self.stamps]
+        extra = ["--round-from-stamps"] if self.kind == "torchrun" else []
+        return worker_args + ["--steps", "10", "--stamp-file", self.stamps] + extra
 
     def Start(self):
         env = dict(os.environ)
@@ -271,26 +278,43 @@ class Run:
             result["error"] = "fault not seen"
             return result
         expected = SCENARIOS[self.scenario][2]
-        faulty_node = expected[2] if expected else -1
-        stops = [s[3] for s in stamps
-                 if s[0] == "sigterm" and s[2] == 0 and s[1] // NPROC != faulty_node]
-        if stops:
-            result["stop_s"] = min(stops) - fault
+        # The ranks that should be told to stop: all but the faulty rank, or but the faulty
+        # node's ranks when the whole node is the fault (they are frozen or gone).
+        node_fault = expected is not None and expected[1] is None
+        peers = [r for r in range(NODES * NPROC)
+                 if not (expected and (r == expected[1] or (node_fault and r // NPROC == expected[2])))]
+        if self.scenario == "exit-hang":
+            peers = [expected[1]]  # the others exited 0; the hung rank is the one to stop
+        told = {}
+        for event, rank, round_, t in stamps:
+            if event == "sigterm" and round_ == 0 and rank in peers:
+                told.setdefault(rank, t)
+        if told:
+            result["stop_s"] = min(told.values()) - fault
+        if len(told) == len(peers):
+            result["all_stop_s"] = max(told.values()) - fault
         starts = [s for s in stamps if s[0] == "start" and s[2] == 1]
         if len({s[1] for s in starts}) == NODES * NPROC:
             result["restart_s"] = max(s[3] for s in starts) - fault
         if self.kind == "dlaunch":
             self.MeasureDlaunch(fault, expected, result)
         else:
-            self.MeasureTorchrun(expected, result, bool(stops))
+            self.MeasureTorchrun(expected, result, bool(told))
+        # Restart time as the issue counts it: from the decision to every new worker running.
+        # torchrun records no decision; its first SIGTERM is the earliest sign of one.
+        decided = result.get("detect_s", result.get("stop_s"))
+        if "restart_s" in result and decided is not None:
+            result["restart_after_detect_s"] = result["restart_s"] - decided
         if self.scenario == "launcher-sigkill":
             result["detected"] = hasattr(self, "gone_s")
             if result["detected"]:
                 result["stop_s"] = self.gone_s
-        # Orphans: anything of the job alive 5 s after the launcher ended (or was killed).
-        end = self.ended if finished else time.time()
-        time.sleep(max(0.0, end + 5 - time.time()))
-        result["orphans"] = len(ProcsWithEnv(self.tag))
+        # Orphans: anything of the job alive 5 s after the launcher ended (or was killed). A
+        # launcher still running at the cap has no orphans yet: the job itself never ended.
+        result["ended"] = finished
+        if finished:
+            time.sleep(max(0.0, self.ended + 5 - time.time()))
+            result["orphans"] = len(ProcsWithEnv(self.tag))
         result["exit_codes"] = [p.poll() for p in self.procs]
         return result
 
@@ -363,9 +387,11 @@ def Summarize(results, kind, scenario, cap):
     judged = [r for r in rs if "cause_ok" in r]
     cause = f"{100 * sum(r['cause_ok'] for r in judged) / len(judged):.0f}%" if judged else "n/a"
     detected = sum(bool(r.get("detected")) for r in rs)
+    ended = sum(bool(r.get("ended")) for r in rs)
     return (f"| {scenario} | {kind} | {len(rs)} | {detected}/{len(rs)} | {Col('detect_s')} | "
-            f"{Col('stop_s')} | {Col('restart_s')} | {cause} | "
-            f"{sum(r.get('orphans', 0) for r in rs)} |")
+            f"{Col('stop_s')} | {Col('all_stop_s')} | {Col('restart_s')} | "
+            f"{Col('restart_after_detect_s')} | {cause} | "
+            f"{sum(r.get('orphans', 0) for r in rs)} | {ended}/{len(rs)} |")
 
 
 def MachineLine():
@@ -423,9 +449,10 @@ def main():
     print(f"machine: {MachineLine()}")
     print(f"max_restarts {args.max_restarts}; {NODES} local nodes x {NPROC} ranks of fault_worker.py; "
           f"times in seconds from the fault, p50 / p99; cap {args.cap:g} s\n")
-    print("| scenario | launcher | runs | detected | detect (events.jsonl) | peers stopping | "
-          "restart (all of round 1 started) | root cause right | orphans |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| scenario | launcher | runs | noticed | detect (events.jsonl) | first peer SIGTERM | "
+          "every peer SIGTERM | restart: fault -> round 1 running | restart: detection -> round 1 "
+          "running | root cause right | orphans | launcher ended |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for scenario in scenarios:
         for kind in ("dlaunch", "torchrun"):
             line = Summarize(results, kind, scenario, args.cap)

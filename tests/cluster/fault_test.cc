@@ -229,6 +229,54 @@ TEST_F(FaultClusterTest, TakenMasterPortIsNamed) {
   ExpectNothingLeft();
 }
 
+// The whole loop with the LibTorch trainer: 3 hosts x 2 ranks train a small MLP on synthetic
+// data with a checkpoint every 5 steps; in round 0, rank 3 kills itself after step 12. The job
+// restarts, every rank resumes from the step-10 checkpoint, and the final parameters of every
+// rank are bit-identical to those of an uninterrupted run with the same seed.
+TEST_F(FaultClusterTest, RestartResumesToTheSameParametersAsAnUninterruptedRun) {
+  const std::string worker = std::string(DLAUNCH_BIN_DIR) + "/dlaunch-worker";
+  if (access(worker.c_str(), X_OK) != 0) {
+    GTEST_SKIP() << worker << " is not built (LibTorch not found, or DLAUNCH_BUILD_WORKER=OFF)";
+  }
+  auto train = [&](const std::string& name, int max_restarts, const std::string& fail) {
+    const std::string dir = MakeDir(name);
+    const std::string args = absl::StrCat(
+        worker, " --model mlp --dataset synthetic --image-shape 1,8,8 --synthetic-samples 1024",
+        " --batch-size 16 --steps 20 --seed 7 --report-every 1 --no-eval --store-timeout 60",
+        " --checkpoint-dir ", dir, "/ckpt --checkpoint-every 5 --save-params ", dir,
+        "/params-$RANK.bin");
+    // Only round 0's rank 3 fails: a resumed round passes step 12 again.
+    const std::string script = absl::StrCat(
+        "if [ \\\"$DLAUNCH_ROUND\\\" = 0 ] && [ \\\"$RANK\\\" = 3 ]; then exec ", args, " ", fail,
+        "; fi; exec ", args);
+    FaultJobOptions options;
+    options.max_restarts = max_restarts;
+    options.command = absl::StrCat("[\"/bin/sh\", \"-c\", \"", script, "\"]");
+    pid_t launcher = StartJob(name, {}, options);
+    EXPECT_GT(launcher, 0);
+    EXPECT_EQ(WaitJobEnd(launcher, absl::Seconds(240)), 0) << LauncherOutput();
+    return dir;
+  };
+  const std::string plain = train("uninterrupted", 0, "");
+  ASSERT_FALSE(HasFailure());
+  const std::string plain_job = job_dir();
+  // The second job's directory must be the only one in the job root.
+  ASSERT_EQ(RunCommand({"/bin/mv", plain_job, plain + "/job"}, absl::Seconds(10)).exit_code, 0);
+  const std::string restarted = train("restarted", 1, "--fail-at-step 12");
+  ASSERT_FALSE(HasFailure());
+  EXPECT_TRUE(absl::StrContains(ReadJobFile("logs/rank-3.log"), "resumed from step 10"))
+      << ReadJobFile("logs/rank-3.log");
+  ExpectRootCause("worker crash", 3, "killed by signal 9");
+  for (int rank = 0; rank < kNodes * kProcs; ++rank) {
+    std::string a = ReadFileOrEmpty(absl::StrCat(plain, "/params-", rank, ".bin"));
+    std::string b = ReadFileOrEmpty(absl::StrCat(restarted, "/params-", rank, ".bin"));
+    ASSERT_FALSE(a.empty()) << "rank " << rank << " saved no parameters";
+    EXPECT_TRUE(a == b) << "rank " << rank << ": parameters after the restart differ from the "
+                        << "uninterrupted run's (" << a.size() << " vs " << b.size() << " bytes)";
+  }
+  ExpectNothingLeft();
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace dlaunch

@@ -11,7 +11,7 @@ from outside.
   fault_worker.py [--steps N] [--round0-steps N] [--step-time S]
                   [--fault {kill,segv,stop,hang-exit} --fault-rank R --fault-step K]
                   [--checkpoint-dir DIR --checkpoint-every K --checkpoint-bytes B]
-                  [--stamp-file PATH]
+                  [--stamp-file PATH [--round-from-stamps]]
 
 Round 0 runs --round0-steps steps (0: until it is stopped, so a test can inject a fault at its
 leisure); later rounds run --steps steps. A rank resumes at the step of the newest checkpoint
@@ -193,6 +193,10 @@ def main():
     parser.add_argument("--checkpoint-bytes", type=int, default=4096)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--stamp-file", default="")
+    parser.add_argument("--round-from-stamps", action="store_true",
+                        help="count this rank's earlier starts in --stamp-file as its round "
+                             "(torchrun restarts the healthy nodes' workers with "
+                             "TORCHELASTIC_RESTART_COUNT unchanged)")
     args = parser.parse_args()
 
     rank = env_int("RANK")
@@ -200,6 +204,9 @@ def main():
     port = env_int("MASTER_PORT")
     addr = os.environ.get("MASTER_ADDR") or fail("MASTER_ADDR is not set")
     round_ = env_int("DLAUNCH_ROUND", env_int("TORCHELASTIC_RESTART_COUNT", 0))
+    if args.round_from_stamps and args.stamp_file and os.path.exists(args.stamp_file):
+        with open(args.stamp_file) as f:
+            round_ = sum(1 for line in f if line.split()[:2] == ["start", str(rank)])
     host = socket.gethostname()
     STAMP.update(file=args.stamp_file, rank=rank, round=round_)
     signal.signal(signal.SIGTERM, on_sigterm)
