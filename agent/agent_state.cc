@@ -16,29 +16,60 @@ WorkerOutcome ClassifyWorkerExit(int wait_status, bool stopped, bool stopping) {
 }
 
 AgentState::AgentState(AgentConfig config)
-    : interval_(std::max(kMinHeartbeat, config.heartbeat_interval)), grace_(config.grace) {}
+    : interval_(std::max(kMinHeartbeat, config.heartbeat_interval)),
+      grace_(config.grace),
+      exit_when_workers_end_(config.max_restarts == 0 && !config.spare),
+      member_(!config.spare),
+      round_(config.round) {}
 
 std::chrono::milliseconds AgentState::launcher_silence_limit() const {
   return std::max(kLauncherMisses * interval_, kMinLauncherSilence);
 }
 
 AgentActions AgentState::OnSessionOpened(Time now) {
+  AgentActions out;
   session_open_ = true;
   last_from_launcher_ = now;
   last_tick_ = now;
-  return {};
+  if (member_ && !started_a_round_) out = OnStartRound(round_);
+  out.push_back(SendHeartbeat{});
+  return out;
+}
+
+AgentActions AgentState::OnStartRound(int round) {
+  AgentActions out;
+  std::string refused;
+  if (exit_requested_ || finished_) {
+    refused = "this agent is on its way out";
+  } else if (round < round_ || (started_a_round_ && round == round_)) {
+    refused = absl::StrCat("this node is in round ", round_, " already");
+  } else if (round_active_) {
+    refused = absl::StrCat("round ", round_, "'s workers have not all ended");
+  }
+  if (!refused.empty()) {
+    out.push_back(LogNote{absl::StrCat("ignored the start of round ", round, ": ", refused)});
+    return out;
+  }
+  round_ = round;
+  member_ = true;
+  started_a_round_ = true;
+  stopping_ = false;
+  round_failed_ = false;
+  reports_drained_ = false;
+  out.push_back(StartWorkers{round});
+  return out;
 }
 
 AgentActions AgentState::OnWorkersStarted(int started, int failed) {
   AgentActions out;
-  workers_started_ = true;
+  round_active_ = true;
   running_ = started;
   if (failed > 0) {
     // Counts as a failed worker: the launcher stops the job and names the rank.
-    failed_ = true;
+    round_failed_ = true;
     Stop("a worker could not start", grace_, &out);
   }
-  FinishIfDone(&out);
+  MaybeEndRound(&out);
   return out;
 }
 
@@ -47,12 +78,12 @@ AgentActions AgentState::OnWorkerExit(const ChildExit& exit) {
   running_ = std::max(0, running_ - 1);
   WorkerOutcome outcome = ClassifyWorkerExit(exit.wait_status, exit.stopped, stopping_);
   const bool succeeded = outcome == WorkerOutcome::kSucceeded;
-  // A worker that ended on its own with an error fails the node, even if it raced a stop.
-  if (outcome == WorkerOutcome::kFailed || (!succeeded && !exit.stopped)) failed_ = true;
+  // A worker that ended on its own with an error fails the round, even if it raced a stop.
+  if (outcome == WorkerOutcome::kFailed || (!succeeded && !exit.stopped)) round_failed_ = true;
   // Reports still pending for this rank go up before its exit event.
   out.push_back(FlushReports{});
   out.push_back(SendWorkerExit{exit, outcome});
-  FinishIfDone(&out);
+  MaybeEndRound(&out);
   return out;
 }
 
@@ -61,22 +92,47 @@ AgentActions AgentState::OnLauncherMessage(Time now) {
   return {};
 }
 
-AgentActions AgentState::OnStopCommand(const std::string& reason, std::chrono::milliseconds grace) {
+AgentActions AgentState::OnStopCommand(const StopRequest& stop) {
   AgentActions out;
-  Stop(absl::StrCat("launcher: ", reason), grace, &out);
+  if (stop.round < round_) {
+    // It crossed this round's StartRound on the wire: the round it meant is over.
+    out.push_back(LogNote{absl::StrCat("ignored a stop for round ", stop.round,
+                                       ": this node is in round ", round_)});
+    return out;
+  }
+  if (stop.exit) RequestExit(kExitOk);
+  if (round_active_) {
+    Stop(absl::StrCat("launcher: ", stop.reason), stop.grace, &out);
+    return out;
+  }
+  // Nothing runs. When this round's workers ended on their own, the RoundEnded already sent may
+  // have crossed this stop; answering it again makes every stop end in a RoundEnded.
+  if (!exit_requested_ && ended_round_ == round_ && stop.round == round_ && session_open_) {
+    out.push_back(SendRoundEnded{round_});
+  }
+  MaybeExit(&out);
   return out;
 }
 
 AgentActions AgentState::OnSessionClosed(const std::string& why) {
   AgentActions out;
-  if (!session_open_) return out;
-  session_open_ = false;
-  if (running_ > 0) {
-    failed_ = true;
-    Stop(absl::StrCat("lost the launcher (", why, ")"), grace_, &out);
-  }
-  FinishIfDone(&out);
+  CloseSession(absl::StrCat("lost the launcher (", why, ")"), &out);
   return out;
+}
+
+void AgentState::CloseSession(const std::string& why, AgentActions* out) {
+  if (!session_open_) return;
+  session_open_ = false;
+  // Without the launcher no next round can come. Only an agent that was exiting anyway (told
+  // to, or rule (a) with its workers already ended) leaves without counting it a failure.
+  const bool leaving_anyway =
+      exit_requested_ || (exit_when_workers_end_ && round_active_ && running_ == 0);
+  if (!leaving_anyway) {
+    RequestExit(kExitJobFailed);
+    Stop(why, grace_, out);
+  }
+  MaybeEndRound(out);
+  MaybeExit(out);
 }
 
 AgentActions AgentState::OnTick(Time now) {
@@ -85,60 +141,83 @@ AgentActions AgentState::OnTick(Time now) {
   const bool stalled = now - last_tick_ > 2 * interval_;
   last_tick_ = now;
   if (session_open_ && !stalled && now - last_from_launcher_ > launcher_silence_limit()) {
-    auto silent_s = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_from_launcher_);
-    out = OnSessionClosed(absl::StrCat("no word from the launcher for ",
-                                       static_cast<double>(silent_s.count()) / 1000, " s"));
+    Fence(std::chrono::duration_cast<std::chrono::milliseconds>(now - last_from_launcher_), &out);
   }
   if (session_open_) out.push_back(SendHeartbeat{});
   return out;
 }
 
+void AgentState::Fence(std::chrono::milliseconds silent, AgentActions* out) {
+  // The launcher may have declared this node lost and moved on to a round without it: the
+  // workers must not go on, and the agent must not come back, so it stops them and exits.
+  fenced_ = true;
+  const std::string silence = absl::StrCat("no word from the launcher for ",
+                                           static_cast<double>(silent.count()) / 1000, " s");
+  out->push_back(LogNote{absl::StrCat("fenced: ", silence,
+                                      "; this node stops its workers and leaves the job")});
+  CloseSession(absl::StrCat("lost the launcher (", silence, ")"), out);
+}
+
 AgentActions AgentState::OnSignal(int sig) {
   AgentActions out;
   ++signals_seen_;
-  failed_ = true;
-  if (!workers_started_) {
-    finished_ = true;
-    out.push_back(ExitAgent{kExitJobFailed});
-    return out;
+  RequestExit(kExitJobFailed);
+  if (running_ > 0) {
+    if (signals_seen_ > 1) {
+      out.push_back(KillWorkers{});
+    } else {
+      Stop(absl::StrCat("received signal ", sig), grace_.count() > 0 ? grace_ : kSignalGrace,
+           &out);
+    }
   }
-  if (signals_seen_ > 1) {
-    out.push_back(KillWorkers{});
-  } else {
-    Stop(absl::StrCat("received signal ", sig), grace_.count() > 0 ? grace_ : kSignalGrace, &out);
-  }
+  MaybeExit(&out);
   return out;
 }
 
 AgentActions AgentState::OnReportConnectionClosed() {
   AgentActions out;
-  FinishIfDone(&out);
+  MaybeEndRound(&out);
   return out;
 }
 
 AgentActions AgentState::OnReportsDrained() {
   AgentActions out;
+  if (!round_active_ || running_ > 0) return out;  // a late drain timer of an ended round
   reports_drained_ = true;
-  FinishIfDone(&out);
+  MaybeEndRound(&out);
   return out;
 }
 
 void AgentState::Stop(const std::string& why, std::chrono::milliseconds grace, AgentActions* out) {
-  if (!workers_started_) return;
+  if (running_ == 0) return;
   const bool first = !stopping_;
   stopping_ = true;
   out->push_back(StopWorkers{grace, why, first});
 }
 
-void AgentState::FinishIfDone(AgentActions* out) {
-  if (finished_ || !workers_started_ || running_ > 0) return;
+void AgentState::RequestExit(int code) {
+  exit_requested_ = true;
+  exit_code_ = std::max(exit_code_, code);
+}
+
+void AgentState::MaybeEndRound(AgentActions* out) {
+  if (finished_ || !round_active_ || running_ > 0) return;
   if (!reports_drained_) {
     out->push_back(DrainReports{});
     return;
   }
-  finished_ = true;
+  round_active_ = false;
+  ended_round_ = round_;
   out->push_back(FlushReports{});
-  out->push_back(ExitAgent{failed_ ? kExitJobFailed : kExitOk});
+  if (session_open_) out->push_back(SendRoundEnded{round_});
+  if (exit_when_workers_end_) RequestExit(round_failed_ ? kExitJobFailed : kExitOk);
+  MaybeExit(out);
+}
+
+void AgentState::MaybeExit(AgentActions* out) {
+  if (finished_ || !exit_requested_ || round_active_) return;
+  finished_ = true;
+  out->push_back(ExitAgent{exit_code_});
 }
 
 }  // namespace dlaunch

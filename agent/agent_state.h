@@ -1,7 +1,13 @@
-// AgentState: the node agent's decisions, without I/O. Events go in (workers started, a worker
-// exited, a launcher message or stop command, a tick at time t, a signal, the session closed,
-// the report connections drained); actions come out, which NodeAgent applies in order. Time
-// is an argument, so every rule is unit-tested with synthetic times.
+// AgentState: the node agent's decisions, without I/O. Events go in (a round to start, its
+// workers started, a worker exited, a launcher message, a stop command, a tick at time t, a
+// signal, the session closed, the report connections drained); actions come out, which NodeAgent
+// applies in order. Time is an argument, so every rule is unit-tested with synthetic times.
+//
+// The agent lives across restart rounds (docs/restarts.md): it runs round r's workers, reports
+// RoundEnded once they all ended, and waits for the next round's StartRound or a stop with exit.
+// It exits on its own only when no next round can come (max_restarts == 0 and not a spare: once
+// its workers ended), on a broken session, when fenced (the launcher silent past its lease), or
+// on a signal.
 #pragma once
 
 #include <chrono>
@@ -18,11 +24,16 @@ namespace dlaunch {
 enum class WorkerOutcome { kSucceeded, kFailed, kStopped };
 WorkerOutcome ClassifyWorkerExit(int wait_status, bool stopped, bool stopping);
 
+// Start the workers of `round` from the place that came with it (the JoinResponse for the first
+// round, StartRound's place after that); then call OnWorkersStarted.
+struct StartWorkers {
+  int round = 0;
+};
 // SIGTERM every worker's group, SIGKILL after `grace` (0: SIGKILL now).
 struct StopWorkers {
   std::chrono::milliseconds grace{0};
   std::string why;
-  bool first = false;  // the first stop of this agent (worth a log line)
+  bool first = false;  // the first stop of this round (worth a log line)
 };
 // SIGKILL every worker's group now (a second signal: the user will not wait for the grace).
 struct KillWorkers {};
@@ -38,18 +49,37 @@ struct SendWorkerExit {
 // Read what exited workers left in their report connections, then call OnReportsDrained (at
 // once when none is open, else when the last closes or after kReportDrainLimit).
 struct DrainReports {};
+// RoundEnded{round, a fresh free port of this node} to the launcher.
+struct SendRoundEnded {
+  int round = 0;
+};
+// A line for the agent's log: a decision worth seeing that changes nothing on the wire.
+struct LogNote {
+  std::string text;
+};
 // Close the session and end the event loop with this exit code.
 struct ExitAgent {
   int code = 0;
 };
 using AgentAction =
-    std::variant<StopWorkers, KillWorkers, SendHeartbeat, FlushReports, SendWorkerExit,
-                 DrainReports, ExitAgent>;
+    std::variant<StartWorkers, StopWorkers, KillWorkers, SendHeartbeat, FlushReports,
+                 SendWorkerExit, DrainReports, SendRoundEnded, LogNote, ExitAgent>;
 using AgentActions = std::vector<AgentAction>;
 
 struct AgentConfig {
   std::chrono::milliseconds heartbeat_interval{1000};  // from the launcher's JoinResponse
   std::chrono::milliseconds grace{0};                  // SIGTERM -> SIGKILL, from the launcher
+  int max_restarts = 0;  // JoinResponse.max_restarts: 0 means no round follows the first
+  bool spare = false;    // JoinResponse.spare: nothing runs until a StartRound
+  int round = 0;         // JoinResponse.round: the first round's number
+};
+
+// A StopCommand as the state sees it.
+struct StopRequest {
+  int round = 0;
+  bool exit = false;  // exit once the workers ended
+  std::string reason;
+  std::chrono::milliseconds grace{0};
 };
 
 class AgentState {
@@ -63,27 +93,33 @@ class AgentState {
   static constexpr int kLauncherMisses = 3;
   // ...and never sooner than this: on a loaded machine a short interval (tests use 0.25 s) is
   // easily missed three times over, and a false alarm stops a healthy job. A launcher that
-  // dies closes the session at once; this watchdog is for one that hangs.
+  // dies closes the session at once; this watchdog is for one that hangs or a cut link.
   static constexpr std::chrono::milliseconds kMinLauncherSilence{5000};
-  // How long the agent waits for exited workers' report connections before it exits.
+  // How long the agent waits for exited workers' report connections before the round ends.
   static constexpr std::chrono::milliseconds kReportDrainLimit{2000};
   // Grace for a stop on a signal when the launcher gave none.
   static constexpr std::chrono::milliseconds kSignalGrace{1000};
 
   explicit AgentState(AgentConfig config);
 
-  // The session with the launcher is open at `now`; the watchdog counts from here.
+  // The session with the launcher is open at `now`; the watchdog counts from here. A member
+  // starts its first round's workers; a spare only sends heartbeats.
   AgentActions OnSessionOpened(Time now);
-  // StartAll ended: `started` workers run, `failed` could not start (each a failed worker).
+  // The launcher's StartRound for `round`. Ignored (with a note) when stale, while the current
+  // round's workers have not all ended, or once the agent is on its way out.
+  AgentActions OnStartRound(int round);
+  // StartWorkers ended: `started` workers run, `failed` could not start (each a failed worker).
   AgentActions OnWorkersStarted(int started, int failed);
   AgentActions OnWorkerExit(const ChildExit& exit);
   // Any message from the launcher (pings included) proves it alive.
   AgentActions OnLauncherMessage(Time now);
-  AgentActions OnStopCommand(const std::string& reason, std::chrono::milliseconds grace);
+  AgentActions OnStopCommand(const StopRequest& stop);
   AgentActions OnSessionClosed(const std::string& why);
   // The heartbeat timer fired at `now`; the next one is due heartbeat_interval() later. A tick
   // that comes more than an interval late means this agent itself was stalled, so it does not
   // judge the launcher's silence: messages that arrived meanwhile are still queued behind it.
+  // A launcher silent past launcher_silence_limit() fences the agent, whether its workers run,
+  // it waits between rounds, or it is a spare.
   AgentActions OnTick(Time now);
   AgentActions OnSignal(int sig);
   // A report connection closed, or the drain limit passed (OnReportsDrained).
@@ -92,25 +128,49 @@ class AgentState {
 
   std::chrono::milliseconds heartbeat_interval() const { return interval_; }
   std::chrono::milliseconds launcher_silence_limit() const;
+  // The round every message carries: the last one started (the first round's number before).
+  int round() const { return round_; }
   int workers_running() const { return running_; }
+  bool spare() const { return !member_; }
   bool session_open() const { return session_open_; }
   bool stopping() const { return stopping_; }
+  bool fenced() const { return fenced_; }
   bool finished() const { return finished_; }
 
  private:
   void Stop(const std::string& why, std::chrono::milliseconds grace, AgentActions* out);
-  void FinishIfDone(AgentActions* out);
+  // Asks for an exit with `code` once no worker runs (a failure code wins over 0).
+  void RequestExit(int code);
+  // The round ends once every worker ended and the reports drained: RoundEnded, then the
+  // agent exits if asked to, else it waits for the next round.
+  void MaybeEndRound(AgentActions* out);
+  void MaybeExit(AgentActions* out);
+  // The session is gone (closed, or the lease ran out): stop the workers with `why` and exit
+  // once they ended, unless the agent was leaving anyway.
+  void CloseSession(const std::string& why, AgentActions* out);
+  void Fence(std::chrono::milliseconds silent, AgentActions* out);
 
   std::chrono::milliseconds interval_;
   std::chrono::milliseconds grace_;
-  bool workers_started_ = false;
+  // Rule (a) of the round contract: no next round can come, so the agent exits once its
+  // workers ended, with 1 when one of them failed (as before rounds existed).
+  bool exit_when_workers_end_;
+  bool member_;
+  int round_;
+  bool started_a_round_ = false;
+  // True while this round's workers run or their reports drain; RoundEnded not yet sent.
+  bool round_active_ = false;
+  int ended_round_ = -1;  // the last round whose workers all ended
   int running_ = 0;
+  bool stopping_ = false;
+  bool round_failed_ = false;
+  bool reports_drained_ = false;
   bool session_open_ = false;
   Time last_from_launcher_{};
   Time last_tick_{};
-  bool stopping_ = false;
-  bool failed_ = false;
-  bool reports_drained_ = false;
+  bool exit_requested_ = false;
+  int exit_code_ = 0;
+  bool fenced_ = false;
   bool finished_ = false;
   int signals_seen_ = 0;
 };

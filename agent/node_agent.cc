@@ -52,55 +52,98 @@ NodeAgent::~NodeAgent() {
 
 void NodeAgent::Log(const std::string& line) const {
   std::cerr << "[dlaunch-agent " << options_.host;
-  if (job_.nnodes() > 0) std::cerr << " node " << job_.node_rank();
+  if (state_ && state_->spare()) {
+    std::cerr << " spare " << node_id_;
+  } else if (job_.nnodes() > 0) {
+    std::cerr << " node " << job_.node_rank();
+    if (job_.round() > 0) std::cerr << " round " << job_.round();
+  }
   std::cerr << "] " << line << std::endl;
 }
 
 absl::Status NodeAgent::Start() {
-  GpuInventory gpus = DiscoverGpus(ProcessEnvironment());
-  auto joined = Join(gpus);
+  gpus_ = DiscoverGpus(ProcessEnvironment());
+  auto joined = Join(gpus_);
   if (!joined.ok()) return joined.status();
   job_ = *std::move(joined);
-  state_.emplace(AgentConfig{milliseconds(job_.heartbeat_ms()), milliseconds(job_.grace_ms())});
+  node_id_ = job_.node_id();
+  state_.emplace(AgentConfig{milliseconds(job_.heartbeat_ms()), milliseconds(job_.grace_ms()),
+                             job_.max_restarts(), job_.spare(), job_.round()});
   WatchSignals();
+  if (job_.spare()) Log("joined as a spare: waiting for a round to take a lost node's place");
 
-  // Not fatal: a worker whose log cannot be opened fails to start, naming the path.
-  if (absl::Status st = MakeJobDirs(job_.job_dir()); !st.ok()) Log(std::string(st.message()));
-  std::string placement_note;
-  auto plan = PlanThisNode(gpus, PlacementRequestFor(job_, options_.host), &placement_note);
-  if (plan.ok()) {
-    Log(placement_note);
-    // Not fatal either: the plan is also in this log, line by line, as each rank starts.
-    if (absl::Status st = WritePlacementFile(job_, PlacementText(job_, *plan, placement_note));
+  // Unix socket paths are limited to 107 bytes, so the socket lives in /tmp, not the job dir.
+  report_socket_ = absl::StrCat("/tmp/dlaunch-", getpid(), "-", RandomHex(6), ".sock");
+  if (absl::Status st = StartReportServer(report_socket_); !st.ok()) return st;
+  // A member's first round starts as the session opens (AgentState's StartWorkers).
+  if (absl::Status st = OpenSession(); !st.ok()) return st;
+  if (!state_->finished()) ArmTick();
+  return absl::OkStatus();
+}
+
+const absl::StatusOr<std::vector<RankSlot>>& NodeAgent::PlanRound() {
+  if (job_.local_world_size() != planned_local_world_size_) {
+    plan_ = PlanThisNode(gpus_, PlacementRequestFor(job_, options_.host), &plan_note_);
+    planned_local_world_size_ = job_.local_world_size();
+    if (plan_.ok()) Log(plan_note_);
+  }
+  // Written every round: the node rank in the file's name and the global ranks may change.
+  // Not fatal: the plan is also in this log, line by line, as each rank starts.
+  if (plan_.ok()) {
+    if (absl::Status st = WritePlacementFile(job_, PlacementText(job_, *plan_, plan_note_));
         !st.ok()) {
       Log(std::string(st.message()));
     }
   }
-  // Unix socket paths are limited to 107 bytes, so the socket lives in /tmp, not the job dir.
-  std::string socket = absl::StrCat("/tmp/dlaunch-", getpid(), "-", RandomHex(6), ".sock");
-  if (absl::Status st = StartReportServer(socket); !st.ok()) return st;
-  supervisor_ = std::make_unique<ChildSupervisor>(
-      io_, job_.job_dir() + "/logs", options_.tail_lines,
-      ChildSupervisor::Callbacks{
-          [this](int rank, bool err, std::vector<std::string> lines) {
-            OnOutput(rank, err, std::move(lines));
-          },
-          [this](const ChildExit& e) { OnChildExit(e); }});
-  if (absl::Status st = OpenSession(); !st.ok()) return st;
+  return plan_;
+}
 
+void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
+  if (next_place_) {
+    job_ = *std::move(next_place_);
+    next_place_.reset();
+  }
+  rank_of_pid_.clear();
+  pending_reports_.clear();
+  output_lines_.clear();
+  dumped_ranks_.clear();
+  Log(absl::StrCat("round ", start.round, ": node rank ", job_.node_rank(), " of ", job_.nnodes(),
+                   ", ranks ", job_.rank_offset(), "..",
+                   job_.rank_offset() + job_.local_world_size() - 1, " of ", job_.world_size(),
+                   ", MASTER ", job_.master_addr(), ":", job_.master_port()));
+  // Not fatal: a worker whose log cannot be opened fails to start, naming the path.
+  if (absl::Status st = MakeJobDirs(job_.job_dir()); !st.ok()) Log(std::string(st.message()));
+  if (!supervisor_) {
+    // Made with the first round: a spare learns the job directory from its StartRound.
+    supervisor_ = std::make_unique<ChildSupervisor>(
+        io_, job_.job_dir() + "/logs", options_.tail_lines,
+        ChildSupervisor::Callbacks{
+            [this](int rank, bool err, std::vector<std::string> lines) {
+              OnOutput(rank, err, std::move(lines));
+            },
+            [this](const ChildExit& e) { OnChildExit(e); }});
+  }
   // A plan the node cannot honour (an explicit map naming CPUs it lacks) fails every rank's
-  // start with the plan's message, so the launcher fails the job and shows why.
+  // start with the plan's message, so the launcher fails the round and shows why.
+  const absl::StatusOr<std::vector<RankSlot>>& plan = PlanRound();
   const std::vector<RankSlot> slots = plan.ok() ? *plan : UnplacedSlots(job_);
   std::vector<ChildSupervisor::StartRequest> requests =
-      BuildStartRequests(job_, slots, ProcessEnv(), socket);
+      BuildStartRequests(job_, slots, ProcessEnv(), report_socket_);
   std::vector<absl::StatusOr<pid_t>> started =
       plan.ok() ? supervisor_->StartAll(requests)
                 : std::vector<absl::StatusOr<pid_t>>(requests.size(), plan.status());
   int ok = ReportStarts(requests, slots, started);
-  Heartbeat();
-  ArmTick();
   Apply(state_->OnWorkersStarted(ok, static_cast<int>(requests.size()) - ok));
-  return absl::OkStatus();
+}
+
+void NodeAgent::ReportRoundEnded(int round) {
+  v1::AgentMessage msg = Message();
+  auto* ended = msg.mutable_round_ended();
+  ended->set_round(round);
+  ended->set_worker_port(FreePort(options_.addr));
+  Log(absl::StrCat("round ", round, " ended; offering port ", ended->worker_port(),
+                   " for the next"));
+  client_->Send(std::move(msg));
 }
 
 absl::StatusOr<v1::JoinResponse> NodeAgent::Join(const GpuInventory& gpus) {
@@ -186,8 +229,9 @@ int NodeAgent::ReportStarts(const std::vector<ChildSupervisor::StartRequest>& re
 
 v1::AgentMessage NodeAgent::Message() const {
   v1::AgentMessage m;
-  m.set_node_id(job_.node_id());
+  m.set_node_id(node_id_);
   m.set_agent_id(agent_id_);
+  m.set_round(state_->round());
   return m;
 }
 
@@ -235,8 +279,16 @@ void NodeAgent::OnChildExit(const ChildExit& e) {
 void NodeAgent::OnCommand(const v1::LauncherCommand& cmd) {
   Apply(state_->OnLauncherMessage(clock_.Now()));
   if (cmd.has_stop()) {
-    if (!cmd.stop().dump_ranks().empty()) DumpStacks(cmd.stop().dump_ranks());
-    Apply(state_->OnStopCommand(cmd.stop().reason(), milliseconds(cmd.stop().grace_ms())));
+    const v1::StopCommand& stop = cmd.stop();
+    if (!stop.dump_ranks().empty() && stop.round() >= state_->round()) {
+      DumpStacks(stop.dump_ranks());
+    }
+    Apply(state_->OnStopCommand(
+        StopRequest{stop.round(), stop.exit(), stop.reason(), milliseconds(stop.grace_ms())}));
+  } else if (cmd.has_start()) {
+    next_place_ = cmd.start().place();
+    Apply(state_->OnStartRound(cmd.start().place().round()));
+    next_place_.reset();  // refused: the current place stays
   }
 }
 
@@ -278,7 +330,9 @@ void NodeAgent::Apply(const AgentActions& actions) {
     std::visit(
         [this](const auto& a) {
           using T = std::decay_t<decltype(a)>;
-          if constexpr (std::is_same_v<T, StopWorkers>) {
+          if constexpr (std::is_same_v<T, StartWorkers>) {
+            StartRoundWorkers(a);
+          } else if constexpr (std::is_same_v<T, StopWorkers>) {
             Stop(a);
           } else if constexpr (std::is_same_v<T, KillWorkers>) {
             if (supervisor_) supervisor_->KillAll();
@@ -290,6 +344,10 @@ void NodeAgent::Apply(const AgentActions& actions) {
             ReportWorkerExit(a);
           } else if constexpr (std::is_same_v<T, DrainReports>) {
             BeginDrain();
+          } else if constexpr (std::is_same_v<T, SendRoundEnded>) {
+            ReportRoundEnded(a.round);
+          } else if constexpr (std::is_same_v<T, LogNote>) {
+            Log(a.text);
           } else {
             static_assert(std::is_same_v<T, ExitAgent>);
             Finish(a.code);
@@ -350,12 +408,21 @@ void NodeAgent::BeginDrain() {
     reports_->AcceptPending();
     if (reports_->open_connections() > 0) {
       if (!drain_timer_) {
-        drain_timer_ = clock_.RunAfter(AgentState::kReportDrainLimit,
-                                       [this] { Apply(state_->OnReportsDrained()); });
+        drain_timer_ = clock_.RunAfter(AgentState::kReportDrainLimit, [this] {
+          drain_timer_.reset();
+          Apply(state_->OnReportsDrained());
+        });
       }
       return;
     }
   }
+  ReportsDrained();
+}
+
+void NodeAgent::ReportsDrained() {
+  // The next round's drain needs a timer of its own.
+  if (drain_timer_) clock_.Cancel(*drain_timer_);
+  drain_timer_.reset();
   Apply(state_->OnReportsDrained());
 }
 

@@ -1,8 +1,10 @@
 // NodeAgent: one per node, the I/O shell around AgentState. Joins the launcher's rendezvous,
 // plans local ranks, runs the workers, serves their report socket, and keeps a session with
-// the launcher (heartbeats, worker events, log lines up; stop commands down). Every event goes
-// to AgentState; the actions it returns are applied here. Everything runs on one io_context
-// thread (the control client's threads post onto it).
+// the launcher (heartbeats, worker events, log lines, RoundEnded up; stop and StartRound down).
+// One process runs any number of restart rounds, each with the place its StartRound gives; the
+// session, report socket and GPU inventory outlive rounds. Every event goes to AgentState; the
+// actions it returns are applied here. Everything runs on one io_context thread (the control
+// client's threads post onto it).
 #pragma once
 
 #include <chrono>
@@ -41,7 +43,8 @@ class NodeAgent {
   NodeAgent(boost::asio::io_context& io, AgentOptions options);
   ~NodeAgent();
 
-  // Joins and starts the workers; errors here mean nothing was started.
+  // Joins, opens the session and starts the first round's workers (a spare starts none);
+  // errors here mean nothing was started.
   absl::Status Start();
   // Exit code once the io_context has stopped: 0 when every worker succeeded.
   int exit_code() const { return exit_code_; }
@@ -51,6 +54,9 @@ class NodeAgent {
   void WatchSignals();
   absl::Status StartReportServer(const std::string& socket_path);
   absl::Status OpenSession();
+  // The round's place (job_) planned onto this node: cached while the number of local ranks is
+  // the same, as the rest of the request is the job's. Writes the plan to the job directory.
+  const absl::StatusOr<std::vector<RankSlot>>& PlanRound();
   // Sends each worker's STARTED (or FAILED, when it could not start) event and logs it;
   // returns how many started.
   int ReportStarts(const std::vector<ChildSupervisor::StartRequest>& requests,
@@ -67,6 +73,10 @@ class NodeAgent {
 
   // Actions.
   void Apply(const AgentActions& actions);
+  // Adopts the StartRound place (if one came) and starts its workers.
+  void StartRoundWorkers(const StartWorkers& start);
+  // RoundEnded with a fresh free port of this node: the next round's MASTER_PORT if it is node 0.
+  void ReportRoundEnded(int round);
   void Stop(const StopWorkers& stop);
   // gdb's "thread apply all bt" of each listed rank on this node, to stacks/rank-N.txt in the
   // job directory; all of it within kStackDumpBudget.
@@ -76,6 +86,7 @@ class NodeAgent {
   void FlushPendingReports();
   void ReportWorkerExit(const SendWorkerExit& ev);
   void BeginDrain();
+  void ReportsDrained();
   void Finish(int code);
 
   v1::AgentMessage Message() const;
@@ -91,8 +102,16 @@ class NodeAgent {
   std::optional<boost::asio::signal_set> signals_;
   std::optional<TimerClock::TimerId> heartbeat_timer_;
   std::optional<TimerClock::TimerId> drain_timer_;
-  v1::JoinResponse job_;
+  GpuInventory gpus_;
+  v1::JoinResponse job_;               // the place of the agent's current round
+  std::optional<v1::JoinResponse> next_place_;  // a StartRound's, until AgentState accepts it
+  int node_id_ = 0;                    // from the JoinResponse; stable across rounds
+  std::string report_socket_;
+  int planned_local_world_size_ = -1;
+  absl::StatusOr<std::vector<RankSlot>> plan_ = std::vector<RankSlot>{};
+  std::string plan_note_;
   std::string agent_id_;
+  // Per round: cleared when the next round's workers start.
   std::map<int, int> rank_of_pid_;
   std::map<int, v1::WorkerReport> pending_reports_;   // per rank, since the last heartbeat
   std::map<int, int64_t> output_lines_;                // per rank, since it started

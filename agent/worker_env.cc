@@ -33,7 +33,9 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   env["ROLE_WORLD_SIZE"] = world_s;
   env["MASTER_ADDR"] = in.master_addr;
   env["MASTER_PORT"] = std::to_string(in.master_port);
+  // The restart round: 0 in the first, r after r restarts (every node restarts together).
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(in.restart_count);
+  env["DLAUNCH_ROUND"] = std::to_string(in.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(in.max_restarts);
   env["TORCHELASTIC_RUN_ID"] = in.job_id;
   env["TORCHELASTIC_ERROR_FILE"] = absl::StrCat(in.job_dir, "/errors/rank-", rank, ".json");

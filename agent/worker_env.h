@@ -23,7 +23,7 @@ struct WorkerEnvInput {
   int world_size = 1;
   std::string master_addr;
   int master_port = 0;
-  int restart_count = 0;
+  int restart_count = 0;  // the round: TORCHELASTIC_RESTART_COUNT and DLAUNCH_ROUND
   int max_restarts = 0;
   std::string job_id;
   std::string job_dir;

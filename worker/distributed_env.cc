@@ -28,6 +28,7 @@ absl::StatusOr<DistributedEnv> ReadDistributedEnv(const EnvLookup& lookup) {
   if (!(s = ReadInt(lookup, "LOCAL_RANK", 0, &env.local_rank)).ok()) return s;
   if (!(s = ReadInt(lookup, "MASTER_PORT", 1, &env.master_port)).ok()) return s;
   if (!(s = ReadInt(lookup, "OMP_NUM_THREADS", 1, &env.omp_num_threads)).ok()) return s;
+  if (!(s = ReadInt(lookup, "TORCHELASTIC_RESTART_COUNT", 0, &env.restart_count)).ok()) return s;
   if (env.master_port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("environment variable MASTER_PORT=", env.master_port, " is not a port"));

@@ -23,6 +23,8 @@ struct DistributedEnv {
   // torchrun's agent already serves the TCPStore at MASTER_ADDR:MASTER_PORT and says so with
   // TORCHELASTIC_USE_AGENT_STORE=True; rank 0 then connects as a client like everyone else.
   bool use_agent_store = false;
+  // TORCHELASTIC_RESTART_COUNT: the restart round, 0 in a job's first.
+  int restart_count = 0;
 };
 
 // `lookup` is common's EnvLookup: ProcessEnvironment() in the worker, a map in tests.

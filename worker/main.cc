@@ -7,6 +7,7 @@
 #include "common/environment.h"
 #include "common/exit_codes.h"
 #include "worker/distributed_env.h"
+#include "worker/restart_resume.h"
 #include "worker/trainer.h"
 #include "worker/worker_options.h"
 
@@ -31,6 +32,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dlaunch-worker: %s\n", std::string(env.status().message()).c_str());
     return kExitUsage;
   }
+  // A restarted round resumes from the newest complete checkpoint, as if --resume were given.
+  const ResumePlan resume = PlanResume(*options, env->restart_count);
+  options->resume = resume.resume;
+  if (!resume.note.empty()) std::fprintf(stderr, "dlaunch-worker: %s\n", resume.note.c_str());
   const absl::Status status = RunTraining(*options, *env);
   if (!status.ok()) {
     std::fprintf(stderr, "dlaunch-worker: rank %d: %s\n", env->rank,

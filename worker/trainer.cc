@@ -168,6 +168,7 @@ void Trainer::Report(dlaunch::v1::WorkerReport::Kind kind, std::optional<double>
   r.mutable_timings()->set_backward_ms(backward_ms_);
   r.mutable_timings()->set_optimizer_ms(optimizer_ms_);
   r.set_message(absl::StrFormat("rank-mean samples/s %.1f", v[2]));
+  r.set_checkpoint_step(checkpoint_step_);
   reporter_->Send(r);
 
   loss_sum_.zero_();
@@ -206,10 +207,17 @@ double Trainer::Evaluate() {
 }
 
 absl::Status Trainer::Checkpoint() {
-  if (options_.checkpoint_dir.empty() || !IsRankZero()) return absl::OkStatus();
-  absl::StatusOr<std::string> payload = SerializeTrainingState(*model_, *optimizer_, state_);
-  if (!payload.ok()) return payload.status();
-  return SaveCheckpoint(options_.checkpoint_dir, *payload, state_.step);
+  if (options_.checkpoint_dir.empty()) return absl::OkStatus();
+  if (IsRankZero()) {
+    absl::StatusOr<std::string> payload = SerializeTrainingState(*model_, *optimizer_, state_);
+    if (!payload.ok()) return payload.status();
+    DLAUNCH_WORKER_RETURN_IF_ERROR(SaveCheckpoint(options_.checkpoint_dir, *payload, state_.step));
+  }
+  // Every rank: rank 0 finishes the save before it joins the next collective, and fails
+  // instead of joining when the save failed, so by the next report (which follows a
+  // collective) this checkpoint is complete on disk.
+  checkpoint_step_ = state_.step;
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::SaveParams() const {

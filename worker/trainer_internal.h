@@ -103,6 +103,8 @@ class Trainer {
   int64_t total_steps_ = 0;
   ScalarTrainingState state_;
   int64_t start_step_ = 0;
+  // The step of the newest complete checkpoint (0: none), sent in every report.
+  int64_t checkpoint_step_ = 0;
 
   // Accumulated since the last report (this rank).
   torch::Tensor loss_sum_;

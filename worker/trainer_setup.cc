@@ -143,7 +143,7 @@ absl::Status Trainer::Resume() {
       load_status = bytes.status();
       length = -1;
     } else {
-      std::fprintf(stderr, "dlaunch-worker: --resume: %s; starting from step 0\n",
+      std::fprintf(stderr, "dlaunch-worker: resume: %s; starting from step 0\n",
                    std::string(bytes.status().message()).c_str());
     }
   }
@@ -172,6 +172,7 @@ absl::Status Trainer::Resume() {
   if (!state.ok()) return state.status();
   state_ = *state;
   start_step_ = state_.step;
+  checkpoint_step_ = state_.step;  // the checkpoint just read is complete
   if (IsRankZero()) {
     std::fprintf(stderr, "dlaunch-worker: resumed from step %lld\n",
                  static_cast<long long>(start_step_));

@@ -26,7 +26,9 @@ const char kRunUsage[] =
     "  --heartbeat SECONDS     agent heartbeat interval\n"
     "  --exit-timeout SECONDS  a rank still running this long after another exited 0 is hung (0 = off)\n"
     "  --stall-timeout SECONDS a rank without progress this long is stalled (default: adaptive)\n"
-    "  --join-timeout SECONDS  how long to wait for every node to join\n";
+    "  --join-timeout SECONDS  how long to wait for every node to join\n"
+    "  --max-restarts N        restart the job in a new round up to N times on a failure\n"
+    "  --spares K              start K extra agents that wait and replace lost nodes (local runs)\n";
 
 namespace {
 
@@ -42,6 +44,15 @@ Flag::Setter Seconds(const std::string& name, double* out) {
   return [name, out](const std::string& v) {
     if (!absl::SimpleAtod(v, out) || *out < 0) {
       return absl::InvalidArgumentError(absl::StrCat(name, ": not a non-negative number: '", v, "'"));
+    }
+    return absl::OkStatus();
+  };
+}
+
+Flag::Setter Count(const std::string& name, int* out) {
+  return [name, out](const std::string& v) {
+    if (!absl::SimpleAtoi(v, out) || *out < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": not a non-negative integer: '", v, "'"));
     }
     return absl::OkStatus();
   };
@@ -95,6 +106,8 @@ std::vector<Flag> RunFlagTable(RunFlags* f) {
       {{"--exit-timeout"}, true, Seconds("--exit-timeout", &f->exit_timeout_s)},
       {{"--stall-timeout"}, true, Seconds("--stall-timeout", &f->stall_timeout_s)},
       {{"--join-timeout"}, true, Seconds("--join-timeout", &f->join_timeout_s)},
+      {{"--max-restarts", "--max_restarts"}, true, Count("--max-restarts", &f->max_restarts)},
+      {{"--spares"}, true, Count("--spares", &f->spares)},
   };
 }
 
@@ -176,6 +189,8 @@ absl::StatusOr<JobSpec> BuildRunSpec(const RunFlags& f) {
   if (f.exit_timeout_s >= 0) spec.exit_timeout_s = f.exit_timeout_s;
   if (f.stall_timeout_s >= 0) spec.stall_timeout_s = f.stall_timeout_s;
   if (f.join_timeout_s > 0) spec.join_timeout_s = f.join_timeout_s;
+  if (f.max_restarts >= 0) spec.max_restarts = f.max_restarts;
+  if (f.spares >= 0) spec.spare_nodes = f.spares;
   if (!f.show_ranks.empty()) {
     if (absl::Status st = ApplyShowRanks(f.show_ranks, &spec); !st.ok()) return st;
   }

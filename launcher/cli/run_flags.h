@@ -32,6 +32,8 @@ struct RunFlags {
   double exit_timeout_s = -1;             // --exit-timeout (0 = off)
   double stall_timeout_s = -1;            // --stall-timeout (0 = adaptive)
   double join_timeout_s = -1;             // --join-timeout
+  int max_restarts = -1;                  // --max-restarts
+  int spares = -1;                        // --spares (nodes.spares)
 };
 
 // True when `args` (before any `--`) ask for help.

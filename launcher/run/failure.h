@@ -22,7 +22,8 @@ std::string FailureClassName(FailureClass c);
 
 struct Failure {
   FailureClass cls = FailureClass::kWorkerCrash;
-  int node_rank = -1;
+  int node_rank = -1;     // in the round that failed
+  int node_id = -1;       // the node's identity for the whole job (JoinResponse.node_id)
   std::string host;
   int global_rank = -1;   // -1 for a failure of a whole node
   int local_rank = -1;

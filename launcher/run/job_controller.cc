@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/json_line.h"
 #include "launcher/run/job_view.h"
+#include "launcher/run/run_plan.h"
 
 namespace dlaunch {
 
@@ -15,6 +16,7 @@ JobController::JobController(boost::asio::io_context& io, JobSettings settings, 
                              std::ostream& err)
     : io_(io),
       dir_(std::move(settings.dir)),
+      join_template_(settings.join_template),
       out_(out),
       err_(err),
       start_(std::chrono::steady_clock::now()),
@@ -27,7 +29,13 @@ JobController::JobController(boost::asio::io_context& io, JobSettings settings, 
                       [this](const RoundResult& r) { Apply(state_.OnRendezvousClosed(r, Now())); },
                       [this](const absl::Status& st) {
                         Apply(state_.OnRendezvousFailed(st, Now()));
-                      }}),
+                      },
+                      settings.accept_spares
+                          ? std::function<void(const Participant&, int)>(
+                                [this](const Participant& p, int node_id) {
+                                  Apply(state_.OnSpareJoined(p, node_id, Now()));
+                                })
+                          : nullptr}),
       signals_(io, SIGINT, SIGTERM, SIGHUP),
       tick_timer_(io),
       stop_deadline_(io),
@@ -118,12 +126,10 @@ void JobController::Apply(const JobActions& actions) {
           } else if constexpr (std::is_same_v<T, AppendMetric>) {
             absl::StatusOr<std::string> line = MetricLine(NowRfc3339(), a.node, a.report);
             ReportJournalError(line.ok() ? journal_.AppendMetric(*line) : line.status());
-          } else if constexpr (std::is_same_v<T, SendStop>) {
-            v1::LauncherCommand stop;
-            stop.mutable_stop()->set_reason(a.reason);
-            stop.mutable_stop()->set_grace_ms(a.grace_ms);
-            for (int rank : a.dump_ranks) stop.mutable_stop()->add_dump_ranks(rank);
-            Send(a.nodes, stop);
+          } else if constexpr (std::is_same_v<T, dlaunch::SendStop>) {
+            SendStop(a);
+          } else if constexpr (std::is_same_v<T, dlaunch::SendStartRound>) {
+            SendStartRound(a);
           } else if constexpr (std::is_same_v<T, SendPing>) {
             Send(a.nodes, v1::LauncherCommand());
           } else if constexpr (std::is_same_v<T, StopLaunchers>) {
@@ -152,6 +158,27 @@ void JobController::Send(const std::vector<int>& nodes, const v1::LauncherComman
   for (int node : nodes) {
     auto it = sessions_.find(node);
     if (it != sessions_.end()) it->second.session->Send(command);
+  }
+}
+
+void JobController::SendStop(const dlaunch::SendStop& a) {
+  v1::LauncherCommand command;
+  v1::StopCommand* stop = command.mutable_stop();
+  stop->set_reason(a.reason);
+  stop->set_grace_ms(a.grace_ms);
+  for (int rank : a.dump_ranks) stop->add_dump_ranks(rank);
+  stop->set_round(a.round);
+  stop->set_exit(a.exit);
+  Send(a.nodes, command);
+}
+
+void JobController::SendStartRound(const dlaunch::SendStartRound& a) {
+  for (size_t i = 0; i < a.node_ids.size(); ++i) {
+    v1::LauncherCommand command;
+    v1::JoinResponse* place = command.mutable_start()->mutable_place();
+    *place = MakeJoinResponse(join_template_, a.round, a.round.assignments[i]);
+    place->set_node_id(a.node_ids[i]);
+    Send({a.node_ids[i]}, command);
   }
 }
 

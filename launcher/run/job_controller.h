@@ -28,6 +28,8 @@ struct JobSettings {
   JobDirectory dir;
   RendezvousConfig rendezvous;
   v1::JoinResponse join_template;  // the job-wide fields of every JoinResponse
+  // Agents joining after the round closed wait as spares (max_restarts > 0 or nodes.spares).
+  bool accept_spares = false;
 };
 
 class JobController final : public ControlHandler {
@@ -60,6 +62,8 @@ class JobController final : public ControlHandler {
   double Now() const;
   void Apply(const JobActions& actions);
   void Send(const std::vector<int>& nodes, const v1::LauncherCommand& command);
+  void SendStop(const dlaunch::SendStop& stop);
+  void SendStartRound(const dlaunch::SendStartRound& start);
   void ArmStopDeadline(double at_s);
   void ArmHealthCheck(double at_s);
   void Tick();
@@ -70,6 +74,7 @@ class JobController final : public ControlHandler {
 
   boost::asio::io_context& io_;
   const JobDirectory dir_;
+  const v1::JoinResponse join_template_;  // for the StartRound of later rounds
   std::ostream& out_;
   std::ostream& err_;
   const std::chrono::steady_clock::time_point start_;
@@ -81,7 +86,7 @@ class JobController final : public ControlHandler {
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer stop_deadline_;
   boost::asio::steady_timer health_check_;   // stalls, hangs at exit, a held-back root cause
-  std::map<int, OpenSession> sessions_;  // by node rank
+  std::map<int, OpenSession> sessions_;  // by node id
   bool journal_error_reported_ = false;
   bool finished_ = false;
   int exit_code_ = 0;

@@ -45,7 +45,7 @@ bool PeerLike(const Failure& f) {
 }  // namespace
 
 JobState::JobState(JobConfig config)
-    : config_(std::move(config)), monitor_(config_.progress) {}
+    : config_(std::move(config)), monitor_(config_.progress), policy_(config_.restarts) {}
 
 double JobState::tick_interval_s() const { return std::min(config_.heartbeat_s, 1.0); }
 
@@ -96,6 +96,9 @@ JobActions JobState::OnRendezvousClosed(const RoundResult& result, double now_s)
     Node& n = nodes_[static_cast<int>(i)];
     n.host = result.nodes[i].host;
     n.addr = result.nodes[i].addr;
+    n.joined = result.nodes[i];
+    n.worker_port = result.nodes[i].worker_port;
+    members_.push_back(static_cast<int>(i));
     order.push_back(n.host);
     for (int r = 0; r < result.assignments[i].local_world_size; ++r) {
       ranks_[result.assignments[i].rank_offset + r].node = static_cast<int>(i);
@@ -134,8 +137,10 @@ JobActions JobState::OnSessionOpened(int node, int session, double now_s) {
   n.session = session;
   n.session_ended = false;
   n.last_seen_s = now_s;
-  if (outcome_ != Outcome::kRunning) {
-    out.push_back(SendStop{{node}, Ms(config_.stop_grace_s), failure_, {}});
+  if (outcome_ != Outcome::kRunning || n.gone) {
+    n.told_to_exit = true;
+    out.push_back(SendStop{{node}, Ms(config_.stop_grace_s), n.gone ? "no longer in the job" : failure_,
+                           {}, current_round(), true});
   }
   return out;
 }
@@ -144,7 +149,11 @@ JobActions JobState::OnAgentMessage(int node, const v1::AgentMessage& msg, doubl
   JobActions out;
   Node& n = nodes_[node];
   n.last_seen_s = now_s;
+  if (DropStale(node, msg, out)) return out;
   switch (msg.body_case()) {
+    case v1::AgentMessage::kRoundEnded:
+      HandleRoundEnded(node, msg.round_ended(), now_s, out);
+      break;
     case v1::AgentMessage::kHeartbeat:
       n.workers_running = msg.heartbeat().workers_running();
       for (const auto& r : msg.heartbeat().reports()) HandleReport(node, r, now_s, out);
@@ -178,6 +187,7 @@ void JobState::HandleReport(int node, const v1::WorkerReport& r, double now_s, J
   rs.step = std::max<int64_t>(rs.step, r.step());
   rs.loss = r.loss();
   rs.has_loss = true;
+  checkpoint_step_ = std::max<long>(checkpoint_step_, static_cast<long>(r.checkpoint_step()));
   if (r.has_test_accuracy()) rs.test_accuracy = r.test_accuracy();
   if (r.interval_s() > 0) rs.recent_rate = r.samples() / r.interval_s();
   out.push_back(AppendMetric{node, r});
@@ -197,12 +207,19 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
     for (const auto& [rank, r] : ranks_) started += r.state != v1::WorkerEvent::STATE_UNSPECIFIED;
     if (started == round_->world_size) {
       all_started_reported_ = true;
-      Say(absl::StrCat("all ", started, " workers started in ", absl::StrFormat("%.2f", now_s), " s"), out);
-      out.push_back(AppendEvent{JsonLine()
-                                    .Add("event", "workers_started")
-                                    .Add("workers", started)
-                                    .Add("elapsed_s", now_s)
-                                    .str()});
+      round_running_since_s_ = now_s;
+      JsonLine event;
+      event.Add("event", "workers_started").Add("workers", started).Add("elapsed_s", now_s);
+      if (round_->round == 0) {
+        Say(absl::StrCat("all ", started, " workers started in ", absl::StrFormat("%.2f", now_s), " s"), out);
+      } else {
+        const double took = now_s - restart_detected_at_s_.value_or(now_s);
+        Say(absl::StrFormat("round %d running: %d nodes, %d workers; restart took %.2f s",
+                            round_->round, static_cast<int>(members_.size()), started, took),
+            out);
+        event.Add("round", round_->round).Add("restart_s", took);
+      }
+      out.push_back(AppendEvent{event.str()});
     }
   } else if (ev.state() == v1::WorkerEvent::FAILED) {
     const std::string& host = nodes_[node].host;
@@ -213,6 +230,7 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
                                   .Add("host", host)
                                   .Add("exit_code", ev.exit_code())
                                   .Add("signal", ev.signal())
+                                  .Add("round", current_round())
                                   .str()});
     Failure f = RankFailure(FailureClass::kWorkerCrash, ev.rank(), now_s);
     f.exit_code = ev.signal() != 0 ? -1 : ev.exit_code();
@@ -239,7 +257,8 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
 
 bool JobState::KilledByOthers(const v1::WorkerEvent& ev, double now_s) const {
   // Agents send SIGKILL only once the grace has passed, or at once after a second signal.
-  return ev.signal() == SIGKILL && outcome_ == Outcome::kFailed && signals_seen_ == 0 &&
+  return ev.signal() == SIGKILL && (outcome_ == Outcome::kFailed || round_stop_) &&
+         signals_seen_ == 0 &&
          stop_started_at_s_ && config_.stop_grace_s > 0 &&
          now_s < *stop_started_at_s_ + config_.stop_grace_s;
 }
@@ -249,6 +268,15 @@ JobActions JobState::OnSessionEnded(int node, int session, double now_s) {
   Node& n = nodes_[node];
   if (n.session != session || n.session_ended) return out;  // a replaced session
   n.session_ended = true;
+  if (n.gone) {
+    MaybeFinish(now_s, out);
+    return out;
+  }
+  if (n.spare) {
+    SpareLost(node, "its session ended", out);
+    MaybeFinish(now_s, out);
+    return out;
+  }
   bool unfinished = false;
   for (const auto& [rank, r] : ranks_) {
     if (r.node == node && !Finished(r.state)) unfinished = true;
@@ -256,7 +284,13 @@ JobActions JobState::OnSessionEnded(int node, int session, double now_s) {
   if (unfinished) {
     NodeLost(node, FailureClass::kAgentLost,
              "its agent's session ended with workers unaccounted for", now_s, out);
+  } else if (outcome_ == Outcome::kRunning && config_.restarts.max_restarts > 0 &&
+             NodeRankOf(node) >= 0 && !Restarting()) {
+    // With restarts an agent waits for the job's end; one that leaves early is lost.
+    NodeLost(node, FailureClass::kAgentLost, "its agent's session ended before the job did",
+             now_s, out);
   }
+  AdvanceRestart(now_s, out);
   MaybeFinish(now_s, out);
   return out;
 }
@@ -274,7 +308,9 @@ JobActions JobState::OnLauncherExited(int index, int wait_status,
                                     " #", index, ") ended with ", DescribeWaitStatus(wait_status));
     if (!round_) {
       FailWith(Outcome::kLaunchError, what + " before all nodes joined", tail, now_s, out);
-    } else if (WIFSIGNALED(wait_status)) {
+    } else if (WIFSIGNALED(wait_status) && config_.restarts.max_restarts == 0) {
+      // With restarts the nodes it started are lost one by one (their sessions end), and the
+      // job may go on without them.
       FailWith(Outcome::kFailed, what + ": the node(s) it started are lost", tail, now_s, out);
     }
   }
@@ -289,6 +325,14 @@ JobActions JobState::OnTick(double now_s) {
     const double lost_after = config_.heartbeat_s * config_.heartbeat_misses;
     SendPing ping;
     for (auto& [i, n] : nodes_) {
+      if (n.gone) continue;
+      if (n.spare) {
+        if (SessionOpen(n)) ping.nodes.push_back(i);
+        if (now_s - n.last_seen_s > lost_after + (n.session < 0 ? kSessionOpenSlackS : 0)) {
+          SpareLost(i, absl::StrFormat("no heartbeat for %.1f s", now_s - n.last_seen_s), out);
+        }
+        continue;
+      }
       if (SessionOpen(n)) {
         ping.nodes.push_back(i);
         if (outcome_ == Outcome::kRunning && now_s - n.last_seen_s > lost_after) {
@@ -302,13 +346,14 @@ JobActions JobState::OnTick(double now_s) {
       }
     }
     if (!ping.nodes.empty()) out.insert(out.begin(), std::move(ping));
+    AdvanceRestart(now_s, out);
     CheckHealth(now_s, out);
     Announce(now_s, false, out);
   }
   if (outcome_ == Outcome::kRunning && now_s - last_summary_s_ >= config_.summary_interval_s) {
     int up = 0, running = 0;
     for (const auto& [i, n] : nodes_) {
-      if (SessionOpen(n)) {
+      if (SessionOpen(n) && !n.spare && !n.gone) {
         ++up;
         running += n.workers_running;
       }
@@ -368,14 +413,18 @@ void JobState::NodeLost(int node, FailureClass cls, const std::string& why, doub
                                 .Add("node", node)
                                 .Add("host", n.host)
                                 .Add("reason", why)
+                                .Add("round", current_round())
                                 .str()});
   Failure f;
   f.cls = cls;
-  f.node_rank = node;
+  f.node_id = node;
+  f.node_rank = NodeRankOf(node);
   f.host = n.host;
   f.detected_at_s = now_s;
   f.after_stop = stop_started_at_s_.has_value();
   f.detail = why;
+  // Lost while its round stops or waits for the next: it has no place in that one.
+  if (Restarting()) Dismiss(node, "node_dropped", why, out);
   Fail(Outcome::kFailed, std::move(f), now_s, out);
 }
 
@@ -384,8 +433,9 @@ Failure JobState::RankFailure(FailureClass cls, int rank, double now_s) const {
   f.cls = cls;
   f.global_rank = rank;
   auto it = ranks_.find(rank);
-  f.node_rank = it == ranks_.end() ? -1 : it->second.node;
-  if (auto n = nodes_.find(f.node_rank); n != nodes_.end()) f.host = n->second.host;
+  f.node_id = it == ranks_.end() ? -1 : it->second.node;
+  f.node_rank = NodeRankOf(f.node_id);
+  if (auto n = nodes_.find(f.node_id); n != nodes_.end()) f.host = n->second.host;
   if (round_ && f.node_rank >= 0 && f.node_rank < static_cast<int>(round_->assignments.size())) {
     f.local_rank = rank - round_->assignments[f.node_rank].rank_offset;
   }
@@ -401,12 +451,16 @@ void JobState::Fail(Outcome outcome, Failure failure, double now_s, JobActions& 
                                 .str()});
   failures_.push_back(std::move(failure));
   const Failure& f = failures_.back();
-  if (outcome_ == Outcome::kRunning) {
-    outcome_ = outcome;
-    failure_ = DescribeFailure(f);
-    failure_detail_ = f.log_tail;
+  if (outcome_ == Outcome::kRunning && !Restarting()) {
     if (PeerLike(f)) announce_at_s_ = now_s + kPeerSettleS;
-    StopAll(config_.stop_grace_s, failure_, now_s, out);
+    if (CanRestart(f)) {
+      BeginRoundStop(now_s, out);
+    } else {
+      outcome_ = outcome;
+      failure_ = DescribeFailure(f);
+      failure_detail_ = f.log_tail;
+      StopAll(config_.stop_grace_s, failure_, now_s, out);
+    }
   }
   Announce(now_s, !PeerLike(PickRootCause(failures_).root), out);
   ArmHealth(out);
@@ -444,7 +498,7 @@ void JobState::Announce(double now_s, bool force, JobActions& out) {
 }
 
 void JobState::CheckHealth(double now_s, JobActions& out) {
-  if (outcome_ != Outcome::kRunning || !round_) return;
+  if (outcome_ != Outcome::kRunning || !round_ || Restarting()) return;
   std::vector<Hang> hangs = monitor_.Check(now_s);
   if (hangs.empty()) return;
   // The first is the rank that fell behind first; the others are named in the event.
@@ -493,6 +547,7 @@ JobActions JobState::OnHealthCheck(double now_s) {
   JobActions out;
   if (finished_) return out;
   health_armed_at_s_ = -1;
+  AdvanceRestart(now_s, out);
   CheckHealth(now_s, out);
   Announce(now_s, false, out);
   ArmHealth(out);
@@ -501,17 +556,26 @@ JobActions JobState::OnHealthCheck(double now_s) {
 
 void JobState::ArmHealth(JobActions& out) {
   if (finished_) return;
-  double next = outcome_ == Outcome::kRunning ? monitor_.NextDeadline() : HUGE_VAL;
+  double next = outcome_ == Outcome::kRunning && !Restarting() ? monitor_.NextDeadline() : HUGE_VAL;
   if (announce_at_s_) next = std::min(next, *announce_at_s_);
+  if (round_stop_) next = std::min(next, round_stop_->deadline_s);
+  if (restart_at_s_) next = std::min(next, *restart_at_s_);
   if (!std::isfinite(next) || next > 1e12 || next == health_armed_at_s_) return;
   health_armed_at_s_ = next;
   out.push_back(ArmHealthCheck{next});
 }
 
 void JobState::StopAll(double grace_s, const std::string& reason, double now_s, JobActions& out) {
-  SendStop stop{{}, Ms(grace_s), reason, dump_ranks_};
-  for (const auto& [i, n] : nodes_) {
-    if (SessionOpen(n)) stop.nodes.push_back(i);
+  // The job's end: a restart in progress is off, and every agent still in session exits,
+  // spares and dismissed nodes too.
+  round_stop_.reset();
+  restart_at_s_.reset();
+  SendStop stop{{}, Ms(grace_s), reason, dump_ranks_, current_round(), true};
+  for (auto& [i, n] : nodes_) {
+    if (SessionOpen(n)) {
+      stop.nodes.push_back(i);
+      n.told_to_exit = true;
+    }
   }
   if (!stop.nodes.empty()) out.push_back(std::move(stop));
   // Agents still in the rendezvous have no workers yet: stopping their launchers is enough.
@@ -531,7 +595,13 @@ void JobState::MaybeFinish(double now_s, JobActions& out) {
   if (outcome_ == Outcome::kRunning && round_) {
     int succeeded = 0;
     for (const auto& [rank, r] : ranks_) succeeded += r.state == v1::WorkerEvent::SUCCEEDED;
-    if (succeeded == round_->world_size) outcome_ = Outcome::kSucceeded;
+    if (succeeded == round_->world_size) {
+      outcome_ = Outcome::kSucceeded;
+      // Agents that may see another round (restarts, spares) wait until told the job is over.
+      bool waiting = config_.restarts.max_restarts > 0;
+      for (const auto& [i, n] : nodes_) waiting |= SessionOpen(n) && (n.spare || n.gone);
+      if (waiting) StopAll(config_.stop_grace_s, "job finished", now_s, out);
+    }
   }
   if (outcome_ == Outcome::kRunning) return;
   for (const auto& [i, n] : nodes_) {
@@ -559,6 +629,10 @@ void JobState::Finish(double now_s, JobActions& out) {
     case Outcome::kRunning: s.result = "failed"; s.exit_code = kExitJobFailed; break;
   }
   s.wall_time_s = now_s;
+  s.restarts = policy_.restarts_used();
+  s.max_restarts = config_.restarts.max_restarts;
+  s.rounds = current_round() + 1;
+  s.not_restarted = gave_up_;
   s.nodes = round_ ? static_cast<int>(round_->nodes.size()) : 0;
   s.world_size = round_ ? round_->world_size : 0;
   s.failure = failure_;

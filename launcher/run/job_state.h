@@ -18,6 +18,7 @@
 #include "launcher/run/failure.h"
 #include "launcher/run/job_view.h"
 #include "launcher/run/progress_monitor.h"
+#include "launcher/run/restart_policy.h"
 #include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
@@ -33,6 +34,11 @@ struct JobConfig {
   double summary_interval_s = 5;
   // Stall and exit-hang limits (health.*, stop.exit_timeout).
   ProgressSettings progress;
+  // Restart rounds (max_restarts, restarts.*): a round keeps at least min_nodes nodes, and its
+  // MASTER_PORT is master_port when set, else a fresh port of the round's node 0.
+  RestartSettings restarts;
+  int min_nodes = 1;
+  int master_port = 0;
 };
 
 // Actions. Lines are complete ("[dlaunch] ..." or "[rank N] ..."), without the newline.
@@ -48,10 +54,17 @@ struct AppendMetric {
   v1::WorkerReport report;
 };
 struct SendStop {
-  std::vector<int> nodes;
+  std::vector<int> nodes;  // node ids
   int grace_ms = 0;
   std::string reason;
   std::vector<int> dump_ranks;  // hung ranks whose stacks are recorded before the stop
+  int round = 0;                // the round whose workers stop
+  bool exit = true;             // the agent exits once they have; false: it waits for a round
+};
+// Round `round.round` starts: node_ids[i] takes the place round.assignments[i].
+struct SendStartRound {
+  RoundResult round;
+  std::vector<int> node_ids;
 };
 struct SendPing {  // an empty command: proof of life for the agents' watchdogs
   std::vector<int> nodes;
@@ -72,7 +85,7 @@ struct WriteSummary {
 struct FinishJob {
   int exit_code = 0;
 };
-using JobAction = std::variant<PrintLine, AppendEvent, AppendMetric, SendStop, SendPing,
+using JobAction = std::variant<PrintLine, AppendEvent, AppendMetric, SendStop, SendStartRound, SendPing,
                                StopLaunchers, KillLaunchers, ArmStopDeadline, ArmHealthCheck, WriteSummary,
                                FinishJob>;
 using JobActions = std::vector<JobAction>;
@@ -87,6 +100,9 @@ class JobState {
   JobActions OnNodeJoined(const Participant& p, int joined, int expected, double now_s);
   JobActions OnRendezvousClosed(const RoundResult& result, double now_s);
   JobActions OnRendezvousFailed(const absl::Status& status, double now_s);
+  // An agent joined after the round closed: spare node `node_id`, waiting for a lost node's place.
+  JobActions OnSpareJoined(const Participant& p, int node_id, double now_s);
+  // Nodes are named by their node id (JoinResponse.node_id), stable across rounds.
   // `session` tells a node's current session from one it replaced.
   JobActions OnSessionOpened(int node, int session, double now_s);
   JobActions OnAgentMessage(int node, const v1::AgentMessage& message, double now_s);
@@ -117,6 +133,12 @@ class JobState {
     bool session_ended = false;
     double last_seen_s = 0;
     int workers_running = 0;
+    Participant joined;     // as it joined: slots, and its first worker port
+    bool spare = false;     // waiting for a place in a later round
+    bool gone = false;      // excluded, lost or dropped: no longer in the job
+    bool told_to_exit = false;
+    int ended_round = -1;   // the latest round it reported ended (RoundEnded)
+    int worker_port = 0;    // its freshest free port (RoundEnded, else its Join)
   };
   bool SessionOpen(const Node& n) const { return n.session >= 0 && !n.session_ended; }
 
@@ -140,11 +162,31 @@ class JobState {
   void Finish(double now_s, JobActions& out);
   void Say(const std::string& line, JobActions& out) const;
 
+  // Restart rounds (job_state_rounds.cc).
+  bool CanRestart(const Failure& f) const;
+  // Stops the current round's workers; the agents stay for the next round.
+  void BeginRoundStop(double now_s, JobActions& out);
+  // Moves a restart on: the round stop ended (or timed out), the back-off passed.
+  void AdvanceRestart(double now_s, JobActions& out);
+  void DecideRestart(double now_s, JobActions& out);
+  void StartNextRound(double now_s, JobActions& out);
+  void GiveUp(const std::string& reason, double now_s, JobActions& out);
+  // A message of a node no longer in the job, or of a round that has moved on: true when the
+  // message is to be dropped (liveness still counts).
+  bool DropStale(int node, const v1::AgentMessage& msg, JobActions& out);
+  void HandleRoundEnded(int node, const v1::RoundEnded& ended, double now_s, JobActions& out);
+  // Tells `node` to exit (excluded, lost, dropped spare) and forgets it.
+  void Dismiss(int node, const std::string& event, const std::string& why, JobActions& out);
+  void SpareLost(int node, const std::string& why, JobActions& out);
+  bool Restarting() const { return round_stop_.has_value() || restart_at_s_.has_value(); }
+  int NodeRankOf(int node) const;
+  int current_round() const { return round_ ? round_->round : 0; }
+
   const JobConfig config_;
   std::vector<std::string> launcher_programs_;
   std::optional<RoundResult> round_;
   double rendezvous_closed_at_s_ = 0;
-  std::map<int, Node> nodes_;           // by node rank
+  std::map<int, Node> nodes_;           // by node id
   std::map<int, RankProgress> ranks_;   // by global rank
   int launchers_running_ = 0;
   Outcome outcome_ = Outcome::kRunning;
@@ -162,6 +204,20 @@ class JobState {
   std::optional<double> stop_deadline_s_;
   double last_summary_s_ = 0;
   bool finished_ = false;
+
+  // Restart rounds.
+  std::vector<int> members_;                // node ids of the current round, in node-rank order
+  RestartPolicy policy_;
+  struct RoundStop {
+    double deadline_s = 0;                  // members not ended by then are lost
+  };
+  std::optional<RoundStop> round_stop_;     // the current round is stopping for a restart
+  std::optional<double> restart_at_s_;      // back-off: the next round starts then
+  std::vector<int> next_members_;           // decided, waiting for the back-off
+  std::optional<double> restart_detected_at_s_;  // the failure that began the restart
+  long checkpoint_step_ = -1;               // newest complete checkpoint any rank reported
+  std::optional<double> round_running_since_s_;  // every worker of the round started then
+  std::string gave_up_;                     // why the job was not restarted
 };
 
 }  // namespace dlaunch

@@ -53,6 +53,9 @@ std::vector<std::string> FinalReport(const JobSummary& s, const std::map<int, Ra
   std::string head = absl::StrFormat("[dlaunch] job %s %s in %.2f s", s.job_id, s.result,
                                      s.wall_time_s);
   if (s.nodes > 0) absl::StrAppendFormat(&head, ": %d node(s), %d worker(s)", s.nodes, s.world_size);
+  if (s.max_restarts > 0) {
+    absl::StrAppendFormat(&head, ", %d of %d restart(s) used", s.restarts, s.max_restarts);
+  }
   lines.push_back(head);
   if (s.exit_code != 0 && !s.failure.empty()) {
     lines.push_back((s.root_cause ? "[dlaunch] root cause: " : "[dlaunch] ") + s.failure);
@@ -68,6 +71,7 @@ std::vector<std::string> FinalReport(const JobSummary& s, const std::map<int, Ra
     for (const Failure& c : s.consequences) {
       lines.push_back("[dlaunch] consequence: " + DescribeFailure(c));
     }
+    if (!s.not_restarted.empty()) lines.push_back("[dlaunch] not restarted: " + s.not_restarted);
   }
   if (s.samples <= 0) return lines;
   lines.push_back(absl::StrFormat("[dlaunch]   %4s %4s %-16s %10s %11s %8s %9s", "rank", "node",
@@ -111,7 +115,11 @@ std::string SummaryJson(const JobSummary& s) {
       .Add("world_size", s.world_size)
       .Add("samples", s.samples)
       .Add("samples_per_sec", s.samples_per_sec)
-      .Add("samples_per_sec_per_rank", s.world_size > 0 ? s.samples_per_sec / s.world_size : 0.0);
+      .Add("samples_per_sec_per_rank", s.world_size > 0 ? s.samples_per_sec / s.world_size : 0.0)
+      .Add("restarts", s.restarts)
+      .Add("max_restarts", s.max_restarts)
+      .Add("rounds", s.rounds);
+  if (!s.not_restarted.empty()) json.Add("not_restarted", s.not_restarted);
   if (s.final_loss) json.Add("final_loss", *s.final_loss);
   if (s.test_accuracy) json.Add("test_accuracy", *s.test_accuracy);
   if (!s.failure.empty()) json.Add("failure", s.failure);

@@ -48,6 +48,10 @@ struct JobSummary {
   std::optional<Failure> root_cause;
   std::vector<Failure> consequences;
   int ranks_succeeded = 0;    // ranks that exited 0 (all of them, for a hang at exit)
+  int restarts = 0;           // restarts used (rounds after the first)
+  int max_restarts = 0;
+  int rounds = 1;
+  std::string not_restarted;  // why the last failure got no new round ("" when restarted or off)
 };
 
 // Totals over `ranks`; the caller fills the identity, result and failure fields.

@@ -29,6 +29,10 @@ void RendezvousHost::Join(const Participant& p, JoinReply reply) {
     reply(absl::CancelledError("launcher is not accepting joins"));
     return;
   }
+  if (state_.phase() == RendezvousPhase::kClosed && callbacks_.on_spare) {
+    JoinAsSpare(p, std::move(reply));
+    return;
+  }
   if (absl::Status st = state_.Join(p, Now()); !st.ok()) {
     reply(st);
     return;
@@ -36,6 +40,15 @@ void RendezvousHost::Join(const Participant& p, JoinReply reply) {
   callbacks_.on_joined(p, state_.joined(), state_.config().max_nodes);
   waiting_[p.agent_id] = std::move(reply);
   Settle();
+}
+
+void RendezvousHost::JoinAsSpare(const Participant& p, JoinReply reply) {
+  const int node_id = static_cast<int>(state_.result()->nodes.size()) + spares_++;
+  v1::JoinResponse r = template_;
+  r.set_node_id(node_id);
+  r.set_spare(true);
+  callbacks_.on_spare(p, node_id);
+  reply(std::move(r));
 }
 
 void RendezvousHost::Cancel(const std::string& agent_id) {

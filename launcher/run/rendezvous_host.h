@@ -21,6 +21,9 @@ class RendezvousHost {
     std::function<void(const Participant&, int joined, int expected)> on_joined;
     std::function<void(const RoundResult&)> on_closed;
     std::function<void(const absl::Status&)> on_failed;
+    // Set when the job takes spares: an agent joining after the round closed is answered at
+    // once as spare `node_id` (ids after the members') instead of FAILED_PRECONDITION.
+    std::function<void(const Participant&, int node_id)> on_spare;
   };
   // Times are seconds since `start`, the job's start on the steady clock the controller also
   // uses. `response_template` holds the job-wide fields of every JoinResponse.
@@ -38,6 +41,7 @@ class RendezvousHost {
 
  private:
   double Now() const;
+  void JoinAsSpare(const Participant& participant, JoinReply reply);
   // Advances the state, reports its outcome once, answers waiting Joins or re-arms the timer.
   void Settle();
 
@@ -49,6 +53,7 @@ class RendezvousHost {
   std::map<std::string, JoinReply> waiting_;  // by agent id
   bool outcome_reported_ = false;
   bool accepting_ = false;  // between Start and Shutdown
+  int spares_ = 0;
 };
 
 }  // namespace dlaunch

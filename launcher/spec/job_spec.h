@@ -55,6 +55,11 @@ struct JobSpec {
   double stall_timeout_s = 0;            // health.stall_timeout: 0 = adaptive ("auto")
   double startup_timeout_s = 600;        // health.startup_timeout: 0 = off
   int max_restarts = 0;
+  int spare_nodes = 0;                   // nodes.spares: extra agents of a local run that wait
+  double restart_backoff_s = 0;          // restarts.backoff: wait before the first restart
+  double restart_backoff_max_s = 30;     // restarts.backoff_max: the doubling wait's cap
+  int crash_loop_limit = 3;              // restarts.crash_loop: same failure N times, 0 = off
+  int node_failure_limit = 2;            // restarts.node_failures: exclude a node, 0 = never
 
   std::string job_root = "runs";         // job directories are job_root/<job-id>
   bool show_all_ranks = true;            // logs.ranks: all
@@ -93,7 +98,11 @@ inline bool operator==(const JobSpec& a, const JobSpec& b) {
          a.heartbeat_misses == b.heartbeat_misses && a.stop_grace_s == b.stop_grace_s &&
          a.exit_timeout_s == b.exit_timeout_s && a.stall_detection == b.stall_detection &&
          a.stall_timeout_s == b.stall_timeout_s && a.startup_timeout_s == b.startup_timeout_s &&
-         a.max_restarts == b.max_restarts && a.job_root == b.job_root &&
+         a.max_restarts == b.max_restarts && a.spare_nodes == b.spare_nodes &&
+         a.restart_backoff_s == b.restart_backoff_s &&
+         a.restart_backoff_max_s == b.restart_backoff_max_s &&
+         a.crash_loop_limit == b.crash_loop_limit &&
+         a.node_failure_limit == b.node_failure_limit && a.job_root == b.job_root &&
          a.show_ranks == b.show_ranks && a.show_all_ranks == b.show_all_ranks &&
          a.tail_lines == b.tail_lines && a.summary_interval_s == b.summary_interval_s &&
          a.isolate_gpus == b.isolate_gpus && a.gpus_per_proc == b.gpus_per_proc &&

@@ -155,7 +155,7 @@ void CheckJobShape(const JobSpec& spec, Problems& p) {
   }
 }
 
-// rendezvous, heartbeat, stop, health, max_restarts.
+// rendezvous, heartbeat, stop, health, max_restarts, restarts, nodes.spares.
 void CheckTimings(const JobSpec& spec, Problems& p) {
   p.Port("rendezvous.port", spec.control_port);
   p.Port("rendezvous.master_port", spec.master_port);
@@ -173,6 +173,17 @@ void CheckTimings(const JobSpec& spec, Problems& p) {
   p.NotNegative("health.stall_timeout", spec.stall_timeout_s);
   p.NotNegative("health.startup_timeout", spec.startup_timeout_s);
   p.NotNegative("max_restarts", spec.max_restarts);
+  p.NotNegative("nodes.spares", spec.spare_nodes);
+  p.NotNegative("restarts.backoff", spec.restart_backoff_s);
+  p.NotNegative("restarts.backoff_max", spec.restart_backoff_max_s);
+  p.NotNegative("restarts.crash_loop", spec.crash_loop_limit);
+  p.NotNegative("restarts.node_failures", spec.node_failure_limit);
+  if (spec.restart_backoff_max_s < spec.restart_backoff_s) {
+    p.Add("restarts.backoff_max",
+          absl::StrCat("restarts.backoff_max (", FormatDuration(spec.restart_backoff_max_s),
+                       ") must not be less than restarts.backoff (",
+                       FormatDuration(spec.restart_backoff_s), ")"));
+  }
 }
 
 void CheckLogs(const JobSpec& spec, Problems& p) {

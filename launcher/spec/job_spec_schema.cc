@@ -6,9 +6,10 @@ const std::map<std::string, std::vector<std::string>>& SchemaKeys() {
   static const auto* keys = new std::map<std::string, std::vector<std::string>>{
       {"",
        {"name", "nodes", "nproc_per_node", "command", "args", "env", "workdir", "hosts",
-        "launcher", "rendezvous", "heartbeat", "stop", "health", "max_restarts", "logs", "gpus",
-        "cpus", "scheduler"}},
-      {"nodes", {"min", "max"}},
+        "launcher", "rendezvous", "heartbeat", "stop", "health", "max_restarts", "restarts", "logs",
+        "gpus", "cpus", "scheduler"}},
+      {"nodes", {"min", "max", "spares"}},
+      {"restarts", {"backoff", "backoff_max", "crash_loop", "node_failures"}},
       {"rendezvous", {"port", "master_port", "join_timeout", "last_call"}},
       {"heartbeat", {"interval", "misses"}},
       {"stop", {"grace", "exit_timeout"}},

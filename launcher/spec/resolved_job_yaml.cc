@@ -96,10 +96,12 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
   absl::StrAppend(&out, "name: ", Quote(spec.name), "\n");
   if (spec.nodes_auto) {
     absl::StrAppend(&out, "nodes: auto\n");
-  } else if (spec.min_nodes == spec.max_nodes) {
+  } else if (spec.min_nodes == spec.max_nodes && spec.spare_nodes == 0) {
     absl::StrAppend(&out, "nodes: ", spec.min_nodes, "\n");
   } else {
-    absl::StrAppend(&out, "nodes: {min: ", spec.min_nodes, ", max: ", spec.max_nodes, "}\n");
+    absl::StrAppend(&out, "nodes: {min: ", spec.min_nodes, ", max: ", spec.max_nodes);
+    if (spec.spare_nodes > 0) absl::StrAppend(&out, ", spares: ", spec.spare_nodes);
+    absl::StrAppend(&out, "}\n");
   }
   absl::StrAppend(&out, "nproc_per_node: ",
                   spec.nproc_per_node == 0 ? "gpu" : absl::StrCat(spec.nproc_per_node), "\n");
@@ -124,6 +126,11 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
                   !spec.stall_detection ? "\"off\"" : DurationOr(spec.stall_timeout_s, "auto"), "\n");
   absl::StrAppend(&out, "  startup_timeout: ", DurationOr(spec.startup_timeout_s, "off"), "\n");
   absl::StrAppend(&out, "max_restarts: ", spec.max_restarts, "\n");
+  absl::StrAppend(&out, "restarts:\n");
+  absl::StrAppend(&out, "  backoff: ", FormatDuration(spec.restart_backoff_s), "\n");
+  absl::StrAppend(&out, "  backoff_max: ", FormatDuration(spec.restart_backoff_max_s), "\n");
+  absl::StrAppend(&out, "  crash_loop: ", spec.crash_loop_limit, "\n");
+  absl::StrAppend(&out, "  node_failures: ", spec.node_failure_limit, "\n");
   absl::StrAppend(&out, "logs:\n");
   absl::StrAppend(&out, "  dir: ", Quote(spec.job_root), "\n");
   if (spec.show_all_ranks) {

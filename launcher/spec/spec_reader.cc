@@ -244,6 +244,7 @@ void SpecReader::Nodes(const SpecField& field, JobSpec* spec) {
     if (range.count("min")) Int(range["min"], &spec->min_nodes);
     spec->max_nodes = spec->min_nodes;
     if (range.count("max")) Int(range["max"], &spec->max_nodes);
+    if (range.count("spares")) Int(range["spares"], &spec->spare_nodes);
     return;
   }
   std::string text;
@@ -443,6 +444,13 @@ void SpecReader::Read(const YAML::Node& root, JobSpec* spec) {
     }
   }
   if (has("max_restarts")) Int(top["max_restarts"], &spec->max_restarts);
+  if (has("restarts")) {
+    auto fields = Fields(top["restarts"].value, "restarts", top["restarts"].mark);
+    if (fields.count("backoff")) Duration(fields["backoff"], &spec->restart_backoff_s);
+    if (fields.count("backoff_max")) Duration(fields["backoff_max"], &spec->restart_backoff_max_s);
+    if (fields.count("crash_loop")) Int(fields["crash_loop"], &spec->crash_loop_limit);
+    if (fields.count("node_failures")) Int(fields["node_failures"], &spec->node_failure_limit);
+  }
   if (has("logs")) {
     auto fields = Fields(top["logs"].value, "logs", top["logs"].mark);
     if (fields.count("dir")) String(fields["dir"], &spec->job_root);

@@ -49,6 +49,11 @@ AgentState Running(int workers, int heartbeat_ms = 1000) {
   return s;
 }
 
+// A stop of round `round` with this reason and grace, exiting the agent when `exit`.
+StopRequest Stop(const std::string& reason, int grace_ms, int round = 0, bool exit = false) {
+  return StopRequest{round, exit, reason, milliseconds(grace_ms)};
+}
+
 // Drives the agent to exit after its last worker ended; returns the exit code.
 int ExitCodeAfterDrain(AgentState& s) {
   AgentActions out = s.OnReportsDrained();
@@ -88,10 +93,12 @@ TEST(AgentStateTest, AllWorkersSucceedingDrainsReportsThenExitsZero) {
   EXPECT_FALSE(s.finished());
 
   out = s.OnReportsDrained();
-  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(out.size(), 3u);
   EXPECT_TRUE(std::holds_alternative<FlushReports>(out[0]));
-  ASSERT_TRUE(std::holds_alternative<ExitAgent>(out[1]));
-  EXPECT_EQ(std::get<ExitAgent>(out[1]).code, 0);
+  ASSERT_TRUE(std::holds_alternative<SendRoundEnded>(out[1]));
+  EXPECT_EQ(std::get<SendRoundEnded>(out[1]).round, 0);
+  ASSERT_TRUE(std::holds_alternative<ExitAgent>(out[2]));
+  EXPECT_EQ(std::get<ExitAgent>(out[2]).code, 0);
   EXPECT_TRUE(s.finished());
 }
 
@@ -117,7 +124,7 @@ TEST(AgentStateTest, AFailedWorkerFailsTheNodeButTheAgentWaitsForTheLaunchersSto
   EXPECT_EQ(ev->outcome, WorkerOutcome::kFailed);
   EXPECT_EQ(Count<StopWorkers>(out), 0);  // the launcher decides; it sends stop to every node
 
-  out = s.OnStopCommand("rank 0 failed", milliseconds(3000));
+  out = s.OnStopCommand(Stop("rank 0 failed", 3000));
   const StopWorkers* stop = Find<StopWorkers>(out);
   ASSERT_NE(stop, nullptr);
   EXPECT_EQ(stop->grace, milliseconds(3000));
@@ -133,14 +140,14 @@ TEST(AgentStateTest, AFailedWorkerFailsTheNodeButTheAgentWaitsForTheLaunchersSto
 
 TEST(AgentStateTest, WorkersStoppedByTheLauncherDoNotFailTheNode) {
   AgentState s = Running(1);
-  s.OnStopCommand("job finished", milliseconds(1000));
+  s.OnStopCommand(Stop("job finished", 1000));
   s.OnWorkerExit(Exit(0, W_EXITCODE(0, SIGTERM), /*stopped=*/true));
   EXPECT_EQ(ExitCodeAfterDrain(s), 0);
 }
 
 TEST(AgentStateTest, AnErrorExitThatRacedTheStopStillFailsTheNode) {
   AgentState s = Running(1);
-  s.OnStopCommand("job finished", milliseconds(1000));
+  s.OnStopCommand(Stop("job finished", 1000));
   // The supervisor had not marked it stopped: it ended on its own.
   AgentActions out = s.OnWorkerExit(Exit(0, W_EXITCODE(4, 0)));
   const SendWorkerExit* ev = Find<SendWorkerExit>(out);
@@ -171,14 +178,14 @@ TEST(AgentStateTest, NoWorkerStartingAtAllFinishesAtOnce) {
 
 TEST(AgentStateTest, OnlyTheFirstStopIsMarkedFirst) {
   AgentState s = Running(1);
-  EXPECT_TRUE(Find<StopWorkers>(s.OnStopCommand("a", milliseconds(1000)))->first);
-  EXPECT_FALSE(Find<StopWorkers>(s.OnStopCommand("b", milliseconds(1000)))->first);
+  EXPECT_TRUE(Find<StopWorkers>(s.OnStopCommand(Stop("a", 1000)))->first);
+  EXPECT_FALSE(Find<StopWorkers>(s.OnStopCommand(Stop("b", 1000)))->first);
   EXPECT_TRUE(s.stopping());
 }
 
 TEST(AgentStateTest, AStopWithNoGraceIsPassedOnAsZero) {
   AgentState s = Running(1);
-  AgentActions out = s.OnStopCommand("interrupted", milliseconds(0));
+  AgentActions out = s.OnStopCommand(Stop("interrupted", 0));
   const StopWorkers* stop = Find<StopWorkers>(out);
   ASSERT_NE(stop, nullptr);
   EXPECT_EQ(stop->grace, milliseconds(0));
@@ -309,7 +316,7 @@ TEST(AgentStateTest, NothingFinishesBeforeTheWorkersStarted) {
   AgentState s(AgentConfig{milliseconds(1000), milliseconds(5000)});
   s.OnSessionOpened(At(0));
   EXPECT_TRUE(s.OnReportConnectionClosed().empty());
-  EXPECT_EQ(Count<StopWorkers>(s.OnStopCommand("x", milliseconds(100))), 0);
+  EXPECT_EQ(Count<StopWorkers>(s.OnStopCommand(Stop("x", 100))), 0);
   EXPECT_FALSE(s.finished());
 }
 

@@ -48,6 +48,7 @@ TEST(WorkerEnvTest, EveryContractVariable) {
       {"MASTER_ADDR", "10.0.0.1"},
       {"MASTER_PORT", "29500"},
       {"TORCHELASTIC_RESTART_COUNT", "1"},
+      {"DLAUNCH_ROUND", "1"},
       {"TORCHELASTIC_MAX_RESTARTS", "3"},
       {"TORCHELASTIC_RUN_ID", "job-42"},
       {"TORCHELASTIC_ERROR_FILE", "/runs/job-42/errors/rank-6.json"},

@@ -132,6 +132,28 @@ TEST(BuildStartRequestsTest, TheEnvironmentCarriesTheContractTheSpecAndTheBase) 
   EXPECT_THAT(env, Not(Contains("LR=9")));
 }
 
+TEST(BuildStartRequestsTest, EachRoundsPlaceSetsItsRoundRanksAndMasterPort) {
+  // The place of round 4 after restarts: this node moved to node rank 0, a new MASTER_PORT.
+  v1::JoinResponse place = Job();
+  place.set_round(4);
+  place.set_node_rank(0);
+  place.set_rank_offset(0);
+  place.set_master_port(41234);
+  (*place.mutable_worker()->mutable_env())["DLAUNCH_ROUND"] = "99";  // the spec cannot set it
+  auto requests = BuildStartRequests(place, Plan(), {{"TORCHELASTIC_RESTART_COUNT", "7"}}, "s");
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].rank, 1);
+  const auto& env = requests[1].options.envp;
+  EXPECT_THAT(env, Contains("TORCHELASTIC_RESTART_COUNT=4"));
+  EXPECT_THAT(env, Contains("DLAUNCH_ROUND=4"));
+  EXPECT_THAT(env, Contains("TORCHELASTIC_MAX_RESTARTS=3"));
+  EXPECT_THAT(env, Contains("MASTER_PORT=41234"));
+  EXPECT_THAT(env, Contains("RANK=1"));
+  EXPECT_THAT(env, Contains("GROUP_RANK=0"));
+  EXPECT_THAT(env, Contains("DLAUNCH_NODE_RANK=0"));
+  EXPECT_THAT(env, Not(Contains("DLAUNCH_ROUND=99")));
+}
+
 TEST(BuildStartRequestsTest, AnEmptyPlanStartsNothing) {
   EXPECT_TRUE(BuildStartRequests(Job(), {}, {}, "/tmp/r.sock").empty());
 }

@@ -21,6 +21,14 @@ TEST(DistributedEnvTest, AloneWithoutEnvironment) {
   EXPECT_TRUE(env->report_socket.empty());
 }
 
+TEST(DistributedEnvTest, ReadsTheRestartCount) {
+  EXPECT_EQ(Read({})->restart_count, 0);
+  EXPECT_EQ(Read({{"TORCHELASTIC_RESTART_COUNT", "2"}})->restart_count, 2);
+  absl::StatusOr<DistributedEnv> bad = Read({{"TORCHELASTIC_RESTART_COUNT", "-1"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("TORCHELASTIC_RESTART_COUNT"), std::string::npos);
+}
+
 TEST(DistributedEnvTest, ReadsTorchrunVariables) {
   absl::StatusOr<DistributedEnv> env =
       Read({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "10.0.0.2"},

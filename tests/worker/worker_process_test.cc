@@ -293,22 +293,87 @@ TEST_F(WorkerProcessTest, BadFlagIsAUsageError) {
   EXPECT_NE(results[0].log.find("--model"), std::string::npos) << results[0].log;
 }
 
+// Listens on a Unix socket as the agent does and collects the WorkerReport lines a worker sends.
+class ReportCollector {
+ public:
+  explicit ReportCollector(const std::string& path) : path_(path) {
+    listener_ = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    EXPECT_EQ(bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(listen(listener_, 4), 0);
+    reader_ = std::thread([this] {
+      const int conn = accept(listener_, nullptr, nullptr);
+      char buf[4096];
+      ssize_t n;
+      while (conn >= 0 && (n = read(conn, buf, sizeof(buf))) > 0) received_.append(buf, n);
+      if (conn >= 0) close(conn);
+    });
+  }
+
+  // Once the worker has exited: every line received, parsed.
+  std::vector<dlaunch::v1::WorkerReport> Finish() {
+    // Wakes the reader if the worker never connected.
+    shutdown(listener_, SHUT_RDWR);
+    reader_.join();
+    close(listener_);
+    std::vector<dlaunch::v1::WorkerReport> reports;
+    std::istringstream lines(received_);
+    for (std::string line; std::getline(lines, line);) {
+      dlaunch::v1::WorkerReport r;
+      EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &r).ok()) << line;
+      reports.push_back(r);
+    }
+    return reports;
+  }
+
+  const std::string& received() const { return received_; }
+
+ private:
+  std::string path_;
+  int listener_ = -1;
+  std::thread reader_;
+  std::string received_;
+};
+
+TEST_F(WorkerProcessTest, ARestartedRoundResumesAndReportsItsNewestCheckpoint) {
+  // One rank, 256 / 32 = 8 steps per epoch; killed after step 7, checkpoints every 3 steps.
+  const std::string ckpt = dir_ + "/ckpt";
+  auto killed = RunRanks(1, With(MlpArgs(32, "0.05", 12), {"--checkpoint-dir", ckpt,
+                                                           "--checkpoint-every", "3",
+                                                           "--fail-at-step", "7"}));
+  EXPECT_EQ(killed[0].signal, SIGKILL) << killed[0].log;
+
+  // The next round: no --resume, but TORCHELASTIC_RESTART_COUNT says it is a restart.
+  std::vector<std::string> args = With(MlpArgs(32, "0.05", 12),
+                                       {"--checkpoint-dir", ckpt, "--checkpoint-every", "3"});
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--report-every") args[i + 1] = "2";
+  }
+  ReportCollector collector(dir_ + "/report.sock");
+  auto restarted = RunRanks(1, args, {{"DLAUNCH_REPORT_SOCKET", dir_ + "/report.sock"},
+                                      {"TORCHELASTIC_RESTART_COUNT", "1"}});
+  std::vector<dlaunch::v1::WorkerReport> reports = collector.Finish();
+  ExpectAllSucceeded(restarted);
+  EXPECT_NE(restarted[0].log.find("restart 1: resuming from the newest complete checkpoint"),
+            std::string::npos) << restarted[0].log;
+  EXPECT_NE(restarted[0].log.find("resumed from step 6"), std::string::npos) << restarted[0].log;
+
+  // Reports at the epoch end (8), step 10 and the end (12); checkpoints at 9 and 12, the last
+  // written after the final report.
+  ASSERT_EQ(reports.size(), 3u) << collector.received();
+  EXPECT_EQ(reports[0].step(), 8);
+  EXPECT_EQ(reports[0].checkpoint_step(), 6);
+  EXPECT_EQ(reports[1].step(), 10);
+  EXPECT_EQ(reports[1].checkpoint_step(), 9);
+  EXPECT_EQ(reports[2].step(), 12);
+  EXPECT_EQ(reports[2].checkpoint_step(), 9);
+}
+
 TEST_F(WorkerProcessTest, ReportsArriveOnTheSocketAsWorkerReportJson) {
+  ReportCollector collector(dir_ + "/report.sock");
   const std::string path = dir_ + "/report.sock";
-  const int listener = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(listener, 4), 0);
-  std::string received;
-  std::thread reader([&] {
-    const int conn = accept(listener, nullptr, nullptr);
-    char buf[4096];
-    ssize_t n;
-    while (conn >= 0 && (n = read(conn, buf, sizeof(buf))) > 0) received.append(buf, n);
-    if (conn >= 0) close(conn);
-  });
   // 256 / 16 = 16 steps per epoch: reports at steps 4, 8, 12, the epoch end (16) and the end (18).
   std::vector<std::string> args;
   for (const std::string& a : MlpArgs(16, "0.01", 18)) {
@@ -318,20 +383,9 @@ TEST_F(WorkerProcessTest, ReportsArriveOnTheSocketAsWorkerReportJson) {
     if (args[i] == "--report-every") args[i + 1] = "4";
   }
   auto results = RunRanks(1, args, {{"DLAUNCH_REPORT_SOCKET", path}});
-  // Wakes the reader if the worker never connected.
-  shutdown(listener, SHUT_RDWR);
-  reader.join();
-  close(listener);
+  std::vector<dlaunch::v1::WorkerReport> reports = collector.Finish();
   ExpectAllSucceeded(results);
-
-  std::vector<dlaunch::v1::WorkerReport> reports;
-  std::istringstream lines(received);
-  for (std::string line; std::getline(lines, line);) {
-    dlaunch::v1::WorkerReport r;
-    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &r).ok()) << line;
-    reports.push_back(r);
-  }
-  ASSERT_EQ(reports.size(), 5u) << received;
+  ASSERT_EQ(reports.size(), 5u) << collector.received();
   EXPECT_EQ(reports[0].kind(), dlaunch::v1::WorkerReport::STEP);
   EXPECT_EQ(reports[0].step(), 4);
   EXPECT_EQ(reports[0].samples(), 64);
@@ -343,6 +397,7 @@ TEST_F(WorkerProcessTest, ReportsArriveOnTheSocketAsWorkerReportJson) {
   EXPECT_TRUE(reports[3].has_test_accuracy());
   EXPECT_EQ(reports[4].kind(), dlaunch::v1::WorkerReport::FINAL);
   EXPECT_EQ(reports[4].step(), 18);
+  EXPECT_EQ(reports[4].checkpoint_step(), 0);  // no --checkpoint-dir
   // Without the socket nothing but the JSON lines would be on stdout; here stdout is quiet.
   EXPECT_EQ(results[0].log.find("\"kind\""), std::string::npos);
 }

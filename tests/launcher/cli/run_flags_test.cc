@@ -14,7 +14,8 @@ TEST(RunFlagsTest, ParsesEveryFlagInBothForms) {
                           "--launcher", "ssh", "--launcher-cmd", "mpiexec -n 2", "--job-dir", "d",
                           "--job-root", "r", "--name", "x", "--control-addr", "10.0.0.1",
                           "--port", "4000", "--show-ranks", "0,3", "--grace", "1.5",
-                          "--heartbeat=0.5", "--join-timeout", "20"});
+                          "--heartbeat=0.5", "--join-timeout", "20", "--max-restarts", "3",
+                          "--spares=1"});
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->spec_path, "job.yaml");
   EXPECT_THAT(f->hosts, ElementsAre("n1", "n2"));
@@ -31,6 +32,8 @@ TEST(RunFlagsTest, ParsesEveryFlagInBothForms) {
   EXPECT_EQ(f->grace_s, 1.5);
   EXPECT_EQ(f->heartbeat_s, 0.5);
   EXPECT_EQ(f->join_timeout_s, 20);
+  EXPECT_EQ(f->max_restarts, 3);
+  EXPECT_EQ(f->spares, 1);
   EXPECT_TRUE(f->command.empty());
 }
 
@@ -52,6 +55,8 @@ TEST(RunFlagsTest, BadValuesNameTheFlag) {
       {{"--heartbeat", "x", "--", "t"}, "--heartbeat: not a non-negative number: 'x'"},
       {{"--hosts", "n[2-1]", "--", "t"}, "--hosts: "},
       {{"--grace"}, "--grace needs a value"},
+      {{"--max-restarts", "-1", "--", "t"}, "--max-restarts: not a non-negative integer: '-1'"},
+      {{"--max-restart", "1", "--", "t"}, "unknown flag --max-restart (did you mean --max-restarts?)"},
       {{"--nnode", "2", "--", "t"}, "unknown flag --nnode (did you mean --nnodes?)"},
       {{"a.yaml", "b.yaml"}, "unexpected argument 'b.yaml' (put the worker command after `--`)"},
       {{}, "give a job.yaml or a command after `--`"},
@@ -80,6 +85,8 @@ TEST(RunFlagsTest, FlagsOverrideTheSpec) {
   f.join_timeout_s = 9;
   f.port = 0;
   f.show_ranks = "0,2";
+  f.max_restarts = 2;
+  f.spares = 1;
   auto spec = BuildRunSpec(f);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->min_nodes, 2);
@@ -92,6 +99,8 @@ TEST(RunFlagsTest, FlagsOverrideTheSpec) {
   EXPECT_EQ(spec->control_port, 0);
   EXPECT_FALSE(spec->show_all_ranks);
   EXPECT_THAT(spec->show_ranks, ElementsAre(0, 2));
+  EXPECT_EQ(spec->max_restarts, 2);
+  EXPECT_EQ(spec->spare_nodes, 1);
   EXPECT_THAT(spec->command, ElementsAre("/bin/true"));
 }
 

@@ -54,7 +54,17 @@ TEST(JobViewTest, SummaryJsonHasTheFieldsStatusReads) {
   EXPECT_EQ(SummaryJson(s),
             "{\"job_id\":\"j\",\"result\":\"failed\",\"exit_code\":1,\"wall_time_s\":3.5,"
             "\"nodes\":2,\"world_size\":4,\"samples\":100,\"samples_per_sec\":40,"
-            "\"samples_per_sec_per_rank\":10,\"failure\":\"rank 3 failed\"}");
+            "\"samples_per_sec_per_rank\":10,\"restarts\":0,\"max_restarts\":0,\"rounds\":1,"
+            "\"failure\":\"rank 3 failed\"}");
+  s.restarts = 2;
+  s.max_restarts = 2;
+  s.rounds = 3;
+  s.not_restarted = "restart budget spent (2 of 2 used)";
+  EXPECT_THAT(SummaryJson(s), HasSubstr("\"restarts\":2,\"max_restarts\":2,\"rounds\":3,"
+                                        "\"not_restarted\":\"restart budget spent (2 of 2 used)\""));
+  std::vector<std::string> report = FinalReport(s, {}, {});
+  EXPECT_EQ(report.front(), "[dlaunch] job j failed in 3.50 s: 2 node(s), 4 worker(s), 2 of 2 restart(s) used");
+  EXPECT_THAT(report, ::testing::Contains("[dlaunch] not restarted: restart budget spent (2 of 2 used)"));
 }
 
 TEST(JobViewTest, FinalReportShowsTheFailureAndTheTable) {

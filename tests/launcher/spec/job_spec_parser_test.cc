@@ -58,7 +58,7 @@ TEST(ParseJobSpecTest, MinimalJobGetsDefaults) {
 TEST(ParseJobSpecTest, FullJob) {
   const JobSpec spec = Parse(R"(
 name: resnet50-scaling
-nodes: {min: 2, max: 8}
+nodes: {min: 2, max: 8, spares: 1}
 nproc_per_node: 4
 command: [python3, train.py, --epochs, 90]
 args: [--lr, 0.1]
@@ -73,6 +73,7 @@ heartbeat: {interval: 500ms, misses: 5}
 stop: {grace: 1m30s, exit_timeout: 2s}
 health: {stall_timeout: 3s, startup_timeout: 1m}
 max_restarts: 3
+restarts: {backoff: 2s, backoff_max: 1m, crash_loop: 4, node_failures: 0}
 logs: {dir: /tmp/runs, ranks: [0, 7], tail_lines: 50, summary_interval: 0}
 gpus: {binding: isolate, per_proc: 2}
 scheduler:
@@ -92,6 +93,7 @@ scheduler:
   EXPECT_FALSE(spec.nodes_auto);
   EXPECT_EQ(spec.min_nodes, 2);
   EXPECT_EQ(spec.max_nodes, 8);
+  EXPECT_EQ(spec.spare_nodes, 1);
   EXPECT_EQ(spec.nproc_per_node, 4);
   EXPECT_THAT(spec.command, ElementsAre("python3", "train.py", "--epochs", "90", "--lr", "0.1"));
   EXPECT_THAT(spec.env, UnorderedElementsAre(Pair("NCCL_DEBUG", "WARN"), Pair("EMPTY", "")));
@@ -110,6 +112,10 @@ scheduler:
   EXPECT_EQ(spec.stall_timeout_s, 3);
   EXPECT_EQ(spec.startup_timeout_s, 60);
   EXPECT_EQ(spec.max_restarts, 3);
+  EXPECT_EQ(spec.restart_backoff_s, 2);
+  EXPECT_EQ(spec.restart_backoff_max_s, 60);
+  EXPECT_EQ(spec.crash_loop_limit, 4);
+  EXPECT_EQ(spec.node_failure_limit, 0);
   EXPECT_EQ(spec.job_root, "/tmp/runs");
   EXPECT_FALSE(spec.show_all_ranks);
   EXPECT_THAT(spec.show_ranks, ElementsAre(0, 7));
@@ -312,6 +318,23 @@ TEST(ParseJobSpecTest, RangesAndValues) {
             "job.yaml:2:10: unknown key 'stall_timeot' in 'health' (did you mean 'stall_timeout'?)");
   EXPECT_EQ(Errors("command: [x]\nmax_restarts: -1\n"),
             "job.yaml:2:15: max_restarts must not be negative, got -1");
+  EXPECT_EQ(Errors("command: [x]\nnodes: {min: 1, max: 2, spares: -1}\n"),
+            "job.yaml:2:33: nodes.spares must not be negative, got -1");
+  EXPECT_EQ(Errors("command: [x]\nnodes: {min: 1, spare: 1}\n"),
+            "job.yaml:2:17: unknown key 'spare' in 'nodes' (did you mean 'spares'?)");
+  EXPECT_EQ(Errors("command: [x]\nrestarts: {backof: 1s}\n"),
+            "job.yaml:2:12: unknown key 'backof' in 'restarts' (did you mean 'backoff'?)");
+  EXPECT_EQ(Errors("command: [x]\nrestart: {backoff: 1s}\n"),
+            "job.yaml:2:1: unknown key 'restart' (did you mean 'restarts'?)");
+  EXPECT_EQ(Errors("command: [x]\nrestarts: {backoff: 10s, backoff_max: 5s}\n"),
+            "job.yaml:2:39: restarts.backoff_max (5s) must not be less than restarts.backoff (10s)");
+  EXPECT_EQ(Errors("command: [x]\nrestarts: {crash_loop: -2}\n"),
+            "job.yaml:2:24: restarts.crash_loop must not be negative, got -2");
+  EXPECT_EQ(Errors("command: [x]\nrestarts: {node_failures: two}\n"),
+            "job.yaml:2:27: restarts.node_failures must be an integer, got \"two\"");
+  EXPECT_EQ(Errors("command: [x]\nrestarts: {backoff: soon}\n"),
+            "job.yaml:2:21: restarts.backoff must be a duration (seconds, or a string such as "
+            "\"30s\", \"5m\", \"1h\", \"250ms\"), got \"soon\"");
   EXPECT_EQ(Errors("command: [x]\nname: my job\n"),
             "job.yaml:2:7: name must be letters, digits, '.', '_' or '-', got \"my job\"");
   EXPECT_EQ(Errors("command: [x]\nlauncher: mpiexe\n"),

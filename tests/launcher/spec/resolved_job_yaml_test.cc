@@ -34,6 +34,8 @@ TEST(ResolvedJobYamlTest, RoundTripsToAnEqualSpec) {
       "directives: {\"--gres\": \"gpu:4\", place: scatter}}\n",
       "nodes: 3\nnproc_per_node: gpu\ncommand: a b c\n",
       "command: [x]\ncpus: {binding: none}\n",
+      "nodes: {min: 2, max: 2, spares: 1}\ncommand: [x]\nmax_restarts: 3\n"
+      "restarts: {backoff: 1s, backoff_max: 10s, crash_loop: 0, node_failures: 5}\n",
       "command: [x]\nstop: {exit_timeout: 2s}\nhealth: {stall_timeout: off}\n",
   };
   for (const std::string& text : jobs) {
@@ -73,6 +75,11 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "  stall_timeout: \"auto\"\n"
             "  startup_timeout: 10m\n"
             "max_restarts: 0\n"
+            "restarts:\n"
+            "  backoff: 0s\n"
+            "  backoff_max: 30s\n"
+            "  crash_loop: 3\n"
+            "  node_failures: 2\n"
             "logs:\n"
             "  dir: runs\n"
             "  ranks: all\n"

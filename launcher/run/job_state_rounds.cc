@@ -1,0 +1,306 @@
+// JobState's restart rounds: a failed round is stopped with the agents kept, the round's end
+// is awaited (RoundEnded from every live member), RestartPolicy decides, and the next round is
+// built from the survivors and the spares. See docs/failures.md, "Restarts".
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/json_line.h"
+#include "launcher/run/job_state.h"
+#include "launcher/run/root_cause.h"
+
+namespace dlaunch {
+namespace {
+
+int Ms(double seconds) { return static_cast<int>(seconds * 1000); }
+
+// A member that has not sent RoundEnded this long after the stop's grace counts as lost.
+constexpr double kRoundEndSlackS = 2;
+// Agents record hung ranks' stacks before they stop them (NodeAgent::kStackDumpBudget).
+constexpr double kStackDumpS = 10;
+
+std::vector<std::string> Ids(const std::vector<int>& nodes) {
+  std::vector<std::string> out;
+  for (int n : nodes) out.push_back(absl::StrCat(n));
+  return out;
+}
+
+}  // namespace
+
+JobActions JobState::OnSpareJoined(const Participant& p, int node_id, double now_s) {
+  JobActions out;
+  Node& n = nodes_[node_id];
+  n.host = p.host;
+  n.addr = p.addr;
+  n.joined = p;
+  n.worker_port = p.worker_port;
+  n.spare = true;
+  n.last_seen_s = now_s;
+  Say(absl::StrCat("spare joined: ", p.host, " (", p.addr, "), node ", node_id, ", ", p.slots,
+                   " slot(s)"),
+      out);
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "spare_joined")
+                                .Add("node", node_id)
+                                .Add("host", p.host)
+                                .Add("addr", p.addr)
+                                .Add("slots", p.slots)
+                                .str()});
+  return out;
+}
+
+int JobState::NodeRankOf(int node) const {
+  auto it = std::find(members_.begin(), members_.end(), node);
+  return it == members_.end() ? -1 : static_cast<int>(it - members_.begin());
+}
+
+bool JobState::CanRestart(const Failure& f) const {
+  // A hang at exit comes after ranks finished their work: a new round would redo it. A launch
+  // error or a signal to the launcher is not the job's failure to retry.
+  return config_.restarts.max_restarts > 0 && round_ && signals_seen_ == 0 &&
+         f.cls != FailureClass::kLaunchError && f.cls != FailureClass::kExitHang;
+}
+
+void JobState::BeginRoundStop(double now_s, JobActions& out) {
+  restart_detected_at_s_ = now_s;
+  const double wait = config_.stop_grace_s + kRoundEndSlackS + (dump_ranks_.empty() ? 0 : kStackDumpS);
+  round_stop_ = RoundStop{now_s + wait};
+  SendStop stop{{}, Ms(config_.stop_grace_s), "restarting", dump_ranks_, current_round(), false};
+  for (int id : members_) {
+    if (SessionOpen(nodes_[id])) stop.nodes.push_back(id);
+  }
+  if (!stop.nodes.empty()) out.push_back(std::move(stop));
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "round_stopping")
+                                .Add("round", current_round())
+                                .Add("detected_at_s", now_s)
+                                .str()});
+  ArmHealth(out);
+}
+
+bool JobState::DropStale(int node, const v1::AgentMessage& msg, JobActions& out) {
+  Node& n = nodes_[node];
+  if (n.gone) {
+    // Excluded or dropped, and back: it may never act in the job again.
+    if (!n.told_to_exit) {
+      n.told_to_exit = true;
+      out.push_back(SendStop{{node}, 0, "no longer in the job", {}, msg.round(), true});
+    }
+    return true;
+  }
+  if (msg.round() == current_round()) return false;
+  // A late message of a stopped round, or a spare's heartbeat: liveness only.
+  return msg.body_case() != v1::AgentMessage::kLog;
+}
+
+void JobState::HandleRoundEnded(int node, const v1::RoundEnded& ended, double now_s,
+                                JobActions& out) {
+  Node& n = nodes_[node];
+  if (ended.round() != current_round()) return;
+  n.ended_round = ended.round();
+  if (ended.worker_port() > 0) n.worker_port = ended.worker_port();
+  n.workers_running = 0;
+  AdvanceRestart(now_s, out);
+}
+
+void JobState::Dismiss(int node, const std::string& event, const std::string& why,
+                       JobActions& out) {
+  Node& n = nodes_[node];
+  if (n.gone) return;
+  n.gone = true;
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", event)
+                                .Add("round", current_round())
+                                .Add("node", node)
+                                .Add("host", n.host)
+                                .Add("reason", why)
+                                .str()});
+  if (SessionOpen(n) && !n.told_to_exit) {
+    n.told_to_exit = true;
+    out.push_back(SendStop{{node}, Ms(config_.stop_grace_s), why, {}, current_round(), true});
+  }
+}
+
+void JobState::SpareLost(int node, const std::string& why, JobActions& out) {
+  Say(absl::StrCat("spare node ", node, " (", nodes_[node].host, ") lost: ", why), out);
+  Dismiss(node, "spare_lost", why, out);
+}
+
+void JobState::AdvanceRestart(double now_s, JobActions& out) {
+  if (outcome_ != Outcome::kRunning) return;
+  if (round_stop_) {
+    bool all_ended = true;
+    for (int id : members_) {
+      const Node& n = nodes_[id];
+      all_ended &= n.gone || !SessionOpen(n) || n.ended_round == current_round();
+    }
+    if (!all_ended && now_s < round_stop_->deadline_s) return;
+    round_stop_.reset();
+    DecideRestart(now_s, out);
+    return;
+  }
+  if (restart_at_s_ && now_s >= *restart_at_s_) {
+    restart_at_s_.reset();
+    StartNextRound(now_s, out);
+  }
+}
+
+void JobState::DecideRestart(double now_s, JobActions& out) {
+  const Failure root = PickRootCause(failures_).root;
+  Announce(now_s, true, out);
+  // Members that did not end their round in time, or whose session broke, are lost.
+  for (int id : members_) {
+    const Node& n = nodes_[id];
+    if (n.gone) continue;
+    if (!SessionOpen(n)) {
+      Dismiss(id, "node_dropped", "its session ended", out);
+    } else if (n.ended_round != current_round()) {
+      Dismiss(id, "node_dropped", "it did not end its round in time", out);
+    }
+  }
+  // A round that ran longer than the longest back-off was healthy: the next wait starts over.
+  if (round_running_since_s_ && restart_detected_at_s_ &&
+      *restart_detected_at_s_ - *round_running_since_s_ >= config_.restarts.backoff_max_s) {
+    policy_.OnHealthyRound();
+  }
+  round_running_since_s_.reset();
+  const RestartDecision d = policy_.OnFailure(root, checkpoint_step_, now_s);
+  for (int id : d.excluded) {
+    if (nodes_.count(id) && !nodes_[id].gone) {
+      Say(absl::StrCat("node ", id, " (", nodes_[id].host, ") excluded: it failed ",
+                       config_.restarts.node_failure_limit, " times"),
+          out);
+      Dismiss(id, "node_excluded", "failed too often", out);
+    }
+  }
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "restart_decision")
+                                .Add("round", current_round())
+                                .Add("decision", d.restart      ? "restart"
+                                                 : d.crash_loop ? "crash loop"
+                                                                : "give up")
+                                .Add("reason", d.reason)
+                                .Add("restarts_used", d.restarts_used)
+                                .AddRaw("root_cause", FailureJson(root))
+                                .str()});
+  if (!d.restart) {
+    GiveUp(d.reason, now_s, out);
+    return;
+  }
+  // Survivors keep their order (node ids follow the allocation's order); spares fill the
+  // places of lost and excluded nodes, up to the first round's size.
+  std::vector<int> next;
+  std::vector<int> spares;
+  for (const auto& [id, n] : nodes_) {
+    if (n.gone || !SessionOpen(n)) continue;
+    if (n.spare) {
+      spares.push_back(id);
+    } else if (n.ended_round == current_round()) {
+      next.push_back(id);
+    }
+  }
+  const size_t target = config_.hosts.size();
+  for (int id : spares) {
+    if (next.size() >= target) break;
+    next.push_back(id);
+    Say(absl::StrCat("spare node ", id, " (", nodes_[id].host, ") takes a lost node's place"), out);
+    out.push_back(AppendEvent{JsonLine()
+                                  .Add("event", "spare_promoted")
+                                  .Add("round", current_round() + 1)
+                                  .Add("node", id)
+                                  .Add("host", nodes_[id].host)
+                                  .str()});
+  }
+  if (static_cast<int>(next.size()) < config_.min_nodes) {
+    GiveUp(absl::StrCat("only ", next.size(), " node(s) left, fewer than nodes.min (",
+                        config_.min_nodes, ")"),
+           now_s, out);
+    return;
+  }
+  next_members_ = next;
+  restart_at_s_ = d.restart_at_s;
+  Say(absl::StrFormat("restarting: round %d (%s)%s, %d node(s)", current_round() + 1, d.reason,
+                      d.restart_at_s > now_s
+                          ? absl::StrFormat(" in %.1f s", d.restart_at_s - now_s)
+                          : std::string(),
+                      static_cast<int>(next.size())),
+      out);
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "restart")
+                                .Add("round", current_round() + 1)
+                                .Add("restarts_used", d.restarts_used)
+                                .Add("max_restarts", config_.restarts.max_restarts)
+                                .Add("backoff_s", std::max(0.0, d.restart_at_s - now_s))
+                                .Add("nodes", Ids(next))
+                                .str()});
+  AdvanceRestart(now_s, out);
+  ArmHealth(out);
+}
+
+void JobState::StartNextRound(double now_s, JobActions& out) {
+  // A node may have gone during the back-off.
+  std::vector<int> ids;
+  for (int id : next_members_) {
+    if (!nodes_[id].gone && SessionOpen(nodes_[id])) ids.push_back(id);
+  }
+  if (ids.empty() || static_cast<int>(ids.size()) < config_.min_nodes) {
+    GiveUp(absl::StrCat("only ", ids.size(), " node(s) left, fewer than nodes.min (",
+                        config_.min_nodes, ")"),
+           now_s, out);
+    return;
+  }
+  RoundResult r;
+  r.round = current_round() + 1;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Node& n = nodes_[ids[i]];
+    n.spare = false;
+    Participant p = n.joined;
+    p.worker_port = n.worker_port;
+    r.nodes.push_back(p);
+    r.assignments.push_back({static_cast<int>(i), r.world_size, p.slots});
+    r.world_size += p.slots;
+  }
+  r.master_addr = r.nodes[0].addr;
+  r.master_port = config_.master_port > 0 ? config_.master_port : r.nodes[0].worker_port;
+
+  round_ = r;
+  members_ = ids;
+  ranks_.clear();
+  failures_.clear();
+  announced_.clear();
+  announce_at_s_.reset();
+  dump_ranks_.clear();
+  all_started_reported_ = false;
+  std::vector<int> all_ranks;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (int k = 0; k < r.assignments[i].local_world_size; ++k) {
+      ranks_[r.assignments[i].rank_offset + k].node = ids[i];
+      all_ranks.push_back(r.assignments[i].rank_offset + k);
+    }
+  }
+  monitor_.StartRound(all_ranks, now_s);
+  out.push_back(SendStartRound{r, ids});
+  out.push_back(AppendEvent{JsonLine()
+                                .Add("event", "round_started")
+                                .Add("round", r.round)
+                                .Add("nodes", Ids(ids))
+                                .Add("world_size", r.world_size)
+                                .Add("master_addr", r.master_addr)
+                                .Add("master_port", r.master_port)
+                                .str()});
+  ArmHealth(out);
+}
+
+void JobState::GiveUp(const std::string& reason, double now_s, JobActions& out) {
+  gave_up_ = reason;
+  const RootCauseVerdict verdict = PickRootCause(failures_);
+  out.push_back(PrintLine{true, absl::StrCat("[dlaunch] not restarting: ", reason)});
+  outcome_ = Outcome::kFailed;
+  failure_ = failures_.empty() ? reason : DescribeFailure(verdict.root);
+  failure_detail_ = failures_.empty() ? std::vector<std::string>{} : verdict.root.log_tail;
+  StopAll(config_.stop_grace_s, reason, now_s, out);
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,449 @@
+// JobState's restart rounds with synthetic times: stop and wait for the round's end, back-off,
+// the next round's places, stale messages, budget, crash loop, exclusion, lost nodes, spares.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/exit_codes.h"
+#include "launcher/run/job_state.h"
+
+namespace dlaunch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+template <typename T>
+std::vector<T> All(const JobActions& actions) {
+  std::vector<T> out;
+  for (const auto& a : actions) {
+    if (const T* t = std::get_if<T>(&a)) out.push_back(*t);
+  }
+  return out;
+}
+
+std::string Printed(const JobActions& actions) {
+  std::string text;
+  for (const auto& p : All<PrintLine>(actions)) text += p.text + "\n";
+  return text;
+}
+
+std::string Events(const JobActions& actions) {
+  std::string text;
+  for (const auto& e : All<AppendEvent>(actions)) text += e.json + "\n";
+  return text;
+}
+
+std::optional<int> ExitCode(const JobActions& actions) {
+  auto f = All<FinishJob>(actions);
+  if (f.empty()) return std::nullopt;
+  return f.back().exit_code;
+}
+
+void Append(JobActions& to, const JobActions& more) { to.insert(to.end(), more.begin(), more.end()); }
+
+Participant Node(int i, int slots) {
+  Participant p;
+  p.agent_id = "a" + std::to_string(i);
+  p.host = "n" + std::to_string(i);
+  p.addr = "10.0.0." + std::to_string(i);
+  p.slots = slots;
+  p.worker_port = 29500 + i;
+  return p;
+}
+
+v1::AgentMessage Worker(int round, int rank, v1::WorkerEvent::State state, int exit_code = 0,
+                        int sig = 0) {
+  v1::AgentMessage m;
+  m.set_round(round);
+  m.mutable_worker()->set_rank(rank);
+  m.mutable_worker()->set_state(state);
+  m.mutable_worker()->set_exit_code(exit_code);
+  m.mutable_worker()->set_signal(sig);
+  return m;
+}
+
+v1::AgentMessage RoundEnded(int round, int port) {
+  v1::AgentMessage m;
+  m.set_round(round);
+  m.mutable_round_ended()->set_round(round);
+  m.mutable_round_ended()->set_worker_port(port);
+  return m;
+}
+
+v1::AgentMessage Heartbeat(int round) {
+  v1::AgentMessage m;
+  m.set_round(round);
+  m.mutable_heartbeat()->set_workers_running(0);
+  return m;
+}
+
+constexpr int kExited0 = 0;
+
+// `nodes` nodes of 2 ranks each (node i: ranks 2i, 2i+1), the round closed and every session
+// open at t=1; restarts as configured by the test.
+class JobStateRoundsTest : public ::testing::Test {
+ protected:
+  void Begin(int nodes, RestartSettings restarts, int min_nodes = 1) {
+    nodes_ = nodes;
+    JobConfig c;
+    c.job_id = "job-1";
+    c.job_dir = "/runs/job-1";
+    for (int i = 0; i < nodes; ++i) c.hosts.push_back("n" + std::to_string(i));
+    c.node_launcher = "local";
+    c.heartbeat_s = 1;
+    c.heartbeat_misses = 3;
+    c.stop_grace_s = 2;
+    c.summary_interval_s = 1000;
+    c.restarts = restarts;
+    c.min_nodes = min_nodes;
+    state_ = std::make_unique<JobState>(c);
+    state_->OnStarted(std::vector<std::string>(nodes, "dlaunch-agent"), 0);
+    RoundResult r;
+    for (int i = 0; i < nodes; ++i) {
+      r.nodes.push_back(Node(i, 2));
+      r.assignments.push_back({i, 2 * i, 2});
+    }
+    r.world_size = 2 * nodes;
+    r.master_addr = "10.0.0.0";
+    r.master_port = 29500;
+    state_->OnRendezvousClosed(r, 1);
+    for (int i = 0; i < nodes; ++i) state_->OnSessionOpened(i, 100 + i, 1);
+  }
+  // Every rank of `nodes` reports `state` in `round`.
+  JobActions AllRanks(int round, const std::vector<int>& nodes, v1::WorkerEvent::State state,
+                      double t) {
+    JobActions out;
+    int rank = 0;
+    for (int node : nodes) {
+      for (int k = 0; k < 2; ++k) Append(out, state_->OnAgentMessage(node, Worker(round, rank++, state), t));
+    }
+    return out;
+  }
+  // Rank `rank` of `node` fails with `code`; every member then ends round `round`.
+  JobActions FailAndEnd(int round, int node, int rank, int code, const std::vector<int>& members,
+                        double t) {
+    JobActions out = state_->OnAgentMessage(node, Worker(round, rank, v1::WorkerEvent::FAILED, code), t);
+    for (int m : members) Append(out, state_->OnAgentMessage(m, RoundEnded(round, 40000 + 10 * round + m), t + 0.1));
+    return out;
+  }
+  JobActions EndAll(const std::vector<int>& nodes, double t) {
+    JobActions out;
+    for (int i : nodes) Append(out, state_->OnSessionEnded(i, 100 + i, t));
+    for (int i = 0; i < nodes_; ++i) Append(out, state_->OnLauncherExited(i, kExited0, {}, t));
+    return out;
+  }
+  int nodes_ = 0;
+  std::unique_ptr<JobState> state_;
+};
+
+TEST_F(JobStateRoundsTest, AFailureWithBudgetStopsTheRoundAndKeepsTheAgents) {
+  Begin(2, {.max_restarts = 2});
+  JobActions a = state_->OnAgentMessage(1, Worker(0, 3, v1::WorkerEvent::FAILED, 3), 4);
+  EXPECT_THAT(Printed(a), HasSubstr("[dlaunch] error: worker crash: rank 3 (local 1, node 1, host n1) "
+                                    "exited with code 3"));
+  auto stop = All<SendStop>(a);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_THAT(stop[0].nodes, ElementsAre(0, 1));
+  EXPECT_EQ(stop[0].round, 0);
+  EXPECT_FALSE(stop[0].exit) << "the agents stay for the next round";
+  EXPECT_THAT(Events(a), HasSubstr("\"event\":\"round_stopping\",\"round\":0"));
+  EXPECT_FALSE(ExitCode(a));
+  // Nothing starts until every member has ended its round.
+  JobActions one = state_->OnAgentMessage(0, RoundEnded(0, 40000), 4.1);
+  EXPECT_TRUE(All<SendStartRound>(one).empty());
+  // Sessions ending now would be lost nodes, not the job's end: the job is not over.
+  EXPECT_FALSE(ExitCode(one));
+}
+
+TEST_F(JobStateRoundsTest, TheNextRoundGetsFreshPortsAndTheRestartTimeIsMeasured) {
+  Begin(2, {.max_restarts = 2});
+  state_->OnAgentMessage(1, Worker(0, 3, v1::WorkerEvent::FAILED, 3), 4);
+  state_->OnAgentMessage(0, RoundEnded(0, 40000), 4.1);
+  JobActions a = state_->OnAgentMessage(1, RoundEnded(0, 40001), 4.2);
+  EXPECT_THAT(Printed(a), HasSubstr("[dlaunch] restarting: round 1 (restart 1 of 2), 2 node(s)"));
+  auto start = All<SendStartRound>(a);
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_THAT(start[0].node_ids, ElementsAre(0, 1));
+  EXPECT_EQ(start[0].round.round, 1);
+  EXPECT_EQ(start[0].round.world_size, 4);
+  EXPECT_EQ(start[0].round.master_addr, "10.0.0.0");
+  EXPECT_EQ(start[0].round.master_port, 40000) << "node 0's RoundEnded port";
+  EXPECT_EQ(start[0].round.assignments[1].rank_offset, 2);
+  EXPECT_THAT(Events(a), HasSubstr("\"event\":\"restart_decision\",\"round\":0,\"decision\":\"restart\""));
+  EXPECT_THAT(Events(a), HasSubstr("\"event\":\"round_started\",\"round\":1,\"nodes\":[\"0\",\"1\"]"));
+
+  JobActions started = AllRanks(1, {0, 1}, v1::WorkerEvent::STARTED, 4.5);
+  EXPECT_THAT(Printed(started), HasSubstr("[dlaunch] round 1 running: 2 nodes, 4 workers; restart took 0.50 s"));
+  EXPECT_THAT(Events(started), HasSubstr("\"round\":1,\"restart_s\":0.5"));
+}
+
+TEST_F(JobStateRoundsTest, AFixedMasterPortIsKeptInEveryRound) {
+  JobConfig c;
+  c.hosts = {"n0"};
+  c.restarts.max_restarts = 1;
+  c.master_port = 29400;
+  JobState s(c);
+  s.OnStarted({"dlaunch-agent"}, 0);
+  RoundResult r;
+  r.nodes.push_back(Node(0, 1));
+  r.assignments.push_back({0, 0, 1});
+  r.world_size = 1;
+  s.OnRendezvousClosed(r, 1);
+  s.OnSessionOpened(0, 100, 1);
+  s.OnAgentMessage(0, Worker(0, 0, v1::WorkerEvent::FAILED, 1), 2);
+  auto start = All<SendStartRound>(s.OnAgentMessage(0, RoundEnded(0, 41000), 2.1));
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_EQ(start[0].round.master_port, 29400);
+}
+
+TEST_F(JobStateRoundsTest, MessagesOfAStoppedRoundAreDropped) {
+  Begin(2, {.max_restarts = 2});
+  FailAndEnd(0, 1, 3, 3, {0, 1}, 4);
+  // A late FAILED of round 0 is no failure of round 1.
+  JobActions late = state_->OnAgentMessage(0, Worker(0, 0, v1::WorkerEvent::FAILED, 1), 4.3);
+  EXPECT_TRUE(All<SendStop>(late).empty());
+  EXPECT_THAT(Events(late), Not(HasSubstr("failure_detected")));
+  // A late RoundEnded of round 0 does not end round 1.
+  AllRanks(1, {0, 1}, v1::WorkerEvent::STARTED, 4.5);
+  JobActions ended = state_->OnAgentMessage(1, RoundEnded(0, 1), 4.6);
+  EXPECT_TRUE(ended.empty());
+  // Round 1's own failure is seen.
+  JobActions fail = state_->OnAgentMessage(1, Worker(1, 2, v1::WorkerEvent::FAILED, 7), 5);
+  EXPECT_THAT(Events(fail), HasSubstr("failure_detected"));
+  EXPECT_EQ(All<SendStop>(fail).at(0).round, 1);
+}
+
+TEST_F(JobStateRoundsTest, SuccessAfterARestartTellsEveryAgentToExitAndCountsTheRestart) {
+  Begin(2, {.max_restarts = 2});
+  FailAndEnd(0, 1, 3, 3, {0, 1}, 4);
+  AllRanks(1, {0, 1}, v1::WorkerEvent::STARTED, 4.5);
+  JobActions done = AllRanks(1, {0, 1}, v1::WorkerEvent::SUCCEEDED, 10);
+  auto stop = All<SendStop>(done);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_TRUE(stop[0].exit);
+  EXPECT_THAT(stop[0].nodes, ElementsAre(0, 1));
+  JobActions end = EndAll({0, 1}, 11);
+  EXPECT_EQ(ExitCode(end), kExitOk);
+  EXPECT_THAT(Printed(end), HasSubstr("job job-1 succeeded in 11.00 s: 2 node(s), 4 worker(s), 1 of 2 restart(s) used"));
+  auto summary = All<WriteSummary>(end);
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_THAT(summary[0].json, HasSubstr("\"restarts\":1,\"max_restarts\":2,\"rounds\":2"));
+}
+
+TEST_F(JobStateRoundsTest, ASpentBudgetEndsTheJobWithTheRootCause) {
+  Begin(2, {.max_restarts = 1, .crash_loop_limit = 0, .node_failure_limit = 0});
+  FailAndEnd(0, 1, 3, 3, {0, 1}, 4);
+  JobActions a = FailAndEnd(1, 0, 1, 5, {0, 1}, 6);
+  EXPECT_THAT(Printed(a), HasSubstr("[dlaunch] not restarting: restart budget spent (1 of 1 used)"));
+  EXPECT_TRUE(All<SendStartRound>(a).empty());
+  auto stops = All<SendStop>(a);
+  ASSERT_FALSE(stops.empty());
+  EXPECT_TRUE(stops.back().exit);
+  EXPECT_THAT(Events(a), HasSubstr("\"decision\":\"give up\",\"reason\":\"restart budget spent (1 of 1 used)\""));
+  JobActions end = EndAll({0, 1}, 7);
+  EXPECT_EQ(ExitCode(end), kExitJobFailed);
+  EXPECT_THAT(Printed(end), HasSubstr("[dlaunch] root cause: worker crash: rank 1 (local 1, node 0, host n0) exited with code 5"));
+  EXPECT_THAT(Printed(end), HasSubstr("1 of 1 restart(s) used"));
+  EXPECT_THAT(All<WriteSummary>(end).at(0).json, HasSubstr("\"not_restarted\":\"restart budget spent (1 of 1 used)\""));
+}
+
+TEST_F(JobStateRoundsTest, TheSameFailureAgainWithNoNewCheckpointIsACrashLoop) {
+  Begin(2, {.max_restarts = 10, .crash_loop_limit = 2, .node_failure_limit = 0});
+  FailAndEnd(0, 1, 3, 3, {0, 1}, 4);
+  JobActions a = FailAndEnd(1, 1, 3, 3, {0, 1}, 6);
+  EXPECT_THAT(Printed(a), HasSubstr("[dlaunch] not restarting: crash loop: the same failure 2 times "
+                                    "in a row with no new checkpoint"));
+  EXPECT_THAT(Events(a), HasSubstr("\"decision\":\"crash loop\""));
+  EXPECT_EQ(ExitCode(EndAll({0, 1}, 7)), kExitJobFailed);
+}
+
+TEST_F(JobStateRoundsTest, ANewerCheckpointBetweenFailuresIsNoCrashLoop) {
+  Begin(2, {.max_restarts = 10, .crash_loop_limit = 2, .node_failure_limit = 0});
+  FailAndEnd(0, 1, 3, 3, {0, 1}, 4);
+  v1::AgentMessage hb = Heartbeat(1);
+  v1::WorkerReport* r = hb.mutable_heartbeat()->add_reports();
+  r->set_rank(0);
+  r->set_step(50);
+  r->set_checkpoint_step(50);
+  state_->OnAgentMessage(0, hb, 5);
+  JobActions a = FailAndEnd(1, 1, 3, 3, {0, 1}, 6);
+  EXPECT_THAT(Printed(a), HasSubstr("restarting: round 2 (restart 2 of 10)"));
+}
+
+TEST_F(JobStateRoundsTest, TheBackOffDelaysTheNextRound) {
+  Begin(2, {.max_restarts = 5, .backoff_initial_s = 1.5, .crash_loop_limit = 0});
+  JobActions a = FailAndEnd(0, 1, 3, 3, {0, 1}, 4);
+  EXPECT_THAT(Printed(a), HasSubstr("restarting: round 1 (restart 1 of 5) in 1.5 s, 2 node(s)"));
+  EXPECT_TRUE(All<SendStartRound>(a).empty());
+  auto arm = All<ArmHealthCheck>(a);
+  ASSERT_FALSE(arm.empty());
+  EXPECT_DOUBLE_EQ(arm.back().at_s, 4.1 + 1.5);
+  EXPECT_TRUE(All<SendStartRound>(state_->OnHealthCheck(5.0)).empty());
+  EXPECT_EQ(All<SendStartRound>(state_->OnHealthCheck(5.6)).size(), 1u);
+}
+
+TEST_F(JobStateRoundsTest, ConsecutiveFailuresBackOffUnlessTheRoundRanLongEnough) {
+  Begin(1, {.max_restarts = 5, .backoff_initial_s = 0, .backoff_max_s = 30, .crash_loop_limit = 0,
+            .node_failure_limit = 0});
+  FailAndEnd(0, 0, 0, 1, {0}, 2);
+  AllRanks(1, {0}, v1::WorkerEvent::STARTED, 3);
+  JobActions quick = FailAndEnd(1, 0, 1, 2, {0}, 4);   // ran 1 s: back off
+  EXPECT_THAT(Printed(quick), HasSubstr("restarting: round 2 (restart 2 of 5) in 2.0 s"));
+  state_->OnHealthCheck(6.1);
+  AllRanks(2, {0}, v1::WorkerEvent::STARTED, 7);
+  JobActions later = FailAndEnd(2, 0, 0, 3, {0}, 100);  // ran 93 s: healthy, no wait
+  EXPECT_THAT(Printed(later), HasSubstr("restarting: round 3 (restart 3 of 5), 1 node(s)"));
+}
+
+TEST_F(JobStateRoundsTest, AMemberThatNeverEndsItsRoundIsDroppedAndRanksAreCompacted) {
+  Begin(2, {.max_restarts = 2});
+  JobActions a = state_->OnAgentMessage(1, Worker(0, 3, v1::WorkerEvent::FAILED, 3), 4);
+  auto arm = All<ArmHealthCheck>(a);
+  ASSERT_FALSE(arm.empty());
+  EXPECT_DOUBLE_EQ(arm.back().at_s, 4 + 2 + 2);   // grace + slack
+  state_->OnAgentMessage(1, RoundEnded(0, 40001), 4.1);
+  EXPECT_TRUE(All<SendStartRound>(state_->OnHealthCheck(7.9)).empty());
+  JobActions late = state_->OnHealthCheck(8);
+  EXPECT_THAT(Events(late), HasSubstr("\"event\":\"node_dropped\",\"round\":0,\"node\":0"));
+  auto exit = All<SendStop>(late);
+  ASSERT_EQ(exit.size(), 1u);
+  EXPECT_THAT(exit[0].nodes, ElementsAre(0));
+  EXPECT_TRUE(exit[0].exit);
+  auto start = All<SendStartRound>(late);
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_THAT(start[0].node_ids, ElementsAre(1));
+  EXPECT_EQ(start[0].round.assignments[0].node_rank, 0);
+  EXPECT_EQ(start[0].round.assignments[0].rank_offset, 0);
+  EXPECT_EQ(start[0].round.master_addr, "10.0.0.1");
+  EXPECT_EQ(start[0].round.master_port, 40001);
+  // The dropped node's messages are answered with an order to exit, and ignored.
+  JobActions back = state_->OnAgentMessage(0, Worker(0, 0, v1::WorkerEvent::FAILED, 1), 9);
+  EXPECT_THAT(Events(back), Not(HasSubstr("failure_detected")));
+}
+
+TEST_F(JobStateRoundsTest, ALostAgentLeavesTheJobWhileNodesMinRemain) {
+  Begin(3, {.max_restarts = 2}, /*min_nodes=*/2);
+  JobActions a = state_->OnSessionEnded(2, 102, 4);
+  EXPECT_THAT(Printed(a), HasSubstr("agent lost: node 2"));
+  EXPECT_THAT(All<SendStop>(a).at(0).nodes, ElementsAre(0, 1));
+  state_->OnAgentMessage(0, RoundEnded(0, 40000), 4.1);
+  JobActions b = state_->OnAgentMessage(1, RoundEnded(0, 40001), 4.2);
+  auto start = All<SendStartRound>(b);
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_THAT(start[0].node_ids, ElementsAre(0, 1));
+  EXPECT_EQ(start[0].round.world_size, 4);
+  EXPECT_THAT(Printed(b), HasSubstr("restarting: round 1 (restart 1 of 2), 2 node(s)"));
+
+  // One more lost: below nodes.min.
+  AllRanks(1, {0, 1}, v1::WorkerEvent::STARTED, 5);
+  state_->OnSessionEnded(1, 101, 6);
+  JobActions c = state_->OnAgentMessage(0, RoundEnded(1, 40010), 6.1);
+  EXPECT_THAT(Printed(c), HasSubstr("not restarting: only 1 node(s) left, fewer than nodes.min (2)"));
+  EXPECT_EQ(ExitCode(EndAll({0}, 7)), kExitJobFailed);
+}
+
+TEST_F(JobStateRoundsTest, ASpareTakesALostNodesPlace) {
+  Begin(2, {.max_restarts = 2});
+  Participant spare = Node(7, 2);
+  JobActions joined = state_->OnSpareJoined(spare, 2, 1.5);
+  EXPECT_THAT(Printed(joined), HasSubstr("spare joined: n7 (10.0.0.7), node 2"));
+  EXPECT_THAT(Events(joined), HasSubstr("\"event\":\"spare_joined\",\"node\":2"));
+  state_->OnSessionOpened(2, 102, 1.6);
+  // Spares send round-0 heartbeats and are pinged, but are never lost as members.
+  state_->OnAgentMessage(2, Heartbeat(0), 3);
+  JobActions tick = state_->OnTick(3);
+  EXPECT_THAT(All<SendPing>(tick).at(0).nodes, ElementsAre(0, 1, 2));
+
+  state_->OnSessionEnded(1, 101, 4);
+  JobActions a = state_->OnAgentMessage(0, RoundEnded(0, 40000), 4.1);
+  EXPECT_THAT(Printed(a), HasSubstr("spare node 2 (n7) takes a lost node's place"));
+  EXPECT_THAT(Events(a), HasSubstr("\"event\":\"spare_promoted\",\"round\":1,\"node\":2"));
+  auto start = All<SendStartRound>(a);
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_THAT(start[0].node_ids, ElementsAre(0, 2));
+  EXPECT_EQ(start[0].round.nodes[1].host, "n7");
+  EXPECT_EQ(start[0].round.nodes[1].worker_port, 29507) << "a spare offers its Join port";
+  // The promoted spare's messages now count in round 1.
+  JobActions started = AllRanks(1, {0, 2}, v1::WorkerEvent::STARTED, 4.4);
+  EXPECT_THAT(Printed(started), HasSubstr("round 1 running: 2 nodes, 4 workers; restart took 0.40 s"));
+}
+
+TEST_F(JobStateRoundsTest, AnIdleSpareIsToldToExitWhenTheJobEnds) {
+  Begin(1, {.max_restarts = 0});
+  state_->OnSpareJoined(Node(5, 1), 1, 1.5);
+  state_->OnSessionOpened(1, 101, 1.6);
+  JobActions done = AllRanks(0, {0}, v1::WorkerEvent::SUCCEEDED, 3);
+  auto stop = All<SendStop>(done);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_THAT(stop[0].nodes, ElementsAre(0, 1));
+  EXPECT_TRUE(stop[0].exit);
+}
+
+TEST_F(JobStateRoundsTest, ASilentSpareIsDroppedWithoutFailingTheJob) {
+  Begin(1, {.max_restarts = 1});
+  state_->OnSpareJoined(Node(5, 1), 1, 1);
+  state_->OnSessionOpened(1, 101, 1);
+  state_->OnAgentMessage(0, Heartbeat(0), 4.5);
+  JobActions tick = state_->OnTick(4.5);
+  EXPECT_THAT(Events(tick), HasSubstr("\"event\":\"spare_lost\",\"round\":0,\"node\":1"));
+  EXPECT_THAT(Events(tick), Not(HasSubstr("failure_detected")));
+  EXPECT_TRUE(All<SendStop>(tick).size() == 1 && All<SendStop>(tick)[0].exit);
+}
+
+TEST_F(JobStateRoundsTest, ANodeThatFailsTwiceIsExcluded) {
+  Begin(2, {.max_restarts = 5, .backoff_max_s = 0, .crash_loop_limit = 0, .node_failure_limit = 2});
+  FailAndEnd(0, 1, 3, 3, {0, 1}, 4);
+  AllRanks(1, {0, 1}, v1::WorkerEvent::STARTED, 5);
+  JobActions a = FailAndEnd(1, 1, 2, 4, {0, 1}, 6);
+  EXPECT_THAT(Printed(a), HasSubstr("[dlaunch] node 1 (n1) excluded: it failed 2 times"));
+  EXPECT_THAT(Events(a), HasSubstr("\"event\":\"node_excluded\",\"round\":1,\"node\":1"));
+  bool told = false;
+  for (const SendStop& s : All<SendStop>(a)) told |= s.exit && s.nodes == std::vector<int>{1};
+  EXPECT_TRUE(told) << "the excluded node's agent is told to exit";
+  auto start = All<SendStartRound>(a);
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_THAT(start[0].node_ids, ElementsAre(0));
+  EXPECT_EQ(start[0].round.round, 2);
+  // Back again: told to exit, never a member.
+  state_->OnSessionEnded(1, 101, 7);
+  JobActions back = state_->OnSessionOpened(1, 200, 8);
+  ASSERT_EQ(All<SendStop>(back).size(), 1u);
+  EXPECT_TRUE(All<SendStop>(back)[0].exit);
+}
+
+TEST_F(JobStateRoundsTest, WithoutRestartsTheFinalStopTellsAgentsToExit) {
+  Begin(2, {.max_restarts = 0});
+  JobActions a = state_->OnAgentMessage(1, Worker(0, 3, v1::WorkerEvent::FAILED, 3), 4);
+  auto stop = All<SendStop>(a);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_TRUE(stop[0].exit);
+  EXPECT_THAT(Events(a), Not(HasSubstr("round_stopping")));
+}
+
+TEST_F(JobStateRoundsTest, AHangAtExitIsNotRestarted) {
+  JobConfig c;
+  c.hosts = {"n0"};
+  c.restarts.max_restarts = 3;
+  c.progress.exit_timeout_s = 5;
+  JobState s(c);
+  s.OnStarted({"dlaunch-agent"}, 0);
+  RoundResult r;
+  r.nodes.push_back(Node(0, 2));
+  r.assignments.push_back({0, 0, 2});
+  r.world_size = 2;
+  s.OnRendezvousClosed(r, 1);
+  s.OnSessionOpened(0, 100, 1);
+  s.OnAgentMessage(0, Worker(0, 0, v1::WorkerEvent::STARTED), 1);
+  s.OnAgentMessage(0, Worker(0, 1, v1::WorkerEvent::STARTED), 1);
+  s.OnAgentMessage(0, Worker(0, 0, v1::WorkerEvent::SUCCEEDED), 2);
+  s.OnAgentMessage(0, Heartbeat(0), 7);
+  JobActions a = s.OnHealthCheck(7.1);
+  EXPECT_THAT(Printed(a), HasSubstr("hang at exit"));
+  ASSERT_FALSE(All<SendStop>(a).empty());
+  EXPECT_TRUE(All<SendStop>(a)[0].exit);
+}
+
+}  // namespace
+}  // namespace dlaunch
