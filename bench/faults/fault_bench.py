@@ -164,7 +164,9 @@ class Run:
             self.blocker.bind(("0.0.0.0", master_port))
             self.blocker.listen()
         if self.kind == "dlaunch":
-            yaml = (f"name: bench-{self.scenario}\nnodes: {NODES}\nnproc_per_node: {NPROC}\n"
+            # A lost node drops out (nodes.min 2) so that a restart can go on without it.
+            nodes = f'"2:{NODES}"' if self.scenario in ("node-frozen", "agent-sigkill") else NODES
+            yaml = (f"name: bench-{self.scenario}\nnodes: {nodes}\nnproc_per_node: {NPROC}\n"
                     f"command: {json.dumps([PYTHON, WORKER] + self.WorkerArgs())}\n"
                     f"max_restarts: {self.args.max_restarts}\n"
                     "heartbeat:\n  interval: 1s\n  misses: 3\n"
@@ -313,7 +315,9 @@ class Run:
         # launcher still running at the cap has no orphans yet: the job itself never ended.
         result["ended"] = finished
         if finished:
-            time.sleep(max(0.0, self.ended + 5 - time.time()))
+            # Once none is left, none can come back: no need to wait the 5 s out.
+            WaitFor(lambda: not ProcsWithEnv(self.tag), max(0.0, self.ended + 5 - time.time()),
+                    period=0.1)
             result["orphans"] = len(ProcsWithEnv(self.tag))
         result["exit_codes"] = [p.poll() for p in self.procs]
         return result

@@ -126,7 +126,8 @@ pid_t FaultClusterTest::StartJob(const std::string& name,
     command = absl::StrCat("[", absl::StrJoin(quoted, ", "), "]");
   }
   std::string yaml = absl::StrCat(
-      "name: fault-", name, "\nnodes: ", kNodes, "\nnproc_per_node: ", kProcs,
+      "name: fault-", name, "\nnodes: ",
+      options.nodes.empty() ? absl::StrCat(kNodes) : absl::StrCat("\"", options.nodes, "\""), "\nnproc_per_node: ", kProcs,
       "\nhosts: [h1, h2, h3]\nlauncher: ssh\ncommand: ", command,
       "\nmax_restarts: ", options.max_restarts,
       "\nheartbeat:\n  interval: 1s\n  misses: 3\nstop:\n  grace: 2s\n");
@@ -265,42 +266,74 @@ absl::Time FaultClusterTest::FirstFailureTime() {
   return t;
 }
 
-void FaultClusterTest::ExpectRootCause(const std::string& cls, int rank, const std::string& how) {
-  const int node = rank / kProcs;
-  const std::string host = HostOfNode(node);
+void FaultClusterTest::ExpectCause(const std::string& cls, const std::string& where_line,
+                                   const std::string& where_json, const std::string& how) {
   std::string events = ReadJobFile("events.jsonl");
   EXPECT_TRUE(absl::StrContains(events, "\"node_order\":[\"h1\",\"h2\",\"h3\"]")) << events;
   const std::string first = FirstErrorLine();
-  ASSERT_FALSE(first.empty()) << LauncherOutput();
-  EXPECT_TRUE(absl::StrContains(first, absl::StrCat("error: ", cls, ": rank ", rank, " (local ",
-                                                         rank % kProcs, ", node ", node,
-                                                         ", host ", host, ")")))
+  EXPECT_TRUE(absl::StrContains(first, absl::StrCat("error: ", cls, ": ", where_line)))
       << "first error line: " << first << "\n" << LauncherOutput();
+  const std::string json = absl::StrCat("\"failure\":{\"class\":\"", cls, "\",", where_json);
+  std::string root_event;
+  for (absl::string_view line : absl::StrSplit(events, '\n')) {
+    if (absl::StrContains(line, "\"event\":\"root_cause\"")) {
+      root_event = std::string(line);
+      break;
+    }
+  }
+  EXPECT_TRUE(absl::StrContains(root_event, json)) << "first root_cause event: " << root_event;
+  EXPECT_TRUE(absl::StrContains(root_event, how)) << root_event;
   std::string summary = ReadJobFile("summary.json");
-  EXPECT_TRUE(absl::StrContains(summary, absl::StrCat("\"root_cause\":{\"class\":\"", cls,
-                                                      "\",\"rank\":", rank, ",\"local_rank\":",
-                                                      rank % kProcs, ",\"node\":", node,
-                                                      ",\"host\":\"", host, "\"")))
-      << summary;
-  EXPECT_TRUE(absl::StrContains(summary, how)) << summary;
+  if (absl::StrContains(summary, "\"result\":\"failed\"")) {
+    EXPECT_TRUE(absl::StrContains(
+        summary, absl::StrCat("\"root_cause\":{\"class\":\"", cls, "\",", where_json)))
+        << summary;
+    EXPECT_TRUE(absl::StrContains(summary, how)) << summary;
+  }
+}
+
+void FaultClusterTest::ExpectRootCause(const std::string& cls, int rank, const std::string& how) {
+  const int node = rank / kProcs;
+  const std::string host = HostOfNode(node);
+  ExpectCause(cls,
+              absl::StrCat("rank ", rank, " (local ", rank % kProcs, ", node ", node, ", host ",
+                           host, ")"),
+              absl::StrCat("\"rank\":", rank, ",\"local_rank\":", rank % kProcs, ",\"node\":",
+                           node, ",\"host\":\"", host, "\""),
+              how);
 }
 
 void FaultClusterTest::ExpectNodeRootCause(const std::string& cls, int node,
                                            const std::string& how) {
   const std::string host = HostOfNode(node);
+  ExpectCause(cls, absl::StrCat("node ", node, " (host ", host, ")"),
+              absl::StrCat("\"rank\":-1,\"local_rank\":-1,\"node\":", node, ",\"host\":\"",
+                           host, "\""),
+              how);
+}
+
+void FaultClusterTest::ExpectRestartedAndSucceeded(int world, absl::Duration bound) {
   std::string events = ReadJobFile("events.jsonl");
-  EXPECT_TRUE(absl::StrContains(events, "\"node_order\":[\"h1\",\"h2\",\"h3\"]")) << events;
-  const std::string first = FirstErrorLine();
-  ASSERT_FALSE(first.empty()) << LauncherOutput();
-  EXPECT_TRUE(absl::StrContains(first, absl::StrCat("error: ", cls, ": node ", node,
-                                                         " (host ", host, ")")))
-      << "first error line: " << first << "\n" << LauncherOutput();
+  EXPECT_TRUE(absl::StrContains(events, "\"event\":\"restart\"")) << events;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      events, m,
+      std::regex("\"event\":\"workers_started\"[^\n]*\"round\":1[^\n]*\"restart_s\":([-0-9.e]+)")))
+      << events;
+  absl::Duration took = absl::Seconds(std::stod(m[1]));
+  EXPECT_LE(took, bound) << "restart took " << absl::FormatDuration(took) << "\n" << events;
+  std::cout << "restarted in " << absl::FormatDuration(took) << " from the detection\n";
   std::string summary = ReadJobFile("summary.json");
-  EXPECT_TRUE(absl::StrContains(summary, absl::StrCat("\"root_cause\":{\"class\":\"", cls,
-                                                      "\",\"rank\":-1,\"local_rank\":-1,\"node\":",
-                                                      node, ",\"host\":\"", host, "\"")))
-      << summary;
-  EXPECT_TRUE(absl::StrContains(summary, how)) << summary;
+  EXPECT_TRUE(absl::StrContains(summary, "\"result\":\"succeeded\"")) << summary;
+  EXPECT_TRUE(absl::StrContains(summary, "\"restarts\":1")) << summary;
+  for (int r = 0; r < world; ++r) {
+    std::string log = ReadJobFile(absl::StrCat("logs/rank-", r, ".log"));
+    EXPECT_TRUE(std::regex_search(log, std::regex(absl::StrCat("rank ", r, "/", world,
+                                                               " on h[0-9]+ round 1: running"))))
+        << "rank " << r << " did not run in round 1:\n" << log;
+    EXPECT_TRUE(absl::StrContains(log, absl::StrCat("rank ", r, " done at step")))
+        << "rank " << r << " did not finish round 1:\n" << log;
+  }
 }
 
 void FaultClusterTest::ExpectDetectedWithin(absl::Time fault, absl::Duration bound) {

@@ -25,6 +25,7 @@ std::string FaultWorkerPath();
 // The job.yaml settings a scenario changes; empty strings leave a key out (its default).
 struct FaultJobOptions {
   int max_restarts = 0;
+  std::string nodes;          // `nodes:` ("2:3" lets the job go on without a lost node)
   std::string stall_timeout;  // health.stall_timeout
   std::string exit_timeout;   // stop.exit_timeout
   int master_port = 0;        // rendezvous.master_port
@@ -89,11 +90,15 @@ class FaultClusterTest : public DlaunchClusterTest {
   // The launcher's first `[dlaunch] error:` line ("" when there is none).
   std::string FirstErrorLine() const;
   // The first `[dlaunch] error:` line names `cls` and the rank with its local rank, node and
-  // host (2 ranks per node, nodes in host order); summary.json's root_cause says the same, and
-  // its description contains `how`.
+  // host (2 ranks per node, nodes in host order); so does the first root_cause event of
+  // events.jsonl, whose description contains `how`, and, when the job failed, summary.json's
+  // root_cause.
   void ExpectRootCause(const std::string& cls, int rank, const std::string& how);
   // The same for a failure of a whole node.
   void ExpectNodeRootCause(const std::string& cls, int node, const std::string& how);
+  // The job restarted once, every rank of round 1 (`world` of them) ran in at most `bound`
+  // from the detection (events.jsonl's restart_s) and finished, and the job succeeded.
+  void ExpectRestartedAndSucceeded(int world, absl::Duration bound);
   // The first failure_detected event came at most `bound` after `fault`.
   void ExpectDetectedWithin(absl::Time fault, absl::Duration bound);
   // No process of the job on any host (within 15 s), and nothing listening in any host's
@@ -101,6 +106,11 @@ class FaultClusterTest : public DlaunchClusterTest {
   void ExpectNothingLeft();
 
  protected:
+  // What ExpectRootCause and ExpectNodeRootCause share: `where` as the first error line, the
+  // first root_cause event and a failed job's summary.json spell it.
+  void ExpectCause(const std::string& cls, const std::string& where_line,
+                   const std::string& where_json, const std::string& how);
+
   std::string launcher_log_;
   std::string job_yaml_;
 };
