@@ -55,7 +55,7 @@ absl::StatusOr<JobDirectory> PrepareJobDirectory(const RunFlags& flags, const Jo
   absl::StatusOr<JobDirectory> dir = JobDirectory::Create(path);
   if (!dir.ok()) return dir.status();
   for (absl::Status st : {dir->WriteToken(token), dir->WriteJobYamlIfAbsent(ResolvedJobYaml(spec)),
-                          dir->WriteHostfile(plan.hosts)}) {
+                          dir->WriteHostfile(plan.AgentHosts())}) {
     if (!st.ok()) return st;
   }
   return dir;
@@ -81,7 +81,7 @@ absl::StatusOr<std::vector<std::vector<std::string>>> LaunchCommands(
   const char* agent = std::getenv("DLAUNCH_AGENT");
   NodeLaunchInput nl;
   nl.kind = plan.node_launcher;
-  nl.hosts = plan.hosts;
+  nl.hosts = plan.AgentHosts();
   nl.agent_argv = MakeAgentArgv(agent ? agent : SelfDir() + "/dlaunch-agent", control,
                                 dir.token_path(), spec);
   nl.hostfile = dir.hostfile_path();
@@ -174,8 +174,12 @@ int RunRunCommand(const std::vector<std::string>& args) {
   job.progress.stall_timeout_s = spec->stall_timeout_s;
   // No start-up limit is an allowance that never runs out.
   job.progress.startup_timeout_s = spec->startup_timeout_s > 0 ? spec->startup_timeout_s : 1e12;
+  job.restarts = MakeRestartSettings(*spec);
+  job.min_nodes = plan->min_nodes;
+  job.master_port = spec->master_port;
   JobController controller(io, JobSettings{job, *dir, MakeRendezvousConfig(*spec, *plan),
-                                           MakeJoinTemplate(*spec, placement)},
+                                           MakeJoinTemplate(*spec, placement),
+                                           spec->max_restarts > 0 || !plan->spare_hosts.empty()},
                            std::cout, std::cerr);
   ControlService service(token, io, &controller);
 

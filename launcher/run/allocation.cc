@@ -153,6 +153,7 @@ absl::StatusOr<HostPlan> ResolveHosts(const JobSpec& spec,
     // One machine: every agent runs here, as many as the job asks for.
     const int count = spec.nodes_auto ? 1 : spec.max_nodes;
     plan.hosts.assign(static_cast<size_t>(std::max(count, 1)), local_host);
+    plan.spare_hosts.assign(static_cast<size_t>(spec.spare_nodes), local_host);
     plan.source = "local";
     plan.min_nodes = spec.nodes_auto ? 1 : spec.min_nodes;
     plan.max_nodes = static_cast<int>(plan.hosts.size());
@@ -170,11 +171,22 @@ absl::StatusOr<HostPlan> ResolveHosts(const JobSpec& spec,
                         absl::StrCat("the job needs at least ", Plural(spec.min_nodes, "node"),
                                      " but ", plan.source, " gives ", Plural(available, "host")));
   }
-  if (available > spec.max_nodes) plan.hosts.resize(static_cast<size_t>(spec.max_nodes));
+  if (available > spec.max_nodes) {
+    if (spec.max_restarts > 0) {
+      plan.spare_hosts.assign(plan.hosts.begin() + spec.max_nodes, plan.hosts.end());
+    }
+    plan.hosts.resize(static_cast<size_t>(spec.max_nodes));
+  }
   plan.min_nodes = spec.min_nodes;
   plan.max_nodes = static_cast<int>(plan.hosts.size());
   plan.node_launcher = ChooseNodeLauncher(spec, plan, allocation, local_host);
   return plan;
+}
+
+std::vector<std::string> HostPlan::AgentHosts() const {
+  std::vector<std::string> all = hosts;
+  all.insert(all.end(), spare_hosts.begin(), spare_hosts.end());
+  return all;
 }
 
 }  // namespace dlaunch

@@ -49,6 +49,11 @@ struct HostPlan {
   // allocation's launcher when inside one, "local" when every host is this machine, else "ssh".
   std::string node_launcher = "local";
   std::string scheduler;  // the allocation's, "" outside one (mpiexec under PBS is PALS)
+  // Agents started beyond `hosts` that wait to replace lost nodes: nodes.spares copies of the
+  // local host, or, with max_restarts > 0, the listed hosts beyond nodes.max.
+  std::vector<std::string> spare_hosts;
+  // Every host an agent is started on: `hosts`, then `spare_hosts`.
+  std::vector<std::string> AgentHosts() const;
 };
 
 // Rule, first non-empty wins: `flag_hosts` (--hosts) > `spec.hosts` > `allocation.hosts` >

@@ -15,6 +15,16 @@ RendezvousConfig MakeRendezvousConfig(const JobSpec& spec, const HostPlan& plan)
   return rc;
 }
 
+RestartSettings MakeRestartSettings(const JobSpec& spec) {
+  RestartSettings r;
+  r.max_restarts = spec.max_restarts;
+  r.backoff_initial_s = spec.restart_backoff_s;
+  r.backoff_max_s = spec.restart_backoff_max_s;
+  r.crash_loop_limit = spec.crash_loop_limit;
+  r.node_failure_limit = spec.node_failure_limit;
+  return r;
+}
+
 v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& placement) {
   v1::JoinResponse t;
   t.set_job_id(placement.job_id);

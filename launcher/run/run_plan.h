@@ -8,6 +8,7 @@
 
 #include "dlaunch/control.pb.h"
 #include "launcher/run/allocation.h"
+#include "launcher/run/restart_policy.h"
 #include "launcher/spec/job_spec.h"
 #include "rendezvous/rendezvous_state.h"
 
@@ -16,6 +17,9 @@ namespace dlaunch {
 // Node counts and host order from the plan (short host names, as agents report them), timing
 // from the spec.
 RendezvousConfig MakeRendezvousConfig(const JobSpec& spec, const HostPlan& plan);
+
+// max_restarts and the restarts: section.
+RestartSettings MakeRestartSettings(const JobSpec& spec);
 
 // Where the job's files and worker program are, once resolved on the launcher's host.
 struct JobPlacement {

@@ -237,6 +237,27 @@ TEST(ResolveHostsTest, LocalRunsMaxNodesAgentsHere) {
   EXPECT_EQ(plan->min_nodes, 1);
 }
 
+TEST(ResolveHostsTest, SparesAreLocalCopiesOrTheAllocationsHostsBeyondMax) {
+  JobSpec spec = Nodes(2, 2);
+  spec.spare_nodes = 1;
+  absl::StatusOr<HostPlan> plan = ResolveHosts(spec, {}, Allocation{}, "h");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_THAT(plan->hosts, ElementsAre("h", "h"));
+  EXPECT_THAT(plan->spare_hosts, ElementsAre("h"));
+  EXPECT_THAT(plan->AgentHosts(), ElementsAre("h", "h", "h"));
+
+  // Beyond nodes.max: spares only when a restart can use them.
+  spec = Nodes(1, 2);
+  plan = ResolveHosts(spec, {}, PbsAllocation({"p1", "p2", "p3", "p4"}), "me");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_THAT(plan->spare_hosts, ElementsAre());
+  spec.max_restarts = 1;
+  plan = ResolveHosts(spec, {}, PbsAllocation({"p1", "p2", "p3", "p4"}), "me");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_THAT(plan->hosts, ElementsAre("p1", "p2"));
+  EXPECT_THAT(plan->spare_hosts, ElementsAre("p3", "p4"));
+}
+
 TEST(ResolveHostsTest, AutoLauncherFollowsWhereTheHostsAre) {
   const Allocation pbs = PbsAllocation({"p1", "p2"});
   EXPECT_EQ(ResolveHosts(AutoNodes(), {}, pbs, "me")->node_launcher, "mpiexec");

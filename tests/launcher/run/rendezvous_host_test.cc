@@ -148,3 +148,51 @@ TEST_F(RendezvousHostTest, JoinsBeforeStartAndAfterShutdownAreRefused) {
 
 }  // namespace
 }  // namespace dlaunch
+
+namespace dlaunch {
+namespace {
+
+TEST(RendezvousHostSparesTest, LateJoinersAreSparesWithIdsAfterTheMembersWhenTheJobTakesThem) {
+  boost::asio::io_context io;
+  RendezvousConfig c;
+  c.min_nodes = c.max_nodes = 1;
+  v1::JoinResponse tmpl;
+  tmpl.set_job_id("job-1");
+  std::vector<std::pair<std::string, int>> spares;
+  RendezvousHost host(io, c, tmpl, std::chrono::steady_clock::now(),
+                      RendezvousHost::Callbacks{[](const Participant&, int, int) {},
+                                                [](const RoundResult&) {},
+                                                [](const absl::Status&) {},
+                                                [&](const Participant& p, int id) {
+                                                  spares.emplace_back(p.agent_id, id);
+                                                }});
+  host.Start();
+  absl::StatusOr<v1::JoinResponse> member, s1, s2;
+  host.Join(Agent("m", "a"), [&](absl::StatusOr<v1::JoinResponse> r) { member = std::move(r); });
+  host.Join(Agent("s1", "b"), [&](absl::StatusOr<v1::JoinResponse> r) { s1 = std::move(r); });
+  host.Join(Agent("s2", "c"), [&](absl::StatusOr<v1::JoinResponse> r) { s2 = std::move(r); });
+  ASSERT_TRUE(member.ok() && s1.ok() && s2.ok());
+  EXPECT_FALSE(member->spare());
+  EXPECT_EQ(member->node_id(), 0);
+  EXPECT_TRUE(s1->spare());
+  EXPECT_EQ(s1->node_id(), 1);
+  EXPECT_EQ(s1->job_id(), "job-1");
+  EXPECT_EQ(s2->node_id(), 2);
+  EXPECT_THAT(spares, ::testing::ElementsAre(std::make_pair(std::string("s1"), 1),
+                                             std::make_pair(std::string("s2"), 2)));
+}
+
+TEST_F(RendezvousHostTest, WithoutSparesALateJoinerIsRefused) {
+  RendezvousConfig c;
+  c.min_nodes = c.max_nodes = 1;
+  auto host = Make(c);
+  host->Start();
+  absl::StatusOr<v1::JoinResponse> member, late;
+  host->Join(Agent("m", "a"), Into(&member));
+  host->Join(Agent("late", "b"), Into(&late));
+  ASSERT_TRUE(member.ok());
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace dlaunch
