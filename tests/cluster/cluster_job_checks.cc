@@ -125,6 +125,7 @@ std::vector<std::string> JobProcesses(const NetnsCluster& cluster, const std::st
       match = absl::StrContains(cmdline, "dlaunch-agent") ||
               absl::StrContains(cmdline, "dlaunch-worker") ||
               absl::StrContains(cmdline, "tcp_barrier_worker") ||
+              absl::StrContains(cmdline, "fault_worker") ||
               absl::StrContains(cmdline, "dlaunch run");
     }
     if (match) found.push_back(absl::StrCat(pid, ": ", cmdline));

@@ -33,7 +33,7 @@ std::string OnlyJobDir(const std::string& job_root);
 
 // Processes of the job still alive: any whose environment holds DLAUNCH_JOB_ID=<job_id>, and
 // any inside the cluster's namespaces whose command line names dlaunch-agent, dlaunch-worker,
-// the barrier worker or `dlaunch run`. Each entry is "pid: command line".
+// the barrier or fault worker or `dlaunch run`. Each entry is "pid: command line".
 std::vector<std::string> JobProcesses(const NetnsCluster& cluster, const std::string& job_id);
 
 // Polls JobProcesses until it is empty or the deadline passes; returns the last list.
