@@ -34,8 +34,8 @@ struct JobConfig {
   double summary_interval_s = 5;
   // Stall and exit-hang limits (health.*, stop.exit_timeout).
   ProgressSettings progress;
-  // Restart rounds (max_restarts, restarts.*): a round keeps at least min_nodes nodes, and its
-  // MASTER_PORT is master_port when set, else a fresh port of the round's node 0.
+  // Restart rounds (max_restarts, restarts.*): a round keeps at least min_nodes nodes. Round 0's
+  // MASTER_PORT is master_port when set; every later round's is a fresh port of its node 0.
   RestartSettings restarts;
   int min_nodes = 1;
   int master_port = 0;

@@ -279,7 +279,9 @@ void JobState::StartNextRound(double now_s, JobActions& out) {
     r.world_size += p.slots;
   }
   r.master_addr = r.nodes[0].addr;
-  r.master_port = config_.master_port > 0 ? config_.master_port : r.nodes[0].worker_port;
+  // A fixed rendezvous.master_port serves round 0 only: the failure being restarted from may
+  // be that very port (taken, or held by a process that outlived its round).
+  r.master_port = r.nodes[0].worker_port;
 
   round_ = r;
   members_ = ids;

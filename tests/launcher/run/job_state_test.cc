@@ -310,11 +310,16 @@ TEST_F(JobStateTest, LauncherFailingBeforeTheRoundClosesIsALaunchError) {
   EXPECT_THAT(Printed(a, true), HasSubstr("    | mpiexec: no hosts"));
 }
 
-TEST_F(JobStateTest, LauncherKilledAfterTheRoundLosesItsNodes) {
+TEST_F(JobStateTest, LauncherKilledAfterTheRoundLeavesTheVerdictToItsNodesSessions) {
   Begin(2, 1);
+  state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STARTED), 2);
+  state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::STARTED), 2);
   JobActions a = state_->OnLauncherExited(1, kKilled, {}, 3);
-  EXPECT_THAT(Printed(a, true), HasSubstr("the node(s) it started are lost"));
-  EXPECT_TRUE(Has<SendStop>(a));
+  EXPECT_FALSE(Has<SendStop>(a)) << "the launcher's death names no node";
+  JobActions lost = state_->OnSessionEnded(1, 101, 3.01);
+  EXPECT_TRUE(Has<SendStop>(lost));
+  EXPECT_THAT(Printed(lost, true), HasSubstr("agent lost"));
+  EXPECT_THAT(Printed(lost, true), HasSubstr("node 1"));
 }
 
 TEST_F(JobStateTest, LauncherExitingCleanlyAfterTheRoundIsNotAFailure) {
