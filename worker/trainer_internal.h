@@ -72,6 +72,7 @@ class Trainer {
   absl::Status BuildModelAndOptimizer();
   void BroadcastModelState();              // 6
   absl::Status Resume();                   // 7, the read side
+  void LayOutBucketsAsAfterTheFirstStep(); // after a resume: see trainer_setup.cc
 
   void TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offset);
   bool UnscaleAndUpdateLossScale();

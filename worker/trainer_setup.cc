@@ -27,6 +27,7 @@ absl::Status Trainer::Setup() {
   // values.
   ddp_ = std::make_unique<DdpModel>(params_, buffers_, pg_.group, env_.world_size,
                                     options_.bucket_cap_mb);
+  if (start_step_ > 0 && env_.world_size > 1) LayOutBucketsAsAfterTheFirstStep();
   auto opts = torch::TensorOptions().device(device_).dtype(torch::kFloat64);
   loss_sum_ = torch::zeros({}, opts);
   correct_sum_ = torch::zeros({}, opts);
@@ -124,6 +125,27 @@ void Trainer::BroadcastModelState() {
   std::vector<torch::Tensor> tensors = params_;
   tensors.insert(tensors.end(), buffers_.begin(), buffers_.end());
   if (env_.world_size > 1) BroadcastFromRankZero(pg_.group, tensors);
+}
+
+// The reducer lays its buckets out again after the first backward of its process, in the order
+// the gradients became ready; an uninterrupted run did that at its step 1. A resumed process
+// would all-reduce its first step in the initial layout, and with three or more ranks Gloo's
+// ring then adds each element's contributions in another order: the run would no longer be
+// bit-identical to the uninterrupted one. One backward of a zero loss does the re-layout first:
+// eval mode (no running statistics move), no optimizer step, gradients zeroed after it, and
+// the next step re-seeds its own RNG (StepSeed) as usual.
+void Trainer::LayOutBucketsAsAfterTheFirstStep() {
+  const int64_t count = std::min<int64_t>(options_.batch_size, data_.train.size());
+  std::vector<int64_t> indices(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) indices[static_cast<size_t>(i)] = i;
+  auto [x, y] = data_.train.Batch(indices.data(), count);
+  x = x.to(device_);
+  y = y.to(device_);
+  model_->eval();
+  torch::Tensor loss;
+  ddp_->Forward([&] { loss = torch::nll_loss(model_->forward(x).to(torch::kFloat32), y) * 0.0; });
+  loss.backward();
+  optimizer_->zero_grad();
 }
 
 absl::Status Trainer::Resume() {
