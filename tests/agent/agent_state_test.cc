@@ -7,39 +7,12 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/testing/agent_actions.h"
 
 namespace dlaunch {
 namespace {
 
 using std::chrono::milliseconds;
-using Time = AgentState::Time;
-
-Time At(int ms) { return Time(milliseconds(ms)); }
-
-ChildExit Exit(int rank, int wait_status, bool stopped = false) {
-  ChildExit e;
-  e.rank = rank;
-  e.local_rank = rank;
-  e.pid = 100 + rank;
-  e.wait_status = wait_status;
-  e.stopped = stopped;
-  return e;
-}
-
-template <typename T>
-int Count(const AgentActions& actions) {
-  int n = 0;
-  for (const AgentAction& a : actions) n += std::holds_alternative<T>(a);
-  return n;
-}
-
-template <typename T>
-const T* Find(const AgentActions& actions) {
-  for (const AgentAction& a : actions) {
-    if (const T* t = std::get_if<T>(&a)) return t;
-  }
-  return nullptr;
-}
 
 // An agent with `workers` running, its session open at t=0, heartbeat 1 s, grace 5 s.
 AgentState Running(int workers, int heartbeat_ms = 1000) {

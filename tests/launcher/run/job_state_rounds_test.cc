@@ -5,6 +5,7 @@
 
 #include "common/exit_codes.h"
 #include "launcher/run/job_state.h"
+#include "tests/testing/job_actions.h"
 
 namespace dlaunch {
 namespace {
@@ -13,33 +14,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-
-template <typename T>
-std::vector<T> All(const JobActions& actions) {
-  std::vector<T> out;
-  for (const auto& a : actions) {
-    if (const T* t = std::get_if<T>(&a)) out.push_back(*t);
-  }
-  return out;
-}
-
-std::string Printed(const JobActions& actions) {
-  std::string text;
-  for (const auto& p : All<PrintLine>(actions)) text += p.text + "\n";
-  return text;
-}
-
-std::string Events(const JobActions& actions) {
-  std::string text;
-  for (const auto& e : All<AppendEvent>(actions)) text += e.json + "\n";
-  return text;
-}
-
-std::optional<int> ExitCode(const JobActions& actions) {
-  auto f = All<FinishJob>(actions);
-  if (f.empty()) return std::nullopt;
-  return f.back().exit_code;
-}
 
 void Append(JobActions& to, const JobActions& more) { to.insert(to.end(), more.begin(), more.end()); }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/exit_codes.h"
+#include "tests/testing/job_actions.h"
 
 namespace dlaunch {
 namespace {
@@ -15,40 +16,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-
-template <typename T>
-std::vector<T> All(const JobActions& actions) {
-  std::vector<T> out;
-  for (const auto& a : actions) {
-    if (const T* t = std::get_if<T>(&a)) out.push_back(*t);
-  }
-  return out;
-}
-
-template <typename T>
-bool Has(const JobActions& actions) {
-  return !All<T>(actions).empty();
-}
-
-std::string Printed(const JobActions& actions, bool to_stderr) {
-  std::string text;
-  for (const auto& p : All<PrintLine>(actions)) {
-    if (p.to_stderr == to_stderr) text += p.text + "\n";
-  }
-  return text;
-}
-
-std::string Events(const JobActions& actions) {
-  std::string text;
-  for (const auto& e : All<AppendEvent>(actions)) text += e.json + "\n";
-  return text;
-}
-
-std::optional<int> ExitCode(const JobActions& actions) {
-  auto f = All<FinishJob>(actions);
-  if (f.empty()) return std::nullopt;
-  return f.back().exit_code;
-}
 
 JobConfig Config(int nodes) {
   JobConfig c;
