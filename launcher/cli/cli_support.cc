@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/exit_codes.h"
+#include "launcher/jobdir/job_record.h"
 
 namespace dlaunch {
 
@@ -36,6 +37,24 @@ bool ParseCommandFlags(const std::vector<std::string>& args, const std::vector<F
   if (problem.empty()) return true;
   *exit_code = UsageError(usage, problem);
   return false;
+}
+
+bool ParseJobCommand(const std::vector<std::string>& args, const std::vector<Flag>& table,
+                     const char* usage, std::string* job_dir, int* exit_code) {
+  ParsedArgs parsed;
+  if (!ParseCommandFlags(args, table, 1, usage, &parsed, exit_code)) return false;
+  if (parsed.positional.empty()) {
+    *exit_code = UsageError(usage, "no job given");
+    return false;
+  }
+  absl::StatusOr<std::string> dir = ResolveJobDir(parsed.positional[0], DefaultJobRoot());
+  if (!dir.ok()) {
+    std::cerr << "dlaunch: " << dir.status().message() << "\n";
+    *exit_code = kExitUsage;
+    return false;
+  }
+  *job_dir = *std::move(dir);
+  return true;
 }
 
 std::string AbsolutePath(const std::string& path) {

@@ -21,6 +21,12 @@ bool ParseCommandFlags(const std::vector<std::string>& args, const std::vector<F
                        size_t max_positional, const char* usage, ParsedArgs* parsed,
                        int* exit_code);
 
+// For a command that takes exactly one JOB (a job id or a job directory) besides `table`'s flags:
+// parses args and resolves the job's directory into *job_dir. On a problem (a bad flag, no job
+// given, a job that cannot be found) prints it and returns false with *exit_code = kExitUsage.
+bool ParseJobCommand(const std::vector<std::string>& args, const std::vector<Flag>& table,
+                     const char* usage, std::string* job_dir, int* exit_code);
+
 // `path` made absolute against the current directory, normalised.
 std::string AbsolutePath(const std::string& path);
 

@@ -187,18 +187,12 @@ int RunLogsCommand(const std::vector<std::string>& args) {
       {{"--rank"}, true, IntFlag("--rank", &rank, 0, std::numeric_limits<int>::max())},
       {{"--follow", "-f"}, false, SwitchFlag(&follow)},
   };
-  ParsedArgs parsed;
+  std::string job_dir;
   int rc = kExitOk;
-  if (!ParseCommandFlags(args, table, 1, kLogsUsage, &parsed, &rc)) return rc;
-  if (parsed.positional.empty()) return UsageError(kLogsUsage, "no job given");
-  absl::StatusOr<std::string> dir = ResolveJobDir(parsed.positional[0], DefaultJobRoot());
-  if (!dir.ok()) {
-    std::cerr << "dlaunch: " << dir.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!ParseJobCommand(args, table, kLogsUsage, &job_dir, &rc)) return rc;
   std::map<std::string, std::streamoff> offsets;
   auto print_all = [&]() {
-    std::map<int, std::string> logs = RankLogs(*dir);
+    std::map<int, std::string> logs = RankLogs(job_dir);
     for (const auto& [r, path] : logs) {
       if (rank >= 0 && r != rank) continue;
       PrintNewLines(path, rank >= 0 ? "" : absl::StrCat("[rank ", r, "] "), &offsets[path]);
@@ -208,16 +202,16 @@ int RunLogsCommand(const std::vector<std::string>& args) {
   std::map<int, std::string> logs = print_all();
   if (!follow) {
     if (rank >= 0 && !logs.count(rank)) {
-      std::cerr << "dlaunch: no log for rank " << rank << " in " << *dir << "/logs\n";
+      std::cerr << "dlaunch: no log for rank " << rank << " in " << job_dir << "/logs\n";
       return kExitUsage;
     }
-    if (logs.empty()) std::cerr << "dlaunch: no rank logs yet in " << *dir << "/logs\n";
+    if (logs.empty()) std::cerr << "dlaunch: no rank logs yet in " << job_dir << "/logs\n";
     return kExitOk;
   }
   // Follow until the job directory says the job ended (summary.json, or job_finished as the
   // last event), or until a launcher known to run here is gone without either (killed); a
   // final pass picks up the last lines.
-  while (!JobEnded(ReadJobFiles(*dir)) && !LauncherGoneHere(*dir)) {
+  while (!JobEnded(ReadJobFiles(job_dir)) && !LauncherGoneHere(job_dir)) {
     std::this_thread::sleep_for(kFollowPoll);
     print_all();
   }
@@ -230,18 +224,12 @@ int RunCancelCommand(const std::vector<std::string>& args) {
     std::cout << kCancelUsage;
     return kExitOk;
   }
-  ParsedArgs parsed;
+  std::string job_dir;
   int rc = kExitOk;
-  if (!ParseCommandFlags(args, {}, 1, kCancelUsage, &parsed, &rc)) return rc;
-  if (parsed.positional.empty()) return UsageError(kCancelUsage, "no job given");
-  absl::StatusOr<std::string> dir = ResolveJobDir(parsed.positional[0], DefaultJobRoot());
-  if (!dir.ok()) {
-    std::cerr << "dlaunch: " << dir.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!ParseJobCommand(args, {}, kCancelUsage, &job_dir, &rc)) return rc;
   bool acted = false;
   bool scheduler_failed = false;
-  absl::StatusOr<SubmitRecord> rec = LoadRecord(*dir);
+  absl::StatusOr<SubmitRecord> rec = LoadRecord(job_dir);
   if (rec.ok() && !rec->scheduler_job_id.empty()) {
     SchedulerClient client = ClientFor(*rec);
     absl::Status st = client.Cancel(rec->scheduler_job_id);
@@ -258,8 +246,8 @@ int RunCancelCommand(const std::vector<std::string>& args) {
   // refused), SIGTERM the launcher itself when it runs here; it stops its agents and workers.
   // Not both: the scheduler's cancel already signals the launcher, and a second SIGTERM tells
   // it to skip the stop grace period.
-  absl::StatusOr<std::string> info_text = ReadFile(*dir + "/launcher.json");
-  if (!acted && info_text.ok() && !fs::exists(*dir + "/summary.json")) {
+  absl::StatusOr<std::string> info_text = ReadFile(job_dir + "/launcher.json");
+  if (!acted && info_text.ok() && !fs::exists(job_dir + "/summary.json")) {
     absl::StatusOr<LauncherInfo> info = ParseLauncherInfo(*info_text);
     char host[256] = {0};
     ::gethostname(host, sizeof(host) - 1);

@@ -40,32 +40,26 @@ int RunTraceCommand(const std::vector<std::string>& args) {
   }
   bool rebuild = false;
   const std::vector<Flag> table = {{{"--rebuild"}, false, SwitchFlag(&rebuild)}};
-  ParsedArgs parsed;
+  std::string job_dir;
   int rc = kExitOk;
-  if (!ParseCommandFlags(args, table, 1, kTraceUsage, &parsed, &rc)) return rc;
-  if (parsed.positional.empty()) return UsageError(kTraceUsage, "no job given");
-  absl::StatusOr<std::string> dir = ResolveJobDir(parsed.positional[0], DefaultJobRoot());
-  if (!dir.ok()) {
-    std::cerr << "dlaunch: " << dir.status().message() << "\n";
-    return kExitUsage;
-  }
-  absl::StatusOr<TraceInput> input = LoadTraceInput(*dir);
+  if (!ParseJobCommand(args, table, kTraceUsage, &job_dir, &rc)) return rc;
+  absl::StatusOr<TraceInput> input = LoadTraceInput(job_dir);
   if (!input.ok()) {
-    std::cerr << "dlaunch: no timeline for " << *dir << ": " << input.status().message()
+    std::cerr << "dlaunch: no timeline for " << job_dir << ": " << input.status().message()
               << " (a job that `dlaunch run` started has events.jsonl)\n";
     return kExitUsage;
   }
   std::vector<std::string> notes;
-  if (rebuild || TraceStale(*dir)) {
-    absl::StatusOr<RenderedTrace> written = WriteJobTrace(*dir, *input);
+  if (rebuild || TraceStale(job_dir)) {
+    absl::StatusOr<RenderedTrace> written = WriteJobTrace(job_dir, *input);
     if (!written.ok()) {
       std::cerr << "dlaunch: cannot write the trace: " << written.status().message() << "\n";
       return kExitLaunchError;
     }
-    std::cout << "built " << TracePath(*dir) << " from the job directory\n";
+    std::cout << "built " << TracePath(job_dir) << " from the job directory\n";
     notes = written->notes;
   } else {
-    absl::StatusOr<std::string> text = ReadFile(TracePath(*dir));
+    absl::StatusOr<std::string> text = ReadFile(TracePath(job_dir));
     absl::StatusOr<std::vector<std::string>> read =
         text.ok() ? ReadTraceNotes(*text) : absl::StatusOr<std::vector<std::string>>(text.status());
     if (!read.ok()) {
@@ -74,7 +68,7 @@ int RunTraceCommand(const std::vector<std::string>& args) {
     }
     notes = *std::move(read);
   }
-  std::cout << FormatTraceSummary(TracePath(*dir), SummarizeRankTime(*input), notes);
+  std::cout << FormatTraceSummary(TracePath(job_dir), SummarizeRankTime(*input), notes);
   return kExitOk;
 }
 

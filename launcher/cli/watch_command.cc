@@ -125,17 +125,11 @@ int RunWatchCommand(const std::vector<std::string>& args) {
     std::cout << kWatchUsage;
     return kExitOk;
   }
-  ParsedArgs parsed;
+  std::string job_dir;
   int rc = kExitOk;
-  if (!ParseCommandFlags(args, {}, 1, kWatchUsage, &parsed, &rc)) return rc;
-  if (parsed.positional.empty()) return UsageError(kWatchUsage, "no job given");
-  absl::StatusOr<std::string> dir = ResolveJobDir(parsed.positional[0], DefaultJobRoot());
-  if (!dir.ok()) {
-    std::cerr << "dlaunch: " << dir.status().message() << "\n";
-    return kExitUsage;
-  }
-  if (EndedPerDirectory(*dir)) return ShowSummary(*dir);
-  absl::StatusOr<JobEndpoint> endpoint = ReadJobEndpoint(*dir);
+  if (!ParseJobCommand(args, {}, kWatchUsage, &job_dir, &rc)) return rc;
+  if (EndedPerDirectory(job_dir)) return ShowSummary(job_dir);
+  absl::StatusOr<JobEndpoint> endpoint = ReadJobEndpoint(job_dir);
   if (!endpoint.ok()) {
     std::cerr << "dlaunch: " << endpoint.status().message() << "\n";
     return kExitLaunchError;
@@ -172,9 +166,9 @@ int RunWatchCommand(const std::vector<std::string>& args) {
   }
   // The launcher closes its endpoint right after the last snapshot, which can then be lost:
   // the job directory says whether the job is over.
-  if (ended || EndedPerDirectory(*dir)) {
+  if (ended || EndedPerDirectory(job_dir)) {
     std::cout << "\n";
-    return ShowSummary(*dir);
+    return ShowSummary(job_dir);
   }
   std::cerr << "dlaunch: " << (st.ok() ? "the launcher ended the stream early" : st.message())
             << "\n";
