@@ -1,5 +1,5 @@
-// Helpers for JobState tests: the actions an event returned, by type, and what they print,
-// journal and exit with. Header-only.
+// Helpers for JobState tests: a job's config, the actions an event returned, by type, and what
+// they print, journal and exit with. Header-only.
 #pragma once
 
 #include <optional>
@@ -54,6 +54,21 @@ inline std::optional<int> ExitCode(const JobActions& actions) {
   auto f = All<FinishJob>(actions);
   if (f.empty()) return std::nullopt;
   return f.back().exit_code;
+}
+
+// A job of `nodes` local nodes n0..n<nodes-1>: heartbeat 1 s x 3, stop grace 2 s, a summary
+// line every 5 s.
+inline JobConfig TestJobConfig(int nodes) {
+  JobConfig c;
+  c.job_id = "job-1";
+  c.job_dir = "/runs/job-1";
+  for (int i = 0; i < nodes; ++i) c.hosts.push_back("n" + std::to_string(i));
+  c.node_launcher = "local";
+  c.heartbeat_s = 1;
+  c.heartbeat_misses = 3;
+  c.stop_grace_s = 2;
+  c.summary_interval_s = 5;
+  return c;
 }
 
 }  // namespace job_actions

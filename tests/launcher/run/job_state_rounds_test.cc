@@ -61,14 +61,7 @@ class JobStateRoundsTest : public ::testing::Test {
  protected:
   void Begin(int nodes, RestartSettings restarts, int min_nodes = 1) {
     nodes_ = nodes;
-    JobConfig c;
-    c.job_id = "job-1";
-    c.job_dir = "/runs/job-1";
-    for (int i = 0; i < nodes; ++i) c.hosts.push_back("n" + std::to_string(i));
-    c.node_launcher = "local";
-    c.heartbeat_s = 1;
-    c.heartbeat_misses = 3;
-    c.stop_grace_s = 2;
+    JobConfig c = TestJobConfig(nodes);
     c.summary_interval_s = 1000;
     c.restarts = restarts;
     c.min_nodes = min_nodes;

@@ -17,19 +17,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-JobConfig Config(int nodes) {
-  JobConfig c;
-  c.job_id = "job-1";
-  c.job_dir = "/runs/job-1";
-  for (int i = 0; i < nodes; ++i) c.hosts.push_back("n" + std::to_string(i));
-  c.node_launcher = "local";
-  c.heartbeat_s = 1;
-  c.heartbeat_misses = 3;
-  c.stop_grace_s = 2;
-  c.summary_interval_s = 5;
-  return c;
-}
-
 // `nodes` nodes with `slots` ranks each, node i at host n<i>.
 RoundResult Round(int nodes, int slots) {
   RoundResult r;
@@ -73,7 +60,7 @@ class JobStateTest : public ::testing::Test {
  protected:
   void Begin(int nodes, int slots) {
     nodes_ = nodes;
-    state_ = std::make_unique<JobState>(Config(nodes));
+    state_ = std::make_unique<JobState>(TestJobConfig(nodes));
     std::vector<std::string> programs(nodes, "dlaunch-agent");
     state_->OnStarted(programs, 0);
     state_->OnRendezvousClosed(Round(nodes, slots), 1);
@@ -97,7 +84,7 @@ class JobStateTest : public ::testing::Test {
 };
 
 TEST_F(JobStateTest, StartAnnouncesTheJob) {
-  JobState s(Config(2));
+  JobState s(TestJobConfig(2));
   JobActions a = s.OnStarted({"a", "b"}, 0);
   EXPECT_THAT(Printed(a, false), HasSubstr("job job-1: 2 node(s) via local, job dir /runs/job-1"));
   EXPECT_THAT(Events(a), HasSubstr("\"event\":\"job_started\""));
@@ -235,7 +222,7 @@ TEST_F(JobStateTest, SilentNodeIsLostAfterMissedHeartbeats) {
 }
 
 TEST_F(JobStateTest, AgentThatNeverOpensItsSessionIsLost) {
-  JobState s(Config(2));
+  JobState s(TestJobConfig(2));
   s.OnStarted({"a", "b"}, 0);
   s.OnRendezvousClosed(Round(2, 1), 1);
   s.OnSessionOpened(0, 100, 1);
@@ -267,7 +254,7 @@ TEST_F(JobStateTest, ReplacedSessionEndingIsIgnored) {
 }
 
 TEST_F(JobStateTest, LauncherFailingBeforeTheRoundClosesIsALaunchError) {
-  JobState s(Config(2));
+  JobState s(TestJobConfig(2));
   s.OnStarted({"mpiexec"}, 0);
   JobActions a = s.OnLauncherExited(0, kExited1, {"mpiexec: no hosts"}, 3);
   EXPECT_THAT(Printed(a, true),
@@ -296,7 +283,7 @@ TEST_F(JobStateTest, LauncherExitingCleanlyAfterTheRoundIsNotAFailure) {
 }
 
 TEST_F(JobStateTest, RendezvousFailureIsALaunchErrorThatStopsTheLaunchers) {
-  JobState s(Config(2));
+  JobState s(TestJobConfig(2));
   s.OnStarted({"a", "b"}, 0);
   JobActions a = s.OnRendezvousFailed(absl::DeadlineExceededError("rendezvous timed out after 2 s: 1 of 2 nodes joined"), 2);
   EXPECT_THAT(Printed(a, true), HasSubstr("error: rendezvous timed out after 2 s: 1 of 2 nodes joined"));
@@ -307,7 +294,7 @@ TEST_F(JobStateTest, RendezvousFailureIsALaunchErrorThatStopsTheLaunchers) {
 }
 
 TEST_F(JobStateTest, StopDecidedDuringTheRendezvousReachesLateSessions) {
-  JobState s(Config(1));
+  JobState s(TestJobConfig(1));
   s.OnStarted({"a"}, 0);
   s.OnSignal(SIGINT, 0.5);
   JobActions closed = s.OnRendezvousClosed(Round(1, 1), 1);
@@ -378,7 +365,7 @@ TEST_F(JobStateTest, LogLinesArePrintedPerRank) {
 }
 
 TEST_F(JobStateTest, RefusedCallIsPrintedAndRecorded) {
-  JobState s(Config(1));
+  JobState s(TestJobConfig(1));
   JobActions a = s.OnCallRefused("ipv4:1.2.3.4:5", "Join");
   EXPECT_THAT(Printed(a, true), HasSubstr("refused Join from ipv4:1.2.3.4:5: missing or wrong job token"));
   EXPECT_THAT(Events(a), HasSubstr("\"event\":\"call_refused\""));
@@ -394,7 +381,7 @@ TEST_F(JobStateTest, NothingHappensAfterTheEnd) {
 }
 
 TEST_F(JobStateTest, TickIntervalIsTheHeartbeatAtMostOneSecond) {
-  JobConfig c = Config(1);
+  JobConfig c = TestJobConfig(1);
   c.heartbeat_s = 0.25;
   EXPECT_DOUBLE_EQ(JobState(c).tick_interval_s(), 0.25);
   c.heartbeat_s = 5;
@@ -475,7 +462,7 @@ TEST_F(JobStateTest, PeerFailureAloneIsAnnouncedOnceTheSettleTimePassed) {
 }
 
 TEST_F(JobStateTest, HangAtExitIsDetectedAtExactlyTheExitTimeout) {
-  JobConfig c = Config(2);
+  JobConfig c = TestJobConfig(2);
   c.progress.exit_timeout_s = 2;
   state_ = std::make_unique<JobState>(c);
   nodes_ = 2;
@@ -512,7 +499,7 @@ TEST_F(JobStateTest, HangAtExitIsDetectedAtExactlyTheExitTimeout) {
 }
 
 TEST_F(JobStateTest, ExitTimeoutOffNeverCallsAHang) {
-  JobConfig c = Config(1);
+  JobConfig c = TestJobConfig(1);
   c.progress.exit_timeout_s = 0;
   JobState s(c);
   s.OnStarted({"a"}, 0);
@@ -523,7 +510,7 @@ TEST_F(JobStateTest, ExitTimeoutOffNeverCallsAHang) {
 }
 
 TEST_F(JobStateTest, StallNamesTheRankThatFellBehindFirst) {
-  JobConfig c = Config(1);
+  JobConfig c = TestJobConfig(1);
   c.progress.stall_timeout_s = 3;
   JobState s(c);
   s.OnStarted({"a"}, 0);
@@ -546,7 +533,7 @@ TEST_F(JobStateTest, StallNamesTheRankThatFellBehindFirst) {
 }
 
 TEST_F(JobStateTest, OutputLinesAreProgressForRanksThatSendNoReports) {
-  JobConfig c = Config(1);
+  JobConfig c = TestJobConfig(1);
   c.progress.stall_timeout_s = 3;
   JobState s(c);
   s.OnStarted({"a"}, 0);
