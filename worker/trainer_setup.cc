@@ -101,8 +101,10 @@ absl::Status Trainer::LoadAndShardData() {
 }
 
 void Trainer::ScaleLearningRate() {
-  schedule_ = std::make_unique<LearningRateSchedule>(options_.lr, env_.world_size,
-                                                     options_.warmup_epochs, steps_per_epoch_);
+  schedule_ = std::make_unique<LearningRateSchedule>(
+      options_.lr, env_.world_size, options_.warmup_epochs, steps_per_epoch_,
+      options_.lr_schedule == "cosine" ? LearningRateDecay::kCosine : LearningRateDecay::kConstant,
+      total_steps_);
 }
 
 absl::Status Trainer::BuildModelAndOptimizer() {

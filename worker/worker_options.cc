@@ -107,6 +107,8 @@ them it trains alone.
   --momentum M            SGD momentum (default 0.9)
   --weight-decay W        (default 0)
   --warmup-epochs E       linear warm-up from LR to LR x world size (default 0)
+  --lr-schedule {constant,cosine}  after the warm-up: keep the rate, or decay it along a half
+                          cosine to zero at the last step (default constant)
   --backend {auto,nccl,gloo}   auto: NCCL when CUDA is available, else Gloo
   --amp {off,bf16,fp16}   mixed precision on CUDA (fp16 with dynamic loss scaling)
   --checkpoint-dir DIR    rank 0 writes checkpoints here
@@ -142,6 +144,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
       {"momentum", Double("momentum", &o.momentum, 0.0)},
       {"weight-decay", Double("weight-decay", &o.weight_decay, 0.0)},
       {"warmup-epochs", Double("warmup-epochs", &o.warmup_epochs, 0.0)},
+      {"lr-schedule", Choice("lr-schedule", &o.lr_schedule, {"constant", "cosine"})},
       {"backend", Choice("backend", &o.backend, {"auto", "nccl", "gloo"})},
       {"amp", Choice("amp", &o.amp, {"off", "bf16", "fp16"})},
       {"checkpoint-dir", String("checkpoint-dir", &o.checkpoint_dir)},

@@ -22,6 +22,7 @@ struct WorkerOptions {
   double momentum = 0.9;
   double weight_decay = 0.0;
   double warmup_epochs = 0.0;
+  std::string lr_schedule = "constant";   // constant, cosine (after the warm-up)
   std::string backend = "auto";            // auto, nccl, gloo
   std::string amp = "off";                 // off, bf16, fp16
   std::string checkpoint_dir;

@@ -18,12 +18,13 @@ TEST(WorkerOptionsTest, Defaults) {
   EXPECT_EQ(o->epochs, 1);
   EXPECT_EQ(o->batch_size, 64);
   EXPECT_EQ(o->backend, "auto");
+  EXPECT_EQ(o->lr_schedule, "constant");
 }
 
 TEST(WorkerOptionsTest, ParsesTheDocumentedFlags) {
   absl::StatusOr<WorkerOptions> o = Parse(
       {"--model", "resnet50", "--dataset=synthetic", "--image-shape", "3,224,224", "--steps", "7",
-       "--batch-size", "32", "--lr", "0.1", "--warmup-epochs", "2", "--backend", "gloo", "--amp",
+       "--batch-size", "32", "--lr", "0.1", "--warmup-epochs", "2", "--lr-schedule", "cosine", "--backend", "gloo", "--amp",
        "bf16", "--checkpoint-dir", "/tmp/c", "--checkpoint-every", "5", "--resume",
        "--report-every", "3", "--seed", "9", "--summary-json", "/tmp/s.json", "--threads", "2",
        "--store-timeout", "1.5", "--save-params", "/tmp/p", "--no-eval"});
@@ -34,6 +35,7 @@ TEST(WorkerOptionsTest, ParsesTheDocumentedFlags) {
   EXPECT_EQ(o->batch_size, 32);
   EXPECT_DOUBLE_EQ(o->lr, 0.1);
   EXPECT_DOUBLE_EQ(o->warmup_epochs, 2);
+  EXPECT_EQ(o->lr_schedule, "cosine");
   EXPECT_EQ(o->amp, "bf16");
   EXPECT_TRUE(o->resume);
   EXPECT_EQ(o->checkpoint_every, 5);
@@ -59,6 +61,7 @@ TEST(WorkerOptionsTest, ErrorsNameTheFlag) {
            {{"--batch-size", "0"}, "--batch-size"},
            {{"--image-shape", "3,32"}, "--image-shape"},
            {{"--lr", "fast"}, "--lr"},
+           {{"--lr-schedule", "step"}, "--lr-schedule"},
            {{"--bogus"}, "--bogus"},
            {{"--steps"}, "--steps"},
            {{"--resume"}, "--checkpoint-dir"},
