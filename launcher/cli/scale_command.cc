@@ -243,6 +243,13 @@ int RunScaleCommand(const std::vector<std::string>& args) {
     std::cerr << "dlaunch scale: cannot create " << dir << ": " << ec.message() << "\n";
     return kExitLaunchError;
   }
+  // Every scale runs this snapshot of the spec (defaults filled in, as `dlaunch submit` writes
+  // it), so an edit of job.yaml while a long study runs cannot change its later scales.
+  const std::string spec_snapshot = dir + "/job.yaml";
+  if (absl::Status st = WriteFileAtomically(spec_snapshot, ResolvedJobYaml(*spec)); !st.ok()) {
+    std::cerr << "dlaunch scale: " << st.message() << "\n";
+    return kExitLaunchError;
+  }
   info.spec_path = a.spec_path;
   info.started = NowRfc3339();
   info.command = absl::StrCat("dlaunch scale ", absl::StrJoin(args, " "));
@@ -254,14 +261,13 @@ int RunScaleCommand(const std::vector<std::string>& args) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   const std::string self = SelfExe();
-  const std::string spec_abs = AbsolutePath(a.spec_path);
   std::vector<ScaleOutcome> outcomes;
   for (size_t i = 0; i < scales->size() && !g_interrupted; ++i) {
     const Scale& s = (*scales)[i];
     ScaleOutcome o{s, s.Label()};
     const std::string run_dir = dir + "/" + o.run_dir;
     std::vector<std::string> argv = {self};
-    for (std::string& w : ScaleRunArgs(spec_abs, s, run_dir)) argv.push_back(std::move(w));
+    for (std::string& w : ScaleRunArgs(spec_snapshot, s, run_dir)) argv.push_back(std::move(w));
     if (!a.launcher.empty()) argv.insert(argv.end(), {"--launcher", a.launcher});
     std::cout << "[dlaunch scale] scale " << i + 1 << "/" << scales->size() << ": " << s.nodes
               << " node(s) x " << (s.procs_per_node > 0 ? absl::StrCat(s.procs_per_node) : "gpu")

@@ -131,6 +131,22 @@ TEST_F(ScaleProcessTest, FailingScaleIsMarkedAndTheStudyGoesOn) {
   EXPECT_THAT(Read("study.json"), HasSubstr("\"result\":\"failed\""));
 }
 
+TEST_F(ScaleProcessTest, EveryScaleRunsTheSpecAsTheStudyStarted) {
+  // The first scale overwrites the original job.yaml with one that does not parse; the second
+  // scale must still run, from the study's own copy.
+  const std::string spec = WriteSpec(
+      "[/bin/sh, -c, 'test \"$WORLD_SIZE\" != 1 || echo \"nodes: [\" > job.yaml']");
+  CommandResult r = Dlaunch({"scale", spec, "--procs", "1,2", "--job-dir", "study"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  absl::StatusOr<std::string> original = ReadFile(spec);
+  ASSERT_TRUE(original.ok());
+  EXPECT_EQ(*original, "nodes: [\n");  // the first scale did overwrite it
+  std::vector<std::string> rows = CsvRows();
+  ASSERT_EQ(rows.size(), 3u) << Read("scaling.csv");
+  EXPECT_THAT(rows[2], StartsWith("n1-p2,1,2,2,ok,"));
+  EXPECT_THAT(Read("job.yaml"), HasSubstr("name: scale-test"));
+}
+
 TEST_F(ScaleProcessTest, BadListsAreUsageErrors) {
   const std::string spec = WriteSpec("[\"true\"]");
   for (const char* list : {"", "1,,2", "one", "0"}) {
