@@ -1,7 +1,9 @@
 #include "launcher/trace/trace_builder.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -14,6 +16,9 @@ namespace dlaunch {
 namespace {
 // Above every node's pid, so rank threads never share a tid with a node's own thread.
 constexpr int kRankTidBase = 1 << 24;
+// The tracks of a rank on the second and later nodes it ran on (after a restart moved it):
+// Perfetto takes a tid to name one thread across the whole trace, so each gets its own.
+constexpr int kMovedRankTidBase = 1 << 29;
 }  // namespace
 
 int NodePid(int node) { return 2 + node; }
@@ -46,23 +51,44 @@ std::string EventArgs(const JsonRecord& r) {
   return ObjectJson(args);
 }
 
-// Who is who: node ranks and hosts, and which node each rank ran on.
+// Who is who: node ids and hosts, and which node each rank ran on when. After a restart a rank
+// can run on another node (a spare took a lost node's place, or the ranks were laid out again),
+// so a rank has a track under every node it ran on, and each span goes under the node the rank
+// was on at that time.
 struct Layout {
   std::map<int, std::string> node_hosts;
-  std::map<int, int> rank_node;
+  std::map<int, std::map<int64_t, int>> rank_nodes;  // rank -> (Unix microseconds -> node)
 
-  void AddRank(int rank, std::optional<int> node) {
+  // `node` < 0 or unknown: the rank is known, not where it ran (node 0 unless told later).
+  void AddRank(int rank, std::optional<int> node, int64_t unix_us) {
     if (rank < 0) return;
+    std::map<int64_t, int>& at = rank_nodes[rank];
     if (node && *node >= 0) {
-      rank_node[rank] = *node;
+      at[unix_us] = *node;
       node_hosts.emplace(*node, "");
-    } else {
-      rank_node.emplace(rank, 0);
     }
   }
-  int NodeOf(int rank) const {
-    auto it = rank_node.find(rank);
-    return it == rank_node.end() ? 0 : it->second;
+  void AddHost(int node, const std::string& host) {
+    if (node < 0) return;
+    std::string& h = node_hosts[node];
+    if (h.empty()) h = host;
+  }
+  // The node `rank` was on at `unix_us`: its last placement at or before then, else its first.
+  int NodeAt(int rank, int64_t unix_us) const {
+    auto r = rank_nodes.find(rank);
+    if (r == rank_nodes.end() || r->second.empty()) return 0;
+    auto it = r->second.upper_bound(unix_us);
+    return it == r->second.begin() ? it->second : std::prev(it)->second;
+  }
+  // Every node `rank` ran on (node 0 when none is known).
+  std::set<int> NodesOf(int rank) const {
+    std::set<int> nodes;
+    auto r = rank_nodes.find(rank);
+    if (r != rank_nodes.end()) {
+      for (const auto& [t, node] : r->second) nodes.insert(node);
+    }
+    if (nodes.empty()) nodes.insert(0);
+    return nodes;
   }
   // The node a host names, when exactly one node has it (local runs repeat one host).
   std::optional<int> UniqueNode(const std::string& host) const {
@@ -80,25 +106,38 @@ Layout ReadLayout(const TraceInput& in) {
   Layout l;
   for (const JsonRecord& e : in.events.records) {
     const std::string name = StringField(e, "event");
+    const int64_t unix_us = ParseTimeMicros(StringField(e, "time")).value_or(0);
     if (name == "rendezvous_closed") {
       auto it = e.fields().find("node_order");
       if (it != e.fields().end() && it->second.has_list_value()) {
         const auto& hosts = it->second.list_value().values();
-        for (int i = 0; i < hosts.size(); ++i) l.node_hosts[i] = hosts[i].string_value();
+        for (int i = 0; i < hosts.size(); ++i) l.AddHost(i, hosts[i].string_value());
       }
-    } else if (std::optional<int> rank = IntField(e, "rank")) {
-      l.AddRank(*rank, IntField(e, "node"));
+      continue;
     }
+    std::optional<int> node = IntField(e, "node");
+    if (node && e.fields().count("host")) l.AddHost(*node, StringField(e, "host"));
+    if (std::optional<int> rank = IntField(e, "rank")) l.AddRank(*rank, node, unix_us);
   }
-  for (const MetricRow& m : in.metrics) l.AddRank(m.rank, m.node);
-  for (const auto& [rank, lines] : in.rank_steps) l.AddRank(rank, std::nullopt);
+  for (const MetricRow& m : in.metrics) l.AddRank(m.rank, m.node, m.time_us);
+  for (const auto& [rank, lines] : in.rank_steps) l.AddRank(rank, std::nullopt, 0);
   return l;
 }
 
 // Walks the journal once, turning events into spans and instants on their tracks.
 class Builder {
  public:
-  Builder(const TraceInput& in, TraceParts& out) : in_(in), out_(out), layout_(ReadLayout(in)) {}
+  Builder(const TraceInput& in, TraceParts& out) : in_(in), out_(out), layout_(ReadLayout(in)) {
+    int moved = 0;
+    for (const auto& [rank, placements] : layout_.rank_nodes) {
+      rank_tracks_[{rank, layout_.NodeAt(rank, std::numeric_limits<int64_t>::min())}] =
+          RankTid(rank);
+      for (const auto& [t, node] : placements) {
+        if (rank_tracks_.emplace(std::pair(rank, node), kMovedRankTidBase + 2 * moved).second)
+          ++moved;
+      }
+    }
+  }
 
   void Run() {
     out_.origin_unix_us = Origin();
@@ -119,6 +158,7 @@ class Builder {
   struct OpenSpan {
     int64_t begin_us = 0;
     std::string args;
+    int node = 0;  // a worker's
   };
 
   std::optional<int64_t> UnixMicros(const JsonRecord& r) const {
@@ -161,20 +201,39 @@ class Builder {
           ThreadName(NodePid(node), NodeTid(node), absl::StrCat("node ", node, " events")));
       out_.fixed.push_back(ThreadSortIndex(NodePid(node), NodeTid(node), 0));
     }
-    for (const auto& [rank, node] : layout_.rank_node) {
-      out_.fixed.push_back(ThreadName(NodePid(node), RankTid(rank), absl::StrCat("rank ", rank)));
-      out_.fixed.push_back(ThreadSortIndex(NodePid(node), RankTid(rank), RankTid(rank)));
-      out_.fixed.push_back(
-          ThreadName(NodePid(node), ReportTid(rank), absl::StrCat("rank ", rank, " reports")));
-      out_.fixed.push_back(ThreadSortIndex(NodePid(node), ReportTid(rank), ReportTid(rank)));
+    for (const auto& [rank, placements] : layout_.rank_nodes) {
+      for (int node : layout_.NodesOf(rank)) {
+        const int tid = RankTrack(rank, node), report_tid = tid + 1;
+        out_.fixed.push_back(ThreadName(NodePid(node), tid, absl::StrCat("rank ", rank)));
+        out_.fixed.push_back(ThreadSortIndex(NodePid(node), tid, RankTid(rank)));
+        out_.fixed.push_back(
+            ThreadName(NodePid(node), report_tid, absl::StrCat("rank ", rank, " reports")));
+        out_.fixed.push_back(ThreadSortIndex(NodePid(node), report_tid, ReportTid(rank)));
+      }
     }
   }
 
-  // The track an event is about: a rank's, a node's, else the launcher's.
-  std::pair<int, int> TrackOf(const JsonRecord& r) const {
+  // The thread of rank `rank` on node `node` (its reports: the next tid): RankTid on the first
+  // node it ran on.
+  int RankTrack(int rank, int node) const {
+    auto it = rank_tracks_.find({rank, node});
+    return it == rank_tracks_.end() ? RankTid(rank) : it->second;
+  }
+
+  // The node `rank` is on in record `r`: the record's own "node", else where the rank was then.
+  int NodeOfRank(int rank, const JsonRecord& r, int64_t unix_us) const {
+    std::optional<int> node = IntField(r, "node");
+    if (node && layout_.node_hosts.count(*node)) return *node;
+    return layout_.NodeAt(rank, unix_us);
+  }
+
+  // The track an event is about: a rank's, a node's, else the launcher's. `unix_us`: when it
+  // happened (a failure record has no time of its own).
+  std::pair<int, int> TrackOf(const JsonRecord& r, int64_t unix_us) const {
     std::optional<int> rank = IntField(r, "rank");
-    if (rank && *rank >= 0 && layout_.rank_node.count(*rank)) {
-      return {NodePid(layout_.NodeOf(*rank)), RankTid(*rank)};
+    if (rank && *rank >= 0 && layout_.rank_nodes.count(*rank)) {
+      const int node = NodeOfRank(*rank, r, unix_us);
+      return {NodePid(node), RankTrack(*rank, node)};
     }
     std::optional<int> node = IntField(r, "node");
     if (node && layout_.node_hosts.count(*node)) return {NodePid(*node), NodeTid(*node)};
@@ -187,7 +246,7 @@ class Builder {
     const int64_t ts = Ts(*unix_us);
     const std::string name = StringField(e, "event");
     if (!LifecycleEvents().count(name)) {
-      auto [pid, tid] = TrackOf(e);
+      auto [pid, tid] = TrackOf(e, *unix_us);
       out_.instants.push_back(Instant(name, "launcher", pid, tid, ts, EventArgs(e)));
       return;
     }
@@ -206,16 +265,16 @@ class Builder {
       rendezvous_begin_.reset();
     } else if (name == "worker_started") {
       if (std::optional<int> rank = IntField(e, "rank"))
-        workers_[*rank] = OpenSpan{ts, EventArgs(e)};
+        workers_[*rank] = OpenSpan{ts, EventArgs(e), NodeOfRank(*rank, e, *unix_us)};
     } else if (name == "worker_ended") {
-      EndWorker(e, ts);
+      EndWorker(e, ts, *unix_us);
     } else if (name == "workers_started") {
       Fixed(
           Instant("all workers started", "launcher", kLauncherPid, kLauncherTid, ts, EventArgs(e)));
     } else if (name == "failure_detected" || name == "root_cause") {
-      OnFailure(e, name, ts);
+      OnFailure(e, name, ts, *unix_us);
     } else if (name == "worker_failed" || name == "hang_detected" || name == "node_lost") {
-      auto [pid, tid] = TrackOf(e);
+      auto [pid, tid] = TrackOf(e, *unix_us);
       std::string label = name == "worker_failed" ? "worker failed"
                           : name == "node_lost"
                               ? "node lost"
@@ -238,7 +297,7 @@ class Builder {
     }
   }
 
-  void OnFailure(const JsonRecord& e, const std::string& name, int64_t ts) {
+  void OnFailure(const JsonRecord& e, const std::string& name, int64_t ts, int64_t unix_us) {
     const JsonRecord* f = ObjectField(e, "failure");
     const std::string what = f ? StringField(*f, "description") : "";
     if (name == "root_cause") {
@@ -249,23 +308,25 @@ class Builder {
       Fixed(std::move(root));
       return;
     }
-    auto [pid, tid] = f ? TrackOf(*f) : std::make_pair(kLauncherPid, kLauncherTid);
+    auto [pid, tid] = f ? TrackOf(*f, unix_us) : std::make_pair(kLauncherPid, kLauncherTid);
     Fixed(Instant(absl::StrCat("failure: ", what), "launcher", pid, tid, ts, EventArgs(e)));
   }
 
-  void EndWorker(const JsonRecord& e, int64_t ts) {
+  void EndWorker(const JsonRecord& e, int64_t ts, int64_t unix_us) {
     std::optional<int> rank = IntField(e, "rank");
     if (!rank) return;
     auto it = workers_.find(*rank);
     const int64_t begin = it == workers_.end() ? ts : it->second.begin_us;
+    const int node = it == workers_.end() ? NodeOfRank(*rank, e, unix_us) : it->second.node;
     const std::string state = StringField(e, "state");
     const int signal = IntField(e, "signal").value_or(0);
     std::string name = absl::StrCat(
         "rank ", *rank, ": ", state.empty() ? "ended" : state,
         signal != 0 ? absl::StrCat(", signal ", signal)
                     : absl::StrCat(", exit code ", IntField(e, "exit_code").value_or(0)));
-    lifetimes_.push_back(Span(std::move(name), "worker", NodePid(layout_.NodeOf(*rank)),
-                              RankTid(*rank), begin, ts, EventArgs(e)));
+    lifetimes_.push_back(
+        Span(std::move(name), "worker", NodePid(node), RankTrack(*rank, node), begin, ts,
+             EventArgs(e)));
     lifetime_ranks_.push_back(*rank);
     if (it != workers_.end()) workers_.erase(it);
   }
@@ -276,7 +337,7 @@ class Builder {
     const std::string unfinished = JsonLine().Add("unfinished", true).str();
     for (const auto& [rank, w] : workers_) {
       lifetimes_.push_back(Span(absl::StrCat("rank ", rank, ": no end recorded"), "worker",
-                                NodePid(layout_.NodeOf(rank)), RankTid(rank), w.begin_us,
+                                NodePid(w.node), RankTrack(rank, w.node), w.begin_us,
                                 std::max(w.begin_us, last_us_), unfinished));
       lifetime_ranks_.push_back(rank);
     }
@@ -305,8 +366,9 @@ class Builder {
       for (size_t i = rows.size(); i-- > 0;) {
         const MetricRow& m = *rows[i];
         ReportSpan& s = spans[i];
-        s.pid = NodePid(layout_.NodeOf(rank));
-        s.tid = ReportTid(rank);
+        const int node = m.node >= 0 ? m.node : layout_.NodeAt(rank, m.time_us);
+        s.pid = NodePid(node);
+        s.tid = RankTrack(rank, node) + 1;
         s.end_us = std::min(Ts(m.time_us), next_begin);
         s.begin_us = s.end_us - static_cast<int64_t>(m.interval_s * 1e6);
         s.last_step = m.step;
@@ -333,8 +395,9 @@ class Builder {
       std::vector<StepSpan>& spans = out_.steps[rank];
       for (const StepRow& r : trace.rows) {
         StepSpan s;
-        s.pid = NodePid(layout_.NodeOf(rank));
-        s.tid = RankTid(rank);
+        const int node = layout_.NodeAt(rank, r.ts_us);
+        s.pid = NodePid(node);
+        s.tid = RankTrack(rank, node);
         s.begin_us = Ts(r.ts_us);
         const int64_t dur =
             r.span.empty() ? r.data_us + r.forward_us + r.backward_us + r.optimizer_us : r.dur_us;
@@ -360,10 +423,16 @@ class Builder {
       std::sort(mine.begin(), mine.end(),
                 [&](size_t a, size_t b) { return lifetimes_[a].ts_us < lifetimes_[b].ts_us; });
       for (const StepSpan& s : spans) {
+        // Only the process spans on the step's own track can hold it.
+        std::vector<size_t> here;
+        for (size_t i : mine) {
+          if (lifetimes_[i].pid == s.pid) here.push_back(i);
+        }
+        if (here.empty()) continue;
         const int64_t begin = s.begin_us;
         const int64_t end = s.end_us;
-        size_t pick = mine.front();
-        for (size_t i : mine) {
+        size_t pick = here.front();
+        for (size_t i : here) {
           if (lifetimes_[i].ts_us <= begin) pick = i;
         }
         TraceEvent& life = lifetimes_[pick];
@@ -385,6 +454,7 @@ class Builder {
   std::map<int, OpenSpan> workers_;
   std::vector<TraceEvent> lifetimes_;
   std::vector<int> lifetime_ranks_;  // the rank of each of lifetimes_
+  std::map<std::pair<int, int>, int> rank_tracks_;  // (rank, node) -> tid
   std::map<std::string, int> bad_lines_;
 };
 

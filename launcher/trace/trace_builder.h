@@ -65,8 +65,10 @@ TraceParts BuildTraceParts(const TraceInput& input);
 
 // The tracks. The launcher is process kLauncherPid with one thread, kLauncherTid. Node i is
 // process NodePid(i): its own events on thread NodeTid(i) (tid == pid, as a main thread's), rank
-// r's process and steps on RankTid(r), its reports on ReportTid(r). No pid or tid is 0 (Perfetto
-// keeps 0 for the idle process and thread), and no tid is used in two processes.
+// r's process and steps on RankTid(r), its reports on ReportTid(r), under the node it ran on.
+// A rank that a restart moved to another node gets a second pair of threads (tids from 2^29)
+// under that node, each span on the node the rank was on at its time. No pid or tid is 0
+// (Perfetto keeps 0 for the idle process and thread), and no tid is used in two processes.
 constexpr int kLauncherPid = 1;
 constexpr int kLauncherTid = 1;
 int NodePid(int node);

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -290,6 +291,66 @@ TEST(TraceBuilderTest, ProcessSpanWidensToHoldStepsStampedByTheWorkersClock) {
   ASSERT_THAT(life, SizeIs(1));
   EXPECT_EQ(life[0]->ts, 1000000);
   EXPECT_EQ(life[0]->ts + life[0]->dur, 1030000);
+}
+
+TEST(TraceBuilderTest, ARankThatMovesToASpareAfterARestartIsDrawnUnderEachNode) {
+  // Round 1: rank 0 on node 0 (host a). Node 0 is lost; round 2: rank 0 on spare node 2 (c).
+  std::string events =
+      Event(0, "job_started") + Event(200, "rendezvous_closed", "\"node_order\":[\"a\",\"b\"]") +
+      Event(300, "worker_started", "\"rank\":0,\"node\":0,\"host\":\"a\",\"pid\":5") +
+      Event(2000, "worker_ended",
+            "\"rank\":0,\"node\":0,\"host\":\"a\",\"state\":\"failed\",\"exit_code\":1") +
+      Event(2500, "round_started", "\"round\":2,\"nodes\":[2,1]") +
+      Event(2600, "worker_started", "\"rank\":0,\"node\":2,\"host\":\"c\",\"pid\":6") +
+      Event(6000, "worker_ended",
+            "\"rank\":0,\"node\":2,\"host\":\"c\",\"state\":\"succeeded\",\"exit_code\":0") +
+      Event(6100, "job_finished", "\"result\":\"succeeded\"");
+  auto metric = [](int ms, int node, int step) {
+    return absl::StrFormat(
+        "{\"time\":\"%s\",\"node\":%d,\"rank\":0,\"step\":%d,\"samples\":64,"
+        "\"interval_s\":0.02,\"loss\":0.5}\n",
+        At(ms), node, step);
+  };
+  // Steps 1-2 in round 1 (at 1.0 s), steps 3-4 after the resume (at 3.0 s).
+  std::string steps = StepTrace(0, 2, 1000);
+  for (int s = 3; s <= 4; ++s) {
+    absl::StrAppend(&steps, "{\"step\":", s, ",\"ts\":", kT0Unix + (3000 + 10 * (s - 3)) * 1000,
+                    ",\"data\":1000,\"forward\":2000,\"backward\":6000,\"optimizer\":1000,"
+                    "\"stride\":1}\n");
+  }
+  ParsedTrace t =
+      Render(Input(events, metric(1100, 0, 2) + metric(3100, 2, 4), {{0, steps}}));
+  EXPECT_THAT(testing::StructureProblems(t), IsEmpty());
+  EXPECT_EQ(t.TrackName(NodePid(2), -1), "node 2 (c)");
+
+  auto failed = t.Named("rank 0: failed", "X");
+  ASSERT_THAT(failed, SizeIs(1));
+  EXPECT_EQ(failed[0]->pid, NodePid(0));
+  EXPECT_EQ(failed[0]->tid, RankTid(0));
+  auto succeeded = t.Named("rank 0: succeeded", "X");
+  ASSERT_THAT(succeeded, SizeIs(1));
+  EXPECT_EQ(succeeded[0]->pid, NodePid(2));
+  EXPECT_NE(succeeded[0]->tid, RankTid(0));  // a tid names one thread in the whole trace
+  EXPECT_EQ(t.TrackName(NodePid(0), RankTid(0)), "rank 0");
+  EXPECT_EQ(t.TrackName(NodePid(2), succeeded[0]->tid), "rank 0");
+  EXPECT_EQ(t.TrackName(NodePid(2), succeeded[0]->tid + 1), "rank 0 reports");
+
+  std::map<std::string, int> step_node;
+  for (const ParsedEvent* e : t.Named("step ", "X")) {
+    if (e->cat == "step") step_node[e->name] = e->pid;
+  }
+  EXPECT_EQ(step_node, (std::map<std::string, int>{{"step 1", NodePid(0)},
+                                                   {"step 2", NodePid(0)},
+                                                   {"step 3", NodePid(2)},
+                                                   {"step 4", NodePid(2)}}));
+  // Each process span holds its own round's steps only.
+  EXPECT_EQ(failed[0]->ts + failed[0]->dur, 2000000);
+  EXPECT_EQ(succeeded[0]->ts, 2600000);
+  std::vector<int> report_nodes;
+  for (const ParsedEvent& e : t.events) {
+    if (e.cat == "report") report_nodes.push_back(e.pid);
+  }
+  EXPECT_THAT(report_nodes, ::testing::UnorderedElementsAre(NodePid(0), NodePid(2)));
 }
 
 TEST(TraceBuilderTest, AnEmptyJournalIsStillATrace) {
