@@ -524,6 +524,17 @@ void JobState::CheckHealth(double now_s, JobActions& out) {
   if (outcome_ != Outcome::kRunning || !round_ || Restarting()) return;
   std::vector<Hang> hangs = monitor_.Check(now_s);
   if (hangs.empty()) return;
+  // A node whose heartbeats stopped cannot report its ranks' progress, and its silence stalls
+  // every peer in the next collective: while any node has missed two heartbeats, a stall waits
+  // for the heartbeat check to lose the node (or for the node to speak again), so a frozen node
+  // is named as such even when health.stall_timeout is no longer than the heartbeat limit.
+  if (hangs.front().kind != HangKind::kExitHang) {
+    for (const auto& [i, n] : nodes_) {
+      if (!n.gone && !n.spare && SessionOpen(n) &&
+          now_s - n.last_seen_s > 2 * config_.heartbeat_s)
+        return;
+    }
+  }
   // The first is the rank that fell behind first; the others are named in the event.
   const Hang& h = hangs.front();
   Failure f = RankFailure(h.kind == HangKind::kExitHang ? FailureClass::kExitHang

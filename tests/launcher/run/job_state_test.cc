@@ -532,6 +532,45 @@ TEST_F(JobStateTest, StallNamesTheRankThatFellBehindFirst) {
   EXPECT_DOUBLE_EQ(arm[0].at_s, 5 + 2 + 3 + 5 + 10) << "grace + heartbeats + slack + stack dump";
 }
 
+TEST_F(JobStateTest, AFrozenNodeIsNamedAsSilentNotAsAStallWhenTheLimitsAreEqual) {
+  // Stall limit 3 s = heartbeat limit (1 s x 3 misses). Node 1 freezes at t=2: its rank stops,
+  // and rank 0 on node 0 stops too, blocked in the next collective; node 0 keeps beating.
+  JobConfig c = TestJobConfig(2);
+  c.progress.stall_timeout_s = 3;
+  JobState s(c);
+  s.OnStarted({"a", "a"}, 0);
+  s.OnRendezvousClosed(Round(2, 1), 1);
+  s.OnSessionOpened(0, 100, 1);
+  s.OnSessionOpened(1, 101, 1);
+  s.OnAgentMessage(0, Progress(0, 1), 2);
+  s.OnAgentMessage(1, Progress(1, 1), 2);
+  for (double t = 3; t <= 5; t += 1) {
+    s.OnAgentMessage(0, Heartbeat(1), t);
+    EXPECT_FALSE(Has<SendStop>(s.OnHealthCheck(t))) << "t=" << t;
+  }
+  EXPECT_FALSE(Has<SendStop>(s.OnHealthCheck(5.05))) << "a stall would be due here";
+  JobActions lost = s.OnTick(5.1);
+  EXPECT_THAT(Printed(lost, true), HasSubstr("error: node silent: node 1 (host n1)"));
+  EXPECT_THAT(Events(lost), Not(HasSubstr("hang_detected")));
+}
+
+TEST_F(JobStateTest, AStallIsStillFoundWhileEveryNodeBeats) {
+  JobConfig c = TestJobConfig(2);
+  c.progress.stall_timeout_s = 3;
+  JobState s(c);
+  s.OnStarted({"a", "a"}, 0);
+  s.OnRendezvousClosed(Round(2, 1), 1);
+  s.OnSessionOpened(0, 100, 1);
+  s.OnSessionOpened(1, 101, 1);
+  s.OnAgentMessage(0, Progress(0, 1), 2);
+  s.OnAgentMessage(1, Progress(1, 1), 2);
+  for (double t = 3; t <= 5; t += 1) {
+    s.OnAgentMessage(0, Heartbeat(1), t);
+    s.OnAgentMessage(1, Heartbeat(1), t);
+  }
+  EXPECT_THAT(Printed(s.OnHealthCheck(5.05), true), HasSubstr("error: stall: rank "));
+}
+
 TEST_F(JobStateTest, OutputLinesAreProgressForRanksThatSendNoReports) {
   JobConfig c = TestJobConfig(1);
   c.progress.stall_timeout_s = 3;
