@@ -85,12 +85,14 @@ class FaultTest : public FaultClusterTest {
   }
 
   // Agent and workers of h2 frozen: the launcher hears no heartbeat for interval x misses
-  // (1 s x 3) and names the node. With a restart left and nodes.min 2, the job goes on on h1
+  // (1 s x 3) and names the node, although the stall limit is as short (every rank stops making
+  // progress at the same time). With a restart left and nodes.min 2, the job goes on on h1
   // and h3. Once the job has ended, the node thaws; its agent finds its session gone and
   // takes its workers with it.
   void FrozenNode(int restarts) {
     FaultJobOptions options = Restarts(restarts);
     options.nodes = "2:3";
+    options.stall_timeout = "3s";
     pid_t launcher = StartJob(absl::StrCat("frozen-r", restarts), {}, options);
     ASSERT_GT(launcher, 0);
     ASSERT_TRUE(WaitAllRanksAtStep(5)) << LauncherOutput();
