@@ -532,18 +532,26 @@ TEST_F(JobStateTest, StallNamesTheRankThatFellBehindFirst) {
   EXPECT_DOUBLE_EQ(arm[0].at_s, 5 + 2 + 3 + 5 + 10) << "grace + heartbeats + slack + stack dump";
 }
 
-TEST_F(JobStateTest, AFrozenNodeIsNamedAsSilentNotAsAStallWhenTheLimitsAreEqual) {
-  // Stall limit 3 s = heartbeat limit (1 s x 3 misses). Node 1 freezes at t=2: its rank stops,
-  // and rank 0 on node 0 stops too, blocked in the next collective; node 0 keeps beating.
+// 2 nodes x 1 rank with a stall limit of 3 s, as long as the heartbeat limit (1 s x 3 misses);
+// both ranks report their last progress at t=2.
+std::unique_ptr<JobState> TwoRanksLastProgressAt2() {
   JobConfig c = TestJobConfig(2);
   c.progress.stall_timeout_s = 3;
-  JobState s(c);
-  s.OnStarted({"a", "a"}, 0);
-  s.OnRendezvousClosed(Round(2, 1), 1);
-  s.OnSessionOpened(0, 100, 1);
-  s.OnSessionOpened(1, 101, 1);
-  s.OnAgentMessage(0, Progress(0, 1), 2);
-  s.OnAgentMessage(1, Progress(1, 1), 2);
+  auto s = std::make_unique<JobState>(c);
+  s->OnStarted({"a", "a"}, 0);
+  s->OnRendezvousClosed(Round(2, 1), 1);
+  s->OnSessionOpened(0, 100, 1);
+  s->OnSessionOpened(1, 101, 1);
+  s->OnAgentMessage(0, Progress(0, 1), 2);
+  s->OnAgentMessage(1, Progress(1, 1), 2);
+  return s;
+}
+
+TEST_F(JobStateTest, AFrozenNodeIsNamedAsSilentNotAsAStallWhenTheLimitsAreEqual) {
+  // Node 1 freezes at t=2: its rank stops, and rank 0 on node 0 stops too, blocked in the next
+  // collective; node 0 keeps beating.
+  std::unique_ptr<JobState> state = TwoRanksLastProgressAt2();
+  JobState& s = *state;
   for (double t = 3; t <= 5; t += 1) {
     s.OnAgentMessage(0, Heartbeat(1), t);
     EXPECT_FALSE(Has<SendStop>(s.OnHealthCheck(t))) << "t=" << t;
@@ -555,15 +563,8 @@ TEST_F(JobStateTest, AFrozenNodeIsNamedAsSilentNotAsAStallWhenTheLimitsAreEqual)
 }
 
 TEST_F(JobStateTest, AStallIsStillFoundWhileEveryNodeBeats) {
-  JobConfig c = TestJobConfig(2);
-  c.progress.stall_timeout_s = 3;
-  JobState s(c);
-  s.OnStarted({"a", "a"}, 0);
-  s.OnRendezvousClosed(Round(2, 1), 1);
-  s.OnSessionOpened(0, 100, 1);
-  s.OnSessionOpened(1, 101, 1);
-  s.OnAgentMessage(0, Progress(0, 1), 2);
-  s.OnAgentMessage(1, Progress(1, 1), 2);
+  std::unique_ptr<JobState> state = TwoRanksLastProgressAt2();
+  JobState& s = *state;
   for (double t = 3; t <= 5; t += 1) {
     s.OnAgentMessage(0, Heartbeat(1), t);
     s.OnAgentMessage(1, Heartbeat(1), t);
