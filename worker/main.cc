@@ -7,6 +7,7 @@
 #include "common/environment.h"
 #include "common/exit_codes.h"
 #include "worker/distributed_env.h"
+#include "worker/heap_policy.h"
 #include "worker/restart_resume.h"
 #include "worker/trainer.h"
 #include "worker/worker_options.h"
@@ -20,6 +21,10 @@ int main(int argc, char** argv) {
   if (WantsHelp(args)) {
     std::fputs(WorkerUsage().c_str(), stdout);
     return kExitOk;
+  }
+  // Before LibTorch allocates anything (docs/worker.md, "Memory").
+  if (!ApplyHeapPolicy(ChooseHeapPolicy(dlaunch::ProcessEnvironment()))) {
+    std::fputs("dlaunch-worker: glibc refused the heap settings; using its defaults\n", stderr);
   }
   absl::StatusOr<WorkerOptions> options = ParseWorkerOptions(args);
   if (!options.ok()) {
