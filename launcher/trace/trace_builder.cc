@@ -80,16 +80,6 @@ struct Layout {
     auto it = r->second.upper_bound(unix_us);
     return it == r->second.begin() ? it->second : std::prev(it)->second;
   }
-  // Every node `rank` ran on (node 0 when none is known).
-  std::set<int> NodesOf(int rank) const {
-    std::set<int> nodes;
-    auto r = rank_nodes.find(rank);
-    if (r != rank_nodes.end()) {
-      for (const auto& [t, node] : r->second) nodes.insert(node);
-    }
-    if (nodes.empty()) nodes.insert(0);
-    return nodes;
-  }
   // The node a host names, when exactly one node has it (local runs repeat one host).
   std::optional<int> UniqueNode(const std::string& host) const {
     std::optional<int> found;
@@ -127,6 +117,8 @@ Layout ReadLayout(const TraceInput& in) {
 // Walks the journal once, turning events into spans and instants on their tracks.
 class Builder {
  public:
+  // One track per (rank, node) the rank ran on: RankTid on its first node (node 0 when none is
+  // known), fresh tids on the nodes a restart moved it to.
   Builder(const TraceInput& in, TraceParts& out) : in_(in), out_(out), layout_(ReadLayout(in)) {
     int moved = 0;
     for (const auto& [rank, placements] : layout_.rank_nodes) {
@@ -201,15 +193,13 @@ class Builder {
           ThreadName(NodePid(node), NodeTid(node), absl::StrCat("node ", node, " events")));
       out_.fixed.push_back(ThreadSortIndex(NodePid(node), NodeTid(node), 0));
     }
-    for (const auto& [rank, placements] : layout_.rank_nodes) {
-      for (int node : layout_.NodesOf(rank)) {
-        const int tid = RankTrack(rank, node), report_tid = tid + 1;
-        out_.fixed.push_back(ThreadName(NodePid(node), tid, absl::StrCat("rank ", rank)));
-        out_.fixed.push_back(ThreadSortIndex(NodePid(node), tid, RankTid(rank)));
-        out_.fixed.push_back(
-            ThreadName(NodePid(node), report_tid, absl::StrCat("rank ", rank, " reports")));
-        out_.fixed.push_back(ThreadSortIndex(NodePid(node), report_tid, ReportTid(rank)));
-      }
+    for (const auto& [rank_node, tid] : rank_tracks_) {
+      const auto [rank, node] = rank_node;
+      out_.fixed.push_back(ThreadName(NodePid(node), tid, absl::StrCat("rank ", rank)));
+      out_.fixed.push_back(ThreadSortIndex(NodePid(node), tid, RankTid(rank)));
+      out_.fixed.push_back(
+          ThreadName(NodePid(node), tid + 1, absl::StrCat("rank ", rank, " reports")));
+      out_.fixed.push_back(ThreadSortIndex(NodePid(node), tid + 1, ReportTid(rank)));
     }
   }
 
