@@ -64,7 +64,7 @@ class Trainer {
   // Setup, as the steps of the Horovod recipe (numbered) and what they need around them.
   absl::Status Setup();
   void ConfigureThreads();
-  void PinDevice();                        // 2
+  absl::Status PinDevice();                // 2
   absl::Status ConnectReporter();
   absl::Status InitProcessGroup();         // 1
   absl::Status LoadAndShardData();         // 3

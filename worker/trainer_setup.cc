@@ -3,11 +3,15 @@
 #include <cstring>
 
 #include <torch/torch.h>
+#include <torch/version.h>
 #ifdef DLAUNCH_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
 #endif
 
 #include "absl/strings/str_cat.h"
+#include "common/environment.h"
+#include "worker/device_choice.h"
 #include "worker/models.h"
 #include "worker/trainer_internal.h"
 
@@ -15,7 +19,7 @@ namespace dlaunch::worker {
 
 absl::Status Trainer::Setup() {
   ConfigureThreads();
-  PinDevice();
+  DLAUNCH_WORKER_RETURN_IF_ERROR(PinDevice());
   DLAUNCH_WORKER_RETURN_IF_ERROR(ConnectReporter());
   DLAUNCH_WORKER_RETURN_IF_ERROR(InitProcessGroup());
   DLAUNCH_WORKER_RETURN_IF_ERROR(LoadAndShardData());
@@ -45,15 +49,45 @@ void Trainer::ConfigureThreads() {
   }
 }
 
-// One GPU per local rank when there are GPUs; mixed precision only there.
-void Trainer::PinDevice() {
-  use_cuda_ = torch::cuda::is_available();
+namespace {
+
+// What this build's CUDA runtime says, asked directly so that a node without a driver is named
+// in the runtime's own words ("CUDA driver version is insufficient ...").
+CudaProbe ProbeCuda() {
+  CudaProbe probe;
+  probe.libtorch_version =
+      absl::StrCat(TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".", TORCH_VERSION_PATCH);
+#ifdef DLAUNCH_WITH_CUDA
+  probe.built_with_cuda = true;
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    probe.error = cudaGetErrorString(error);
+    count = 0;
+  }
+  probe.device_count = count;
+#endif
+  return probe;
+}
+
+}  // namespace
+
+// One GPU per local rank when there are GPUs (worker/device_choice.h); mixed precision only
+// there.
+absl::Status Trainer::PinDevice() {
+  absl::StatusOr<DeviceChoice> choice = ChooseDevice(
+      DeviceRequestFromEnv(ProcessEnvironment(), options_.device, env_.local_rank), ProbeCuda());
+  if (!choice.ok()) return choice.status();
+  use_cuda_ = choice->kind == DeviceKind::kCuda;
   if (use_cuda_) {
-    const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
-    device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env_.local_rank % count));
+    device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(choice->index));
 #ifdef DLAUNCH_WITH_CUDA
     c10::cuda::set_device(device_.index());
 #endif
+  }
+  if (IsRankZero() || use_cuda_) {
+    std::fprintf(stderr, "dlaunch-worker: rank %d trains on %s\n", env_.rank,
+                 choice->described.c_str());
   }
   amp_ = AmpFromName(options_.amp);
   if (!use_cuda_ && amp_ != Amp::kOff) {
@@ -61,6 +95,7 @@ void Trainer::PinDevice() {
                  AmpName(amp_));
     amp_ = Amp::kOff;
   }
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::ConnectReporter() {

@@ -109,7 +109,9 @@ them it trains alone.
   --warmup-epochs E       linear warm-up from LR to LR x world size (default 0)
   --lr-schedule {constant,cosine}  after the warm-up: keep the rate, or decay it along a half
                           cosine to zero at the last step (default constant)
-  --backend {auto,nccl,gloo}   auto: NCCL when CUDA is available, else Gloo
+  --device {auto,cpu,cuda}  auto: the rank's GPU when CUDA sees one, else the CPU; cuda:
+                          fail before training, naming the node and the cause, without one
+  --backend {auto,nccl,gloo}   auto: NCCL on CUDA, else Gloo
   --amp {off,bf16,fp16}   mixed precision on CUDA (fp16 with dynamic loss scaling)
   --checkpoint-dir DIR    rank 0 writes checkpoints here
   --checkpoint-every N    also every N steps (default: only at the end)
@@ -145,6 +147,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
       {"weight-decay", Double("weight-decay", &o.weight_decay, 0.0)},
       {"warmup-epochs", Double("warmup-epochs", &o.warmup_epochs, 0.0)},
       {"lr-schedule", Choice("lr-schedule", &o.lr_schedule, {"constant", "cosine"})},
+      {"device", Choice("device", &o.device, {"auto", "cpu", "cuda"})},
       {"backend", Choice("backend", &o.backend, {"auto", "nccl", "gloo"})},
       {"amp", Choice("amp", &o.amp, {"off", "bf16", "fp16"})},
       {"checkpoint-dir", String("checkpoint-dir", &o.checkpoint_dir)},

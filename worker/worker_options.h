@@ -23,6 +23,7 @@ struct WorkerOptions {
   double weight_decay = 0.0;
   double warmup_epochs = 0.0;
   std::string lr_schedule = "constant";   // constant, cosine (after the warm-up)
+  std::string device = "auto";             // auto, cpu, cuda (worker/device_choice.h)
   std::string backend = "auto";            // auto, nccl, gloo
   std::string amp = "off";                 // off, bf16, fp16
   std::string checkpoint_dir;

@@ -18,13 +18,14 @@ TEST(WorkerOptionsTest, Defaults) {
   EXPECT_EQ(o->epochs, 1);
   EXPECT_EQ(o->batch_size, 64);
   EXPECT_EQ(o->backend, "auto");
+  EXPECT_EQ(o->device, "auto");
   EXPECT_EQ(o->lr_schedule, "constant");
 }
 
 TEST(WorkerOptionsTest, ParsesTheDocumentedFlags) {
   absl::StatusOr<WorkerOptions> o = Parse(
       {"--model", "resnet50", "--dataset=synthetic", "--image-shape", "3,224,224", "--steps", "7",
-       "--batch-size", "32", "--lr", "0.1", "--warmup-epochs", "2", "--lr-schedule", "cosine", "--backend", "gloo", "--amp",
+       "--batch-size", "32", "--lr", "0.1", "--warmup-epochs", "2", "--lr-schedule", "cosine", "--backend", "gloo", "--device", "cuda", "--amp",
        "bf16", "--checkpoint-dir", "/tmp/c", "--checkpoint-every", "5", "--resume",
        "--report-every", "3", "--seed", "9", "--summary-json", "/tmp/s.json", "--threads", "2",
        "--store-timeout", "1.5", "--save-params", "/tmp/p", "--no-eval"});
@@ -37,6 +38,7 @@ TEST(WorkerOptionsTest, ParsesTheDocumentedFlags) {
   EXPECT_DOUBLE_EQ(o->warmup_epochs, 2);
   EXPECT_EQ(o->lr_schedule, "cosine");
   EXPECT_EQ(o->amp, "bf16");
+  EXPECT_EQ(o->device, "cuda");
   EXPECT_TRUE(o->resume);
   EXPECT_EQ(o->checkpoint_every, 5);
   EXPECT_EQ(o->seed, 9u);
@@ -58,6 +60,7 @@ TEST(WorkerOptionsTest, ErrorsNameTheFlag) {
   };
   for (const Case& c : std::vector<Case>{
            {{"--model", "vgg"}, "--model"},
+           {{"--device", "tpu"}, "--device"},
            {{"--batch-size", "0"}, "--batch-size"},
            {{"--image-shape", "3,32"}, "--image-shape"},
            {{"--lr", "fast"}, "--lr"},
