@@ -24,6 +24,7 @@
 #include "launcher/cli/job_view.h"
 #include "launcher/cli/watch_command.h"
 #include "launcher/jobdir/job_record.h"
+#include "launcher/jobdir/journal.h"
 #include "launcher/submit/scheduler_client.h"
 #include "launcher/submit/site_profile.h"
 
@@ -73,10 +74,14 @@ SchedulerClient ClientFor(const SubmitRecord& record) {
 // What dlaunch itself recorded in the job directory.
 JobFiles ReadJobFiles(const std::string& job_dir) {
   JobFiles files;
-  absl::StatusOr<std::string> events_text = ReadFile(job_dir + "/events.jsonl");
-  files.events_present = events_text.ok();
-  int bad = 0;
-  if (events_text.ok()) files.events = ParseEvents(*events_text, &bad);
+  absl::StatusOr<EventJournal> journal = ReadEventJournal(job_dir);
+  files.events_present = !absl::IsNotFound(journal.status());
+  if (journal.ok()) {
+    files.events = std::move(journal->events);
+    files.schema_version = journal->schema_version;
+  } else if (files.events_present) {
+    files.events_error = std::string(journal.status().message());
+  }
   absl::StatusOr<std::string> summary_text = ReadFile(job_dir + "/summary.json");
   if (summary_text.ok()) {
     absl::StatusOr<std::map<std::string, std::string>> summary =

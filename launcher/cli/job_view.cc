@@ -5,8 +5,6 @@
 namespace dlaunch {
 namespace {
 
-constexpr char kJobFinishedEvent[] = "job_finished";
-
 std::string SchedulerLine(const SubmitRecord& record, const SchedulerAnswer& scheduler) {
   if (record.dry_run) return "scheduler  not submitted (dry run)\n";
   if (record.scheduler_job_id.empty() || !scheduler.has_value()) {
@@ -37,11 +35,11 @@ std::string LauncherView(const JobFiles& files) {
   if (files.events.empty()) return files.events_present ? "started, no events yet" : "not started";
   int joined = 0, failed = 0, lost = 0;
   for (const auto& e : files.events) {
-    if (e.event == "node_joined") ++joined;
-    if (e.event == "worker_failed") ++failed;
-    if (e.event == "node_lost") ++lost;
+    joined += e.has_node_joined();
+    failed += e.has_worker_failed();
+    lost += e.has_node_lost();
   }
-  if (files.events.back().event == kJobFinishedEvent) return "finished";
+  if (files.events.back().has_job_finished()) return "finished";
   std::string view =
       absl::StrCat("running: ", joined, " node(s) joined, ", failed, " worker failure(s)");
   if (lost > 0) absl::StrAppend(&view, ", ", lost, " node(s) lost");
@@ -50,7 +48,7 @@ std::string LauncherView(const JobFiles& files) {
 
 bool JobEnded(const JobFiles& files) {
   return files.summary.has_value() ||
-         (!files.events.empty() && files.events.back().event == kJobFinishedEvent);
+         (!files.events.empty() && files.events.back().has_job_finished());
 }
 
 std::string FormatJobStatus(const std::string& job_dir,
@@ -67,13 +65,20 @@ std::string FormatJobStatus(const std::string& job_dir,
                     SchedulerLine(*record, scheduler));
   }
   absl::StrAppend(&out, "dlaunch    ", LauncherView(files), "\n");
+  if (!files.events_error.empty()) {
+    absl::StrAppend(&out, "journal    ", files.events_error, "\n");
+  } else if (files.schema_version != kJournalSchemaVersion && !files.events.empty()) {
+    absl::StrAppend(&out, "journal    schema version ", files.schema_version,
+                    " (untyped, from an earlier dlaunch), read as version ",
+                    kJournalSchemaVersion, "\n");
+  }
   if (!files.events.empty()) {
     out += "events:\n";
     const size_t n = files.events.size();
     for (size_t i = n > max_events ? n - max_events : 0; i < n; ++i) {
-      const JobEvent& e = files.events[i];
-      absl::StrAppend(&out, "  ", e.time, "  ", e.event);
-      for (const auto& [k, v] : e.fields) absl::StrAppend(&out, " ", k, "=", v);
+      const v1::JobEvent& e = files.events[i];
+      absl::StrAppend(&out, "  ", e.time(), "  ", EventName(e));
+      for (const auto& [k, v] : EventFields(e)) absl::StrAppend(&out, " ", k, "=", v);
       out += "\n";
     }
   }

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "launcher/jobdir/job_record.h"
+#include "launcher/jobdir/journal.h"
 #include "launcher/submit/scheduler_client.h"
 
 namespace dlaunch {
@@ -17,7 +18,9 @@ namespace dlaunch {
 // dlaunch's own records of a job, as read from its directory.
 struct JobFiles {
   bool events_present = false;  // events.jsonl exists (it may still be empty)
-  std::vector<JobEvent> events;
+  std::vector<v1::JobEvent> events;
+  int schema_version = kJournalSchemaVersion;  // of events.jsonl as found
+  std::string events_error;     // why events.jsonl could not be read (a newer schema)
   std::optional<std::map<std::string, std::string>> summary;  // summary.json, when it parses
 };
 

@@ -19,6 +19,7 @@
 #include "launcher/cli/cli_support.h"
 #include "launcher/cli/job_commands.h"
 #include "launcher/jobdir/job_record.h"
+#include "launcher/jobdir/journal.h"
 #include "launcher/run/live_table.h"
 #include "launcher/run/live_terminal.h"
 #include "proto/grpc_status.h"
@@ -105,11 +106,8 @@ absl::Status StreamSnapshots(const JobEndpoint& endpoint,
 // The job directory says the job is over: summary.json, or job_finished as the last event.
 bool EndedPerDirectory(const std::string& job_dir) {
   if (ReadFile(job_dir + "/summary.json").ok()) return true;
-  absl::StatusOr<std::string> events = ReadFile(job_dir + "/events.jsonl");
-  if (!events.ok()) return false;
-  int bad = 0;
-  std::vector<JobEvent> parsed = ParseEvents(*events, &bad);
-  return !parsed.empty() && parsed.back().event == "job_finished";
+  absl::StatusOr<EventJournal> journal = ReadEventJournal(job_dir);
+  return journal.ok() && !journal->events.empty() && journal->events.back().has_job_finished();
 }
 
 // What `dlaunch status` prints of an ended job.

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_io.h"
 #include "common/json_line.h"
+#include "launcher/jobdir/journal.h"
 
 namespace dlaunch {
 namespace {
@@ -62,13 +63,6 @@ absl::Status JobDirectory::WriteSummary(const std::string& json) const {
   return WriteFileAtomically(path_ + "/summary.json", json + "\n");
 }
 
-std::string EventLine(const std::string& time, const std::string& fields_json) {
-  std::string line = absl::StrCat("{\"time\":", JsonQuote(time));
-  if (fields_json.size() > 2) absl::StrAppend(&line, ",", fields_json.substr(1));
-  else line += "}";
-  return line;
-}
-
 absl::Status JobJournal::Open(const JobDirectory& dir) {
   events_path_ = dir.path() + "/events.jsonl";
   metrics_path_ = dir.path() + "/metrics.jsonl";
@@ -79,12 +73,14 @@ absl::Status JobJournal::Open(const JobDirectory& dir) {
   return absl::OkStatus();
 }
 
-absl::Status JobJournal::AppendEvent(const std::string& line) {
-  return Append(events_, events_path_, line);
+absl::Status JobJournal::AppendEvent(const v1::JobEvent& event) {
+  absl::StatusOr<std::string> line = EventJournalLine(event);
+  return line.ok() ? Append(events_, events_path_, *line) : line.status();
 }
 
-absl::Status JobJournal::AppendMetric(const std::string& line) {
-  return Append(metrics_, metrics_path_, line);
+absl::Status JobJournal::AppendMetric(const v1::MetricLine& metric) {
+  absl::StatusOr<std::string> line = MetricJournalLine(metric);
+  return line.ok() ? Append(metrics_, metrics_path_, *line) : line.status();
 }
 
 }  // namespace dlaunch

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "dlaunch/journal.pb.h"
 #include "launcher/jobdir/job_record.h"
 
 namespace dlaunch {
@@ -39,16 +40,14 @@ class JobDirectory {
   std::string path_;
 };
 
-// `{"time":"<time>",...fields}`: an events.jsonl line from a JSON object of its other fields.
-std::string EventLine(const std::string& time, const std::string& fields_json);
-
 // events.jsonl and metrics.jsonl, opened for appending; each line is flushed as written, so
 // `dlaunch status` and `logs --follow` see it at once.
 class JobJournal {
  public:
   absl::Status Open(const JobDirectory& dir);
-  absl::Status AppendEvent(const std::string& line);
-  absl::Status AppendMetric(const std::string& line);
+  // One line each, as journal.h writes them.
+  absl::Status AppendEvent(const v1::JobEvent& event);
+  absl::Status AppendMetric(const v1::MetricLine& metric);
 
  private:
   std::string events_path_, metrics_path_;

@@ -36,7 +36,9 @@ absl::StatusOr<Struct> ParseJsonObject(absl::string_view json) {
   return s;
 }
 
-std::string ValueText(const Value& v) {
+}  // namespace
+
+std::string JsonValueText(const Value& v) {
   switch (v.kind_case()) {
     case Value::kStringValue:
       return v.string_value();
@@ -59,9 +61,11 @@ std::string ValueText(const Value& v) {
   }
 }
 
+namespace {
+
 std::string Field(const Struct& s, const std::string& key) {
   auto it = s.fields().find(key);
-  return it == s.fields().end() ? "" : ValueText(it->second);
+  return it == s.fields().end() ? "" : JsonValueText(it->second);
 }
 
 }  // namespace
@@ -112,36 +116,11 @@ absl::StatusOr<SubmitRecord> ParseSubmitRecord(const std::string& json) {
   return r;
 }
 
-std::vector<JobEvent> ParseEvents(const std::string& jsonl, int* bad_lines) {
-  std::vector<JobEvent> events;
-  int bad = 0;
-  for (absl::string_view line : absl::StrSplit(jsonl, '\n', absl::SkipWhitespace())) {
-    absl::StatusOr<Struct> s = ParseJsonObject(line);
-    if (!s.ok()) {
-      ++bad;
-      continue;
-    }
-    JobEvent e;
-    for (const auto& [key, value] : s->fields()) {
-      if (key == "time") {
-        e.time = ValueText(value);
-      } else if (key == "event") {
-        e.event = ValueText(value);
-      } else {
-        e.fields[key] = ValueText(value);
-      }
-    }
-    events.push_back(std::move(e));
-  }
-  if (bad_lines != nullptr) *bad_lines = bad;
-  return events;
-}
-
 absl::StatusOr<std::map<std::string, std::string>> ParseJsonObjectFields(const std::string& json) {
   absl::StatusOr<Struct> s = ParseJsonObject(json);
   if (!s.ok()) return s.status();
   std::map<std::string, std::string> out;
-  for (const auto& [key, value] : s->fields()) out[key] = ValueText(value);
+  for (const auto& [key, value] : s->fields()) out[key] = JsonValueText(value);
   return out;
 }
 

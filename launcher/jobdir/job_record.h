@@ -1,12 +1,14 @@
 // JobRecord: the job directory (runs/<job-id>/) as `dlaunch submit` writes it and `dlaunch
-// status / logs / cancel` read it back: job ids, submit.json, events.jsonl, summary.json and
-// launcher.json. The parsing is pure; the few file helpers are named as such.
+// status / logs / cancel` read it back: job ids, submit.json, summary.json and launcher.json
+// (events.jsonl and metrics.jsonl: journal.h). The parsing is pure; the few file helpers are named as such.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <google/protobuf/struct.pb.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -25,14 +27,6 @@ struct SubmitRecord {
   bool dry_run = false;
 };
 
-// One line of events.jsonl: its "event" and "time" plus every other field rendered as text
-// (strings unquoted, numbers and the like as JSON).
-struct JobEvent {
-  std::string time;
-  std::string event;  // job_started, node_joined, worker_failed, job_finished, ...
-  std::map<std::string, std::string> fields;
-};
-
 // launcher.json, written by a running `dlaunch run` so `dlaunch cancel` can reach it.
 struct LauncherInfo {
   int pid = 0;
@@ -47,12 +41,11 @@ std::string MakeJobId(const std::string& name, absl::Time now, uint32_t random);
 std::string SubmitRecordToJson(const SubmitRecord& record);
 absl::StatusOr<SubmitRecord> ParseSubmitRecord(const std::string& json);
 
-// Parses events.jsonl; lines that are not JSON objects are skipped and counted in `*bad_lines`
-// (a launcher killed mid-write leaves a torn last line).
-std::vector<JobEvent> ParseEvents(const std::string& jsonl, int* bad_lines);
-
 // A JSON object's top-level fields rendered as text (for summary.json).
 absl::StatusOr<std::map<std::string, std::string>> ParseJsonObjectFields(const std::string& json);
+// A JSON value as that text: strings unquoted, integral numbers without a fraction, the rest
+// as JSON.
+std::string JsonValueText(const google::protobuf::Value& value);
 
 absl::StatusOr<LauncherInfo> ParseLauncherInfo(const std::string& json);
 

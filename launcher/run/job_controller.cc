@@ -122,10 +122,12 @@ void JobController::Apply(const JobActions& actions) {
           if constexpr (std::is_same_v<T, PrintLine>) {
             (a.to_stderr ? err_ : out_) << a.text << '\n';
           } else if constexpr (std::is_same_v<T, AppendEvent>) {
-            ReportJournalError(journal_.AppendEvent(EventLine(NowRfc3339(), a.json)));
+            v1::JobEvent event = a.event;
+            event.set_time(NowRfc3339());
+            ReportJournalError(journal_.AppendEvent(event));
           } else if constexpr (std::is_same_v<T, AppendMetric>) {
-            absl::StatusOr<std::string> line = MetricLine(NowRfc3339(), a.node, a.report);
-            ReportJournalError(line.ok() ? journal_.AppendMetric(*line) : line.status());
+            ReportJournalError(
+                journal_.AppendMetric(MetricLineOf(NowRfc3339(), a.node, a.round, a.report)));
           } else if constexpr (std::is_same_v<T, dlaunch::SendStop>) {
             SendStop(a);
           } else if constexpr (std::is_same_v<T, dlaunch::SendStartRound>) {

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/exit_codes.h"
-#include "common/json_line.h"
 #include "common/process.h"
+#include "launcher/run/job_events.h"
 #include "launcher/run/root_cause.h"
 
 namespace dlaunch {
@@ -43,21 +43,6 @@ bool PeerLike(const Failure& f) {
          LooksLikePeerFailure(f.log_tail);
 }
 
-// Per-rank worker start and end records, the spans of each rank's process in the job's
-// timeline (docs/trace.md); nothing for other states.
-std::optional<std::string> WorkerLifecycleEvent(int node, const std::string& host,
-                                                const v1::WorkerEvent& ev) {
-  JsonLine line;
-  if (ev.state() == v1::WorkerEvent::STARTED) {
-    line.Add("event", "worker_started").Add("rank", ev.rank()).Add("local_rank", ev.local_rank());
-    return line.Add("node", node).Add("host", host).Add("pid", ev.pid()).str();
-  }
-  if (!Finished(ev.state())) return std::nullopt;
-  std::string state = absl::AsciiStrToLower(v1::WorkerEvent::State_Name(ev.state()));
-  line.Add("event", "worker_ended").Add("rank", ev.rank()).Add("node", node).Add("host", host);
-  return line.Add("state", state).Add("exit_code", ev.exit_code()).Add("signal", ev.signal()).str();
-}
-
 }  // namespace
 
 JobState::JobState(JobConfig config)
@@ -74,13 +59,8 @@ JobActions JobState::OnStarted(std::vector<std::string> launcher_programs, doubl
   launcher_programs_ = std::move(launcher_programs);
   launchers_running_ = static_cast<int>(launcher_programs_.size());
   last_summary_s_ = now_s;
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "job_started")
-                                .Add("job_id", config_.job_id)
-                                .Add("nodes", static_cast<int>(config_.hosts.size()))
-                                .Add("node_launcher", config_.node_launcher)
-                                .Add("hosts", config_.hosts)
-                                .str()});
+  out.push_back(AppendEvent{JournalOpenedEvent(config_.job_id)});
+  out.push_back(AppendEvent{JobStartedEvent(config_.job_id, config_.hosts, config_.node_launcher)});
   Say(absl::StrCat("job ", config_.job_id, ": ", config_.hosts.size(), " node(s) via ",
                    config_.node_launcher, ", job dir ", config_.job_dir),
       out);
@@ -92,13 +72,7 @@ JobActions JobState::OnNodeJoined(const Participant& p, int joined, int expected
   Say(absl::StrCat("node joined: ", p.host, " (", p.addr, "), ", p.slots, " slot(s) [", joined,
                    "/", expected, "]"),
       out);
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "node_joined")
-                                .Add("host", p.host)
-                                .Add("addr", p.addr)
-                                .Add("slots", p.slots)
-                                .Add("joined", joined)
-                                .str()});
+  out.push_back(AppendEvent{NodeJoinedEvent(p, joined)});
   return out;
 }
 
@@ -127,14 +101,7 @@ JobActions JobState::OnRendezvousClosed(const RoundResult& result, double now_s)
                    result.nodes.size(), " node(s), world size ", result.world_size,
                    ", MASTER_ADDR=", result.master_addr, " MASTER_PORT=", result.master_port),
       out);
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "rendezvous_closed")
-                                .Add("round", result.round)
-                                .Add("world_size", result.world_size)
-                                .Add("master_addr", result.master_addr)
-                                .Add("master_port", result.master_port)
-                                .Add("node_order", order)
-                                .str()});
+  out.push_back(AppendEvent{RendezvousClosedEvent(result, members_)});
   // A stop decided while the round was open reached only the launchers; the agents that
   // just got their places must hear it too.
   if (outcome_ != Outcome::kRunning) StopAll(config_.stop_grace_s, failure_, now_s, out);
@@ -209,7 +176,7 @@ void JobState::HandleReport(int node, const v1::WorkerReport& r, double now_s, J
   checkpoint_step_ = std::max<long>(checkpoint_step_, static_cast<long>(r.checkpoint_step()));
   if (r.has_test_accuracy()) rs.test_accuracy = r.test_accuracy();
   if (r.interval_s() > 0) rs.recent_rate = r.samples() / r.interval_s();
-  out.push_back(AppendMetric{node, r});
+  out.push_back(AppendMetric{node, r, current_round()});
 }
 
 void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now_s,
@@ -218,8 +185,8 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
   rs.node = node;
   rs.state = ev.state();
   if (ev.pid() != 0) rs.pid = ev.pid();
-  if (auto line = WorkerLifecycleEvent(node, nodes_[node].host, ev)) {
-    out.push_back(AppendEvent{*line});
+  if (auto e = WorkerLifecycleEvent(current_round(), PlaceOf(node), ev)) {
+    out.push_back(AppendEvent{*std::move(e)});
   }
   if (Finished(ev.state())) {
     monitor_.OnExit(ev.rank(), ev.state() == v1::WorkerEvent::SUCCEEDED, now_s);
@@ -230,30 +197,19 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
     if (started == round_->world_size) {
       all_started_reported_ = true;
       round_running_since_s_ = now_s;
-      JsonLine event;
-      event.Add("event", "workers_started").Add("workers", started).Add("elapsed_s", now_s);
+      double took = 0;
       if (round_->round == 0) {
         Say(absl::StrCat("all ", started, " workers started in ", absl::StrFormat("%.2f", now_s), " s"), out);
       } else {
-        const double took = now_s - restart_detected_at_s_.value_or(now_s);
+        took = now_s - restart_detected_at_s_.value_or(now_s);
         Say(absl::StrFormat("round %d running: %d nodes, %d workers; restart took %.2f s",
                             round_->round, static_cast<int>(members_.size()), started, took),
             out);
-        event.Add("round", round_->round).Add("restart_s", took);
       }
-      out.push_back(AppendEvent{event.str()});
+      out.push_back(AppendEvent{WorkersStartedEvent(round_->round, started, now_s, took)});
     }
   } else if (ev.state() == v1::WorkerEvent::FAILED) {
-    const std::string& host = nodes_[node].host;
-    out.push_back(AppendEvent{JsonLine()
-                                  .Add("event", "worker_failed")
-                                  .Add("rank", ev.rank())
-                                  .Add("node", node)
-                                  .Add("host", host)
-                                  .Add("exit_code", ev.exit_code())
-                                  .Add("signal", ev.signal())
-                                  .Add("round", current_round())
-                                  .str()});
+    out.push_back(AppendEvent{WorkerFailedEvent(current_round(), PlaceOf(node), ev)});
     Failure f = RankFailure(FailureClass::kWorkerCrash, ev.rank(), now_s);
     f.exit_code = ev.signal() != 0 ? -1 : ev.exit_code();
     f.signal = ev.signal();
@@ -420,24 +376,14 @@ JobActions JobState::OnCallRefused(const std::string& peer, const std::string& m
   JobActions out;
   out.push_back(PrintLine{true, absl::StrCat("[dlaunch] refused ", method, " from ", peer,
                                              ": missing or wrong job token")});
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "call_refused")
-                                .Add("peer", peer)
-                                .Add("method", method)
-                                .str()});
+  out.push_back(AppendEvent{CallRefusedEvent(current_round(), peer, method)});
   return out;
 }
 
 void JobState::NodeLost(int node, FailureClass cls, const std::string& why, double now_s,
                         JobActions& out) {
   const Node& n = nodes_[node];
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "node_lost")
-                                .Add("node", node)
-                                .Add("host", n.host)
-                                .Add("reason", why)
-                                .Add("round", current_round())
-                                .str()});
+  out.push_back(AppendEvent{NodeLostEvent(current_round(), PlaceOf(node), why)});
   Failure f;
   f.cls = cls;
   f.node_id = node;
@@ -468,10 +414,7 @@ Failure JobState::RankFailure(FailureClass cls, int rank, double now_s) const {
 }
 
 void JobState::Fail(Outcome outcome, Failure failure, double now_s, JobActions& out) {
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "failure_detected")
-                                .AddRaw("failure", FailureJson(failure))
-                                .str()});
+  out.push_back(AppendEvent{FailureDetectedEvent(current_round(), failure)});
   failures_.push_back(std::move(failure));
   const Failure& f = failures_.back();
   if (outcome_ == Outcome::kRunning && !Restarting()) {
@@ -513,11 +456,8 @@ void JobState::Announce(double now_s, bool force, JobActions& out) {
                                         " (the failure reported above is a consequence)");
   out.push_back(PrintLine{true, std::move(line)});
   announced_ = text;
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "root_cause")
-                                .AddRaw("failure", FailureJson(verdict.root))
-                                .Add("consequences", static_cast<int>(verdict.consequences.size()))
-                                .str()});
+  out.push_back(AppendEvent{
+      RootCauseEvent(current_round(), verdict.root, static_cast<int>(verdict.consequences.size()))});
 }
 
 void JobState::CheckHealth(double now_s, JobActions& out) {
@@ -557,23 +497,12 @@ void JobState::CheckHealth(double now_s, JobActions& out) {
   if (hangs.size() > 1) {
     absl::StrAppend(&f.detail, absl::StrFormat("; %d more rank(s) hung", hangs.size() - 1));
   }
-  std::vector<std::string> hung;
+  std::vector<int> hung;
   for (const Hang& other : hangs) {
-    hung.push_back(absl::StrCat(other.rank));
+    hung.push_back(other.rank);
     dump_ranks_.push_back(other.rank);
   }
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "hang_detected")
-                                .Add("class", FailureClassName(f.cls))
-                                .Add("rank", f.global_rank)
-                                .Add("local_rank", f.local_rank)
-                                .Add("node", f.node_rank)
-                                .Add("host", f.host)
-                                .Add("silent_s", h.silent_s)
-                                .Add("limit_s", h.limit_s)
-                                .Add("detected_at_s", now_s)
-                                .Add("hung_ranks", hung)
-                                .str()});
+  out.push_back(AppendEvent{HangDetectedEvent(current_round(), f, h, now_s, hung)});
   Fail(Outcome::kFailed, std::move(f), now_s, out);
 }
 
@@ -616,7 +545,7 @@ void JobState::StopAll(double grace_s, const std::string& reason, double now_s, 
   if (!round_) out.push_back(StopLaunchers{Ms(grace_s)});
   if (!stop_started_at_s_) {
     out.push_back(
-        AppendEvent{JsonLine().Add("event", "stop_requested").Add("reason", reason).str()});
+        AppendEvent{StopRequestedEvent(current_round(), reason)});
     stop_started_at_s_ = now_s;
   }
   double deadline = now_s + grace_s + config_.heartbeat_s * config_.heartbeat_misses + kStopSlackS +
@@ -689,12 +618,7 @@ void JobState::Finish(double now_s, JobActions& out) {
     out.push_back(PrintLine{s.exit_code != 0, std::move(line)});
   }
   out.push_back(WriteSummary{SummaryJson(s)});
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "job_finished")
-                                .Add("result", s.result)
-                                .Add("exit_code", s.exit_code)
-                                .Add("wall_time_s", now_s)
-                                .str()});
+  out.push_back(AppendEvent{JobFinishedEvent(current_round(), s.result, s.exit_code, now_s)});
   out.push_back(FinishJob{s.exit_code});
 }
 

@@ -15,7 +15,9 @@
 
 #include "absl/status/status.h"
 #include "dlaunch/control.pb.h"
+#include "dlaunch/journal.pb.h"
 #include "launcher/run/failure.h"
+#include "launcher/run/job_events.h"
 #include "launcher/run/job_view.h"
 #include "launcher/run/progress_monitor.h"
 #include "launcher/run/restart_policy.h"
@@ -47,11 +49,12 @@ struct PrintLine {
   std::string text;
 };
 struct AppendEvent {
-  std::string json;  // one events.jsonl object; the writer puts the wall-clock "time" first
+  v1::JobEvent event;  // one events.jsonl record; the writer sets its wall-clock time
 };
 struct AppendMetric {
-  int node = 0;
+  int node = 0;   // node id
   v1::WorkerReport report;
+  int round = 0;
 };
 struct SendStop {
   std::vector<int> nodes;  // node ids
@@ -180,6 +183,7 @@ class JobState {
   void SpareLost(int node, const std::string& why, JobActions& out);
   bool Restarting() const { return round_stop_.has_value() || restart_at_s_.has_value(); }
   int NodeRankOf(int node) const;
+  NodePlace PlaceOf(int node) const;  // its id, rank in the current round, host
   int current_round() const { return round_ ? round_->round : 0; }
 
   const JobConfig config_;

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/json_line.h"
+#include "launcher/run/job_events.h"
 #include "launcher/run/job_state.h"
 #include "launcher/run/root_cause.h"
 
@@ -20,12 +20,6 @@ int Ms(double seconds) { return static_cast<int>(seconds * 1000); }
 constexpr double kRoundEndSlackS = 2;
 // Agents record hung ranks' stacks before they stop them (NodeAgent::kStackDumpBudget).
 constexpr double kStackDumpS = 10;
-
-std::vector<std::string> Ids(const std::vector<int>& nodes) {
-  std::vector<std::string> out;
-  for (int n : nodes) out.push_back(absl::StrCat(n));
-  return out;
-}
 
 }  // namespace
 
@@ -41,14 +35,13 @@ JobActions JobState::OnSpareJoined(const Participant& p, int node_id, double now
   Say(absl::StrCat("spare joined: ", p.host, " (", p.addr, "), node ", node_id, ", ", p.slots,
                    " slot(s)"),
       out);
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "spare_joined")
-                                .Add("node", node_id)
-                                .Add("host", p.host)
-                                .Add("addr", p.addr)
-                                .Add("slots", p.slots)
-                                .str()});
+  out.push_back(AppendEvent{SpareJoinedEvent(current_round(), node_id, p)});
   return out;
+}
+
+NodePlace JobState::PlaceOf(int node) const {
+  auto it = nodes_.find(node);
+  return NodePlace{node, NodeRankOf(node), it == nodes_.end() ? "" : it->second.host};
 }
 
 int JobState::NodeRankOf(int node) const {
@@ -72,11 +65,7 @@ void JobState::BeginRoundStop(double now_s, JobActions& out) {
     if (SessionOpen(nodes_[id])) stop.nodes.push_back(id);
   }
   if (!stop.nodes.empty()) out.push_back(std::move(stop));
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "round_stopping")
-                                .Add("round", current_round())
-                                .Add("detected_at_s", now_s)
-                                .str()});
+  out.push_back(AppendEvent{RoundStoppingEvent(current_round(), now_s)});
   ArmHealth(out);
 }
 
@@ -110,13 +99,7 @@ void JobState::Dismiss(int node, const std::string& event, const std::string& wh
   Node& n = nodes_[node];
   if (n.gone) return;
   n.gone = true;
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", event)
-                                .Add("round", current_round())
-                                .Add("node", node)
-                                .Add("host", n.host)
-                                .Add("reason", why)
-                                .str()});
+  out.push_back(AppendEvent{NodeDismissedEvent(current_round(), event, node, n.host, why)});
   if (SessionOpen(n) && !n.told_to_exit) {
     n.told_to_exit = true;
     out.push_back(SendStop{{node}, Ms(config_.stop_grace_s), why, {}, current_round(), true});
@@ -177,12 +160,8 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
   for (int id : d.excluded) {
     if (!nodes_.count(id) || nodes_[id].gone) continue;
     if (available - 1 < config_.min_nodes) {
-      out.push_back(AppendEvent{JsonLine()
-                                    .Add("event", "exclusion_skipped")
-                                    .Add("round", current_round())
-                                    .Add("node", id)
-                                    .Add("reason", "fewer than nodes.min nodes would remain")
-                                    .str()});
+      out.push_back(AppendEvent{ExclusionSkippedEvent(
+          current_round(), id, "fewer than nodes.min nodes would remain")});
       continue;
     }
     --available;
@@ -191,16 +170,9 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
         out);
     Dismiss(id, "node_excluded", "failed too often", out);
   }
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "restart_decision")
-                                .Add("round", current_round())
-                                .Add("decision", d.restart      ? "restart"
-                                                 : d.crash_loop ? "crash loop"
-                                                                : "give up")
-                                .Add("reason", d.reason)
-                                .Add("restarts_used", d.restarts_used)
-                                .AddRaw("root_cause", FailureJson(root))
-                                .str()});
+  out.push_back(AppendEvent{RestartDecisionEvent(
+      current_round(), d.restart ? "restart" : d.crash_loop ? "crash loop" : "give up", d.reason,
+      d.restarts_used, root)});
   if (!d.restart) {
     GiveUp(d.reason, now_s, out);
     return;
@@ -222,12 +194,7 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
     if (next.size() >= target) break;
     next.push_back(id);
     Say(absl::StrCat("spare node ", id, " (", nodes_[id].host, ") takes a lost node's place"), out);
-    out.push_back(AppendEvent{JsonLine()
-                                  .Add("event", "spare_promoted")
-                                  .Add("round", current_round() + 1)
-                                  .Add("node", id)
-                                  .Add("host", nodes_[id].host)
-                                  .str()});
+    out.push_back(AppendEvent{SparePromotedEvent(current_round() + 1, id, nodes_[id].host)});
   }
   if (static_cast<int>(next.size()) < config_.min_nodes) {
     GiveUp(absl::StrCat("only ", next.size(), " node(s) left, fewer than nodes.min (",
@@ -243,14 +210,9 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
                           : std::string(),
                       static_cast<int>(next.size())),
       out);
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "restart")
-                                .Add("round", current_round() + 1)
-                                .Add("restarts_used", d.restarts_used)
-                                .Add("max_restarts", config_.restarts.max_restarts)
-                                .Add("backoff_s", std::max(0.0, d.restart_at_s - now_s))
-                                .Add("nodes", Ids(next))
-                                .str()});
+  out.push_back(AppendEvent{RestartEvent(current_round() + 1, d.restarts_used,
+                                         config_.restarts.max_restarts,
+                                         std::max(0.0, d.restart_at_s - now_s), next)});
   AdvanceRestart(now_s, out);
   ArmHealth(out);
 }
@@ -300,14 +262,7 @@ void JobState::StartNextRound(double now_s, JobActions& out) {
   }
   monitor_.StartRound(all_ranks, now_s);
   out.push_back(SendStartRound{r, ids});
-  out.push_back(AppendEvent{JsonLine()
-                                .Add("event", "round_started")
-                                .Add("round", r.round)
-                                .Add("nodes", Ids(ids))
-                                .Add("world_size", r.world_size)
-                                .Add("master_addr", r.master_addr)
-                                .Add("master_port", r.master_port)
-                                .str()});
+  out.push_back(AppendEvent{RoundStartedEvent(r, ids)});
   ArmHealth(out);
 }
 

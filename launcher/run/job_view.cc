@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include <google/protobuf/util/json_util.h>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/json_line.h"
@@ -102,6 +100,8 @@ std::string FailureJson(const Failure& f) {
   j.Add("detected_at_s", f.detected_at_s).Add("after_stop", f.after_stop);
   if (!f.detail.empty()) j.Add("detail", f.detail);
   j.Add("description", DescribeFailure(f)).Add("log_tail", f.log_tail);
+  // "node" is the node rank in the round that failed; "node_id" names the node for the job.
+  j.Add("node_id", f.node_id);
   return j.str();
 }
 
@@ -133,36 +133,6 @@ std::string SummaryJson(const JobSummary& s) {
     json.Add("ranks_succeeded", s.ranks_succeeded);
   }
   return json.str();
-}
-
-absl::StatusOr<std::string> MetricLine(const std::string& time, int node,
-                                       const v1::WorkerReport& r) {
-  v1::MetricRecord m;
-  m.set_time(time);
-  m.set_node(node);
-  m.set_rank(r.rank());
-  m.set_step(static_cast<double>(r.step()));
-  m.set_epoch(r.epoch());
-  m.set_samples(static_cast<double>(r.samples()));
-  m.set_interval_s(r.interval_s());
-  m.set_samples_per_sec(r.samples_per_sec());
-  m.set_loss(r.loss());
-  m.set_data_ms(r.timings().data_ms());
-  m.set_forward_ms(r.timings().forward_ms());
-  m.set_backward_ms(r.timings().backward_ms());
-  m.set_comm_wait_ms(r.timings().comm_wait_ms());
-  m.set_optimizer_ms(r.timings().optimizer_ms());
-  if (r.has_accuracy()) m.set_accuracy(r.accuracy());
-  if (r.has_test_accuracy()) m.set_test_accuracy(r.test_accuracy());
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string line;
-  auto status = google::protobuf::util::MessageToJsonString(m, &line, options);
-  if (!status.ok()) {
-    return absl::InternalError(absl::StrCat("cannot write a metrics line: ", status.ToString()));
-  }
-  return line;
 }
 
 std::string DescribeWorkerExit(const v1::WorkerEvent& event) {

@@ -68,15 +68,11 @@ std::vector<std::string> FinalReport(const JobSummary& summary,
                                      const std::map<int, RankProgress>& ranks,
                                      const std::map<int, std::string>& hosts);
 
-// One failure as a JSON object (summary.json, events.jsonl).
+// One failure as a JSON object (summary.json; events.jsonl has FailureRecordOf).
 std::string FailureJson(const Failure& failure);
 
 // summary.json's one object (no trailing newline).
 std::string SummaryJson(const JobSummary& summary);
-
-// One metrics.jsonl line: `report` from `node`, received at wall-clock `time`.
-absl::StatusOr<std::string> MetricLine(const std::string& time, int node,
-                                       const v1::WorkerReport& report);
 
 // "exit code 3" or "signal 9 (Killed)".
 std::string DescribeWorkerExit(const v1::WorkerEvent& event);

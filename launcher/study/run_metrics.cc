@@ -7,8 +7,8 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "launcher/jobdir/journal.h"
 
 namespace dlaunch {
 namespace {
@@ -50,19 +50,14 @@ absl::StatusOr<RunMetrics> ParseRunMetrics(const std::string& summary_json,
   // is epoch max(k, epoch field), numbered from 1.
   std::map<int, double> accuracy;
   int completed = 0;
-  for (absl::string_view line : absl::StrSplit(metrics_jsonl, '\n', absl::SkipWhitespace())) {
-    Struct record;
-    if (!ParseObject(std::string(line), &record)) continue;
-    const auto rank = Number(record, "rank");
-    if (!rank || *rank != 0) continue;
-    const auto epoch = Number(record, "epoch");
-    if (auto acc = Number(record, "test_accuracy")) {
-      completed = std::max(completed + 1, epoch ? static_cast<int>(*epoch) : 0);
-      accuracy[completed] = *acc;
+  for (const v1::MetricLine& line : ParseMetricJournal(metrics_jsonl).metrics) {
+    const v1::WorkerReport& r = line.report();
+    if (r.rank() != 0) continue;
+    if (r.has_test_accuracy()) {
+      completed = std::max(completed + 1, r.epoch());
+      accuracy[completed] = r.test_accuracy();
     }
-    const auto step = Number(record, "step");
-    const auto loss = Number(record, "loss");
-    if (step && loss) m.loss_by_step.emplace_back(*step, *loss);
+    m.loss_by_step.emplace_back(static_cast<double>(r.step()), r.loss());
   }
   m.accuracy_by_epoch.assign(accuracy.begin(), accuracy.end());
   m.epochs = completed;

@@ -21,9 +21,10 @@ struct RunMetrics {
   std::vector<std::pair<double, double>> loss_by_step;    // rank 0's (step, loss)
 };
 
-// Reads summary.json's text (may be "" when the run left none) and metrics.jsonl's text. Lines
-// of metrics.jsonl that are not JSON objects are skipped (a run killed mid-write leaves half a
-// line); a summary.json that is not a JSON object is DataLoss.
+// Reads summary.json's text (may be "" when the run left none) and metrics.jsonl's text (through
+// the journal's reader, launcher/jobdir/journal.h). Lines of metrics.jsonl that are not records
+// are skipped (a run killed mid-write leaves half a line); a summary.json that is not a JSON
+// object is DataLoss.
 absl::StatusOr<RunMetrics> ParseRunMetrics(const std::string& summary_json,
                                            const std::string& metrics_jsonl);
 

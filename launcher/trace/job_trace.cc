@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/file_io.h"
+#include "launcher/jobdir/journal.h"
+#include "launcher/trace/json_lines.h"
 
 namespace dlaunch {
 namespace fs = std::filesystem;
@@ -19,16 +21,12 @@ std::string RankStepTracePath(const std::string& job_dir, int rank) {
 }
 
 absl::StatusOr<TraceInput> LoadTraceInput(const std::string& job_dir) {
-  TraceInput in;
-  absl::StatusOr<std::string> events = ReadFile(job_dir + "/events.jsonl");
+  absl::StatusOr<EventJournal> events = ReadEventJournal(job_dir);
   if (!events.ok()) return events.status();
-  in.events = ParseJsonLines(*events);
-  // A job that never got a worker to report has no metrics yet: an empty file is right.
-  absl::StatusOr<std::string> metrics = ReadFile(job_dir + "/metrics.jsonl");
-  if (metrics.ok())
-    in.metrics = ParseMetricRows(*metrics, &in.metrics_bad_lines);
-  else if (!absl::IsNotFound(metrics.status()))
-    return metrics.status();
+  // A job that never got a worker to report has no metrics yet: an empty journal is right.
+  absl::StatusOr<MetricJournal> metrics = ReadMetricJournal(job_dir);
+  if (!metrics.ok()) return metrics.status();
+  TraceInput in = MakeTraceInput(*std::move(events), *std::move(metrics));
 
   std::error_code ec;
   for (fs::directory_iterator it(job_dir + "/trace", ec), end; !ec && it != end; it.increment(ec)) {

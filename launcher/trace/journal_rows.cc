@@ -5,7 +5,6 @@
 #include <optional>
 
 #include "absl/strings/str_split.h"
-#include "launcher/trace/json_lines.h"
 
 namespace dlaunch {
 namespace {
@@ -125,53 +124,6 @@ bool ScanJsonObject(absl::string_view s,
     SkipSpace(s, i);
     return i == s.size();
   }
-}
-
-std::vector<MetricRow> ParseMetricRows(absl::string_view text, int* bad_lines) {
-  std::vector<MetricRow> rows;
-  rows.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
-  int bad = 0;
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
-    MetricRow m;
-    bool has_time = false;
-    const bool ok = ScanJsonObject(line, [&](absl::string_view key, const JsonScalar& v) {
-      if (v.kind == JsonScalar::kString && key == "time") {
-        std::optional<int64_t> t = ParseTimeMicros(v.text);
-        has_time = t.has_value();
-        m.time_us = t.value_or(0);
-      }
-      if (v.kind != JsonScalar::kNumber) return;
-      if (key == "rank")
-        m.rank = static_cast<int>(v.number);
-      else if (key == "node")
-        m.node = static_cast<int>(v.number);
-      else if (key == "step")
-        m.step = static_cast<int64_t>(v.number);
-      else if (key == "samples")
-        m.samples = v.number;
-      else if (key == "interval_s")
-        m.interval_s = v.number;
-      else if (key == "loss")
-        m.loss = v.number;
-      else if (key == "data_ms")
-        m.data_ms = v.number;
-      else if (key == "forward_ms")
-        m.forward_ms = v.number;
-      else if (key == "backward_ms")
-        m.backward_ms = v.number;
-      else if (key == "comm_wait_ms")
-        m.comm_wait_ms = v.number;
-      else if (key == "optimizer_ms")
-        m.optimizer_ms = v.number;
-    });
-    if (!ok || !has_time || m.rank < 0) {
-      ++bad;
-      continue;
-    }
-    rows.push_back(m);
-  }
-  if (bad_lines != nullptr) *bad_lines = bad;
-  return rows;
 }
 
 RankStepTrace ParseStepTrace(absl::string_view text) {

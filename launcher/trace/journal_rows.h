@@ -1,7 +1,7 @@
-// The two files of a job directory that grow with its length, read into compact rows:
-// metrics.jsonl (one line per worker report) and dlaunch-worker's trace/rank-N.jsonl (one line
-// per recorded step). A long job has millions of these lines: they are scanned by hand, flat,
-// as a generic JSON parser (protobuf's Struct) is two orders of magnitude slower and larger.
+// dlaunch-worker's trace/rank-N.jsonl (one line per recorded step), read into compact rows. A
+// long job has millions of these lines: they are scanned by hand, flat, as a generic JSON
+// parser (protobuf's Struct) is two orders of magnitude slower and larger. (metrics.jsonl is
+// the journal's: launcher/jobdir/journal.h.)
 // Pure: text in, rows out.
 #pragma once
 
@@ -27,19 +27,6 @@ struct JsonScalar {
 bool ScanJsonObject(absl::string_view line,
                     const std::function<void(absl::string_view key, const JsonScalar&)>& field);
 
-// metrics.jsonl: one worker report as the launcher received it.
-struct MetricRow {
-  int64_t time_us = 0;  // receipt, Unix microseconds
-  int rank = -1;
-  int node = -1;
-  int64_t step = 0;
-  double samples = 0;
-  double interval_s = 0;
-  double loss = 0;
-  // Phase timings over the interval, as the worker reported them (milliseconds).
-  double data_ms = 0, forward_ms = 0, backward_ms = 0, comm_wait_ms = 0, optimizer_ms = 0;
-};
-
 // trace/rank-N.jsonl: one recorded step (its phases, microseconds) or one span between steps
 // (`span` names it: checkpoint, evaluate).
 struct StepRow {
@@ -57,8 +44,6 @@ struct RankStepTrace {
   int bad_lines = 0;
 };
 
-// Rows without a readable time or rank are counted in *bad_lines with the torn ones.
-std::vector<MetricRow> ParseMetricRows(absl::string_view text, int* bad_lines);
 RankStepTrace ParseStepTrace(absl::string_view text);
 
 }  // namespace dlaunch

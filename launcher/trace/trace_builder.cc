@@ -10,6 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/json_line.h"
+#include "launcher/jobdir/journal.h"
+#include "launcher/trace/journal_events.h"
+#include "launcher/trace/json_lines.h"
 
 namespace dlaunch {
 
@@ -27,29 +30,6 @@ int RankTid(int rank) { return kRankTidBase + 2 * rank; }
 int ReportTid(int rank) { return kRankTidBase + 2 * rank + 1; }
 
 namespace {
-
-// Events that shape the lifecycle spans and tracks; every other event is drawn generically.
-const std::set<std::string>& LifecycleEvents() {
-  static const auto* names = new std::set<std::string>{
-      "job_started",   "node_joined",     "rendezvous_closed", "worker_started", "worker_ended",
-      "worker_failed", "workers_started", "failure_detected",  "root_cause",     "hang_detected",
-      "node_lost",     "stop_requested",  "job_finished"};
-  return *names;
-}
-
-std::optional<int> IntField(const JsonRecord& r, const std::string& key) {
-  std::optional<double> v = NumberField(r, key);
-  if (!v) return std::nullopt;
-  return static_cast<int>(*v);
-}
-
-// An event's fields but "time" and "event", as the args of its trace event.
-std::string EventArgs(const JsonRecord& r) {
-  JsonRecord args = r;
-  args.mutable_fields()->erase("time");
-  args.mutable_fields()->erase("event");
-  return ObjectJson(args);
-}
 
 // Who is who: node ids and hosts, and which node each rank ran on when. After a restart a rank
 // can run on another node (a spare took a lost node's place, or the ranks were laid out again),
@@ -92,24 +72,24 @@ struct Layout {
   }
 };
 
+int64_t MetricMicros(const v1::MetricLine& m) { return ParseTimeMicros(m.time()).value_or(0); }
+
 Layout ReadLayout(const TraceInput& in) {
   Layout l;
-  for (const JsonRecord& e : in.events.records) {
-    const std::string name = StringField(e, "event");
-    const int64_t unix_us = ParseTimeMicros(StringField(e, "time")).value_or(0);
-    if (name == "rendezvous_closed") {
-      auto it = e.fields().find("node_order");
-      if (it != e.fields().end() && it->second.has_list_value()) {
-        const auto& hosts = it->second.list_value().values();
-        for (int i = 0; i < hosts.size(); ++i) l.AddHost(i, hosts[i].string_value());
-      }
+  for (const v1::JobEvent& e : in.events) {
+    const int64_t unix_us = ParseTimeMicros(e.time()).value_or(0);
+    if (e.has_rendezvous_closed()) {
+      const auto& c = e.rendezvous_closed();
+      for (int i = 0; i < c.node_order_size(); ++i)
+        l.AddHost(i < c.node_ids_size() ? c.node_ids(i) : i, c.node_order(i));
       continue;
     }
-    std::optional<int> node = IntField(e, "node");
-    if (node && e.fields().count("host")) l.AddHost(*node, StringField(e, "host"));
-    if (std::optional<int> rank = IntField(e, "rank")) l.AddRank(*rank, node, unix_us);
+    const EventPlace p = PlaceOf(e);
+    if (!p.host.empty()) l.AddHost(p.node_id, p.host);
+    if (p.rank >= 0)
+      l.AddRank(p.rank, p.node_id >= 0 ? std::optional<int>(p.node_id) : std::nullopt, unix_us);
   }
-  for (const MetricRow& m : in.metrics) l.AddRank(m.rank, m.node, m.time_us);
+  for (const v1::MetricLine& m : in.metrics) l.AddRank(m.report().rank(), m.node_id(), MetricMicros(m));
   for (const auto& [rank, lines] : in.rank_steps) l.AddRank(rank, std::nullopt, 0);
   return l;
 }
@@ -134,7 +114,7 @@ class Builder {
   void Run() {
     out_.origin_unix_us = Origin();
     NameTracks();
-    for (const JsonRecord& e : in_.events.records) OnEvent(e);
+    for (const v1::JobEvent& e : in_.events) OnEvent(e);
     AddReports();
     AddWorkerSteps();
     CloseOpenSpans();  // after everything that moves the last time seen
@@ -153,8 +133,8 @@ class Builder {
     int node = 0;  // a worker's
   };
 
-  std::optional<int64_t> UnixMicros(const JsonRecord& r) const {
-    return ParseTimeMicros(StringField(r, "time"));
+  std::optional<int64_t> UnixMicros(const v1::JobEvent& e) const {
+    return ParseTimeMicros(e.time());
   }
   int64_t Ts(int64_t unix_us) {
     const int64_t ts = unix_us - out_.origin_unix_us;
@@ -165,14 +145,14 @@ class Builder {
   // The job's start, else the earliest time any input has.
   int64_t Origin() const {
     int64_t origin = std::numeric_limits<int64_t>::max();
-    for (const JsonRecord& e : in_.events.records) {
+    for (const v1::JobEvent& e : in_.events) {
       std::optional<int64_t> t = UnixMicros(e);
       if (!t) continue;
-      if (StringField(e, "event") == "job_started") return *t;
+      if (e.has_job_started()) return *t;
       origin = std::min(origin, *t);
     }
-    for (const MetricRow& m : in_.metrics) {
-      origin = std::min(origin, m.time_us - static_cast<int64_t>(m.interval_s * 1e6));
+    for (const v1::MetricLine& m : in_.metrics) {
+      origin = std::min(origin, MetricMicros(m) - static_cast<int64_t>(m.report().interval_s() * 1e6));
     }
     for (const auto& [rank, trace] : in_.rank_steps) {
       for (const StepRow& s : trace.rows) origin = std::min(origin, s.ts_us);
@@ -210,114 +190,128 @@ class Builder {
     return it == rank_tracks_.end() ? RankTid(rank) : it->second;
   }
 
-  // The node `rank` is on in record `r`: the record's own "node", else where the rank was then.
-  int NodeOfRank(int rank, const JsonRecord& r, int64_t unix_us) const {
-    std::optional<int> node = IntField(r, "node");
-    if (node && layout_.node_hosts.count(*node)) return *node;
+  // The node `rank` is on at `place`: the node the record names, else where the rank was then.
+  int NodeOfRank(int rank, const EventPlace& place, int64_t unix_us) const {
+    if (place.node_id >= 0 && layout_.node_hosts.count(place.node_id)) return place.node_id;
     return layout_.NodeAt(rank, unix_us);
   }
 
   // The track an event is about: a rank's, a node's, else the launcher's. `unix_us`: when it
   // happened (a failure record has no time of its own).
-  std::pair<int, int> TrackOf(const JsonRecord& r, int64_t unix_us) const {
-    std::optional<int> rank = IntField(r, "rank");
-    if (rank && *rank >= 0 && layout_.rank_nodes.count(*rank)) {
-      const int node = NodeOfRank(*rank, r, unix_us);
-      return {NodePid(node), RankTrack(*rank, node)};
+  std::pair<int, int> TrackOf(const EventPlace& p, int64_t unix_us) const {
+    if (p.rank >= 0 && layout_.rank_nodes.count(p.rank)) {
+      const int node = NodeOfRank(p.rank, p, unix_us);
+      return {NodePid(node), RankTrack(p.rank, node)};
     }
-    std::optional<int> node = IntField(r, "node");
-    if (node && layout_.node_hosts.count(*node)) return {NodePid(*node), NodeTid(*node)};
+    if (p.node_id >= 0 && layout_.node_hosts.count(p.node_id))
+      return {NodePid(p.node_id), NodeTid(p.node_id)};
     return {kLauncherPid, kLauncherTid};
   }
 
-  void OnEvent(const JsonRecord& e) {
+  void OnEvent(const v1::JobEvent& e) {
     std::optional<int64_t> unix_us = UnixMicros(e);
     if (!unix_us) return;
     const int64_t ts = Ts(*unix_us);
-    const std::string name = StringField(e, "event");
-    if (!LifecycleEvents().count(name)) {
-      auto [pid, tid] = TrackOf(e, *unix_us);
-      out_.instants.push_back(Instant(name, "launcher", pid, tid, ts, EventArgs(e)));
-      return;
-    }
-    if (name == "job_started") {
-      job_ = OpenSpan{ts, EventArgs(e)};
-      rendezvous_begin_ = ts;
-    } else if (name == "node_joined") {
-      if (!rendezvous_begin_) rendezvous_begin_ = ts;
-      std::optional<int> node = layout_.UniqueNode(StringField(e, "host"));
-      Fixed(Instant(absl::StrCat("node joined: ", StringField(e, "host")), "node",
-                    node ? NodePid(*node) : kLauncherPid, node ? NodeTid(*node) : kLauncherTid, ts,
-                    EventArgs(e)));
-    } else if (name == "rendezvous_closed") {
-      Fixed(Span("rendezvous", "launcher", kLauncherPid, kLauncherTid,
-                 rendezvous_begin_.value_or(ts), ts, EventArgs(e)));
-      rendezvous_begin_.reset();
-    } else if (name == "worker_started") {
-      if (std::optional<int> rank = IntField(e, "rank"))
-        workers_[*rank] = OpenSpan{ts, EventArgs(e), NodeOfRank(*rank, e, *unix_us)};
-    } else if (name == "worker_ended") {
-      EndWorker(e, ts, *unix_us);
-    } else if (name == "workers_started") {
-      Fixed(
-          Instant("all workers started", "launcher", kLauncherPid, kLauncherTid, ts, EventArgs(e)));
-    } else if (name == "failure_detected" || name == "root_cause") {
-      OnFailure(e, name, ts, *unix_us);
-    } else if (name == "worker_failed" || name == "hang_detected" || name == "node_lost") {
-      auto [pid, tid] = TrackOf(e, *unix_us);
-      std::string label = name == "worker_failed" ? "worker failed"
-                          : name == "node_lost"
-                              ? "node lost"
-                              : absl::StrCat("hang detected (", StringField(e, "class"), ")");
-      Fixed(Instant(label, "launcher", pid, tid, ts, EventArgs(e)));
-    } else if (name == "stop_requested") {
-      if (!stop_) stop_ = OpenSpan{ts, EventArgs(e)};
-    } else if (name == "job_finished") {
-      const std::string result = StringField(e, "result");
-      Fixed(Instant(absl::StrCat("job finished: ", result), "launcher", kLauncherPid, kLauncherTid,
-                    ts, EventArgs(e)));
-      if (stop_)
-        Fixed(
-            Span("stop", "launcher", kLauncherPid, kLauncherTid, stop_->begin_us, ts, stop_->args));
-      if (job_)
-        Fixed(Span(absl::StrCat("job ", result), "launcher", kLauncherPid, kLauncherTid,
-                   job_->begin_us, ts, job_->args));
-      stop_.reset();
-      job_.reset();
+    const EventPlace place = PlaceOf(e);
+    switch (e.event_case()) {
+      case v1::JobEvent::kJobStarted:
+        job_ = OpenSpan{ts, EventArgs(e)};
+        rendezvous_begin_ = ts;
+        return;
+      case v1::JobEvent::kNodeJoined: {
+        if (!rendezvous_begin_) rendezvous_begin_ = ts;
+        const std::string& host = e.node_joined().host();
+        std::optional<int> node = layout_.UniqueNode(host);
+        Fixed(Instant(absl::StrCat("node joined: ", host), "node",
+                      node ? NodePid(*node) : kLauncherPid, node ? NodeTid(*node) : kLauncherTid,
+                      ts, EventArgs(e)));
+        return;
+      }
+      case v1::JobEvent::kRendezvousClosed:
+        Fixed(Span("rendezvous", "launcher", kLauncherPid, kLauncherTid,
+                   rendezvous_begin_.value_or(ts), ts, EventArgs(e)));
+        rendezvous_begin_.reset();
+        return;
+      case v1::JobEvent::kWorkerStarted:
+        workers_[place.rank] = OpenSpan{ts, EventArgs(e), NodeOfRank(place.rank, place, *unix_us)};
+        return;
+      case v1::JobEvent::kWorkerEnded:
+        EndWorker(e, place, ts, *unix_us);
+        return;
+      case v1::JobEvent::kWorkersStarted:
+        Fixed(Instant("all workers started", "launcher", kLauncherPid, kLauncherTid, ts,
+                      EventArgs(e)));
+        return;
+      case v1::JobEvent::kFailureDetected:
+      case v1::JobEvent::kRootCause:
+        OnFailure(e, ts, *unix_us);
+        return;
+      case v1::JobEvent::kWorkerFailed:
+      case v1::JobEvent::kHangDetected:
+      case v1::JobEvent::kNodeLost: {
+        auto [pid, tid] = TrackOf(place, *unix_us);
+        std::string label =
+            e.has_worker_failed() ? "worker failed"
+            : e.has_node_lost()   ? "node lost"
+                                  : absl::StrCat("hang detected (", e.hang_detected().failure_class(), ")");
+        Fixed(Instant(label, "launcher", pid, tid, ts, EventArgs(e)));
+        return;
+      }
+      case v1::JobEvent::kStopRequested:
+        if (!stop_) stop_ = OpenSpan{ts, EventArgs(e)};
+        return;
+      case v1::JobEvent::kJobFinished:
+        FinishJob(e, ts);
+        return;
+      default: {
+        auto [pid, tid] = TrackOf(place, *unix_us);
+        out_.instants.push_back(Instant(EventName(e), "launcher", pid, tid, ts, EventArgs(e)));
+      }
     }
   }
 
-  void OnFailure(const JsonRecord& e, const std::string& name, int64_t ts, int64_t unix_us) {
-    const JsonRecord* f = ObjectField(e, "failure");
-    const std::string what = f ? StringField(*f, "description") : "";
-    if (name == "root_cause") {
+  void FinishJob(const v1::JobEvent& e, int64_t ts) {
+    const std::string& result = e.job_finished().result();
+    Fixed(Instant(absl::StrCat("job finished: ", result), "launcher", kLauncherPid, kLauncherTid,
+                  ts, EventArgs(e)));
+    if (stop_)
+      Fixed(Span("stop", "launcher", kLauncherPid, kLauncherTid, stop_->begin_us, ts, stop_->args));
+    if (job_)
+      Fixed(Span(absl::StrCat("job ", result), "launcher", kLauncherPid, kLauncherTid,
+                 job_->begin_us, ts, job_->args));
+    stop_.reset();
+    job_.reset();
+  }
+
+  void OnFailure(const v1::JobEvent& e, int64_t ts, int64_t unix_us) {
+    const v1::FailureRecord& f =
+        e.has_root_cause() ? e.root_cause().failure() : e.failure_detected().failure();
+    if (e.has_root_cause()) {
       // Global scope: a line across every track at the moment the cause was named.
-      TraceEvent root = Instant(absl::StrCat("root cause: ", what), "launcher", kLauncherPid,
-                                kLauncherTid, ts, EventArgs(e));
+      TraceEvent root = Instant(absl::StrCat("root cause: ", f.description()), "launcher",
+                                kLauncherPid, kLauncherTid, ts, EventArgs(e));
       root.scope = 'g';
       Fixed(std::move(root));
       return;
     }
-    auto [pid, tid] = f ? TrackOf(*f, unix_us) : std::make_pair(kLauncherPid, kLauncherTid);
-    Fixed(Instant(absl::StrCat("failure: ", what), "launcher", pid, tid, ts, EventArgs(e)));
+    auto [pid, tid] = TrackOf(PlaceOf(f), unix_us);
+    Fixed(Instant(absl::StrCat("failure: ", f.description()), "launcher", pid, tid, ts,
+                  EventArgs(e)));
   }
 
-  void EndWorker(const JsonRecord& e, int64_t ts, int64_t unix_us) {
-    std::optional<int> rank = IntField(e, "rank");
-    if (!rank) return;
-    auto it = workers_.find(*rank);
+  void EndWorker(const v1::JobEvent& e, const EventPlace& place, int64_t ts, int64_t unix_us) {
+    const v1::WorkerEnded& w = e.worker_ended();
+    const int rank = w.rank();
+    auto it = workers_.find(rank);
     const int64_t begin = it == workers_.end() ? ts : it->second.begin_us;
-    const int node = it == workers_.end() ? NodeOfRank(*rank, e, unix_us) : it->second.node;
-    const std::string state = StringField(e, "state");
-    const int signal = IntField(e, "signal").value_or(0);
+    const int node = it == workers_.end() ? NodeOfRank(rank, place, unix_us) : it->second.node;
     std::string name = absl::StrCat(
-        "rank ", *rank, ": ", state.empty() ? "ended" : state,
-        signal != 0 ? absl::StrCat(", signal ", signal)
-                    : absl::StrCat(", exit code ", IntField(e, "exit_code").value_or(0)));
-    lifetimes_.push_back(
-        Span(std::move(name), "worker", NodePid(node), RankTrack(*rank, node), begin, ts,
-             EventArgs(e)));
-    lifetime_ranks_.push_back(*rank);
+        "rank ", rank, ": ", w.state().empty() ? "ended" : w.state(),
+        w.signal() != 0 ? absl::StrCat(", signal ", w.signal())
+                        : absl::StrCat(", exit code ", w.exit_code()));
+    lifetimes_.push_back(Span(std::move(name), "worker", NodePid(node), RankTrack(rank, node),
+                              begin, ts, EventArgs(e)));
+    lifetime_ranks_.push_back(rank);
     if (it != workers_.end()) workers_.erase(it);
   }
 
@@ -348,22 +342,23 @@ class Builder {
   // from the last, each span ends at its receipt or where the next begins, whichever is first:
   // reports that came together line up back to back, and no two overlap.
   void AddReports() {
-    std::map<int, std::vector<const MetricRow*>> by_rank;
-    for (const MetricRow& m : in_.metrics) by_rank[m.rank].push_back(&m);
+    std::map<int, std::vector<const v1::MetricLine*>> by_rank;
+    for (const v1::MetricLine& m : in_.metrics) by_rank[m.report().rank()].push_back(&m);
     for (const auto& [rank, rows] : by_rank) {
       std::vector<ReportSpan> spans(rows.size());
       int64_t next_begin = std::numeric_limits<int64_t>::max();
       for (size_t i = rows.size(); i-- > 0;) {
-        const MetricRow& m = *rows[i];
+        const v1::WorkerReport& m = rows[i]->report();
+        const int64_t unix_us = MetricMicros(*rows[i]);
         ReportSpan& s = spans[i];
-        const int node = m.node >= 0 ? m.node : layout_.NodeAt(rank, m.time_us);
+        const int node = rows[i]->node_id() >= 0 ? rows[i]->node_id() : layout_.NodeAt(rank, unix_us);
         s.pid = NodePid(node);
         s.tid = RankTrack(rank, node) + 1;
-        s.end_us = std::min(Ts(m.time_us), next_begin);
-        s.begin_us = s.end_us - static_cast<int64_t>(m.interval_s * 1e6);
-        s.last_step = m.step;
-        s.samples = m.samples;
-        s.loss = m.loss;
+        s.end_us = std::min(Ts(unix_us), next_begin);
+        s.begin_us = s.end_us - static_cast<int64_t>(m.interval_s() * 1e6);
+        s.last_step = m.step();
+        s.samples = static_cast<double>(m.samples());
+        s.loss = m.loss();
         next_begin = s.begin_us;
       }
       for (size_t i = 0; i < spans.size(); ++i) {
@@ -470,18 +465,31 @@ std::vector<TraceEvent> StepEvents(const StepSpan& s) {
   return out;
 }
 
+TraceInput MakeTraceInput(EventJournal events, MetricJournal metrics) {
+  TraceInput in;
+  in.events = std::move(events.events);
+  in.events_bad_lines = events.bad_lines;
+  in.metrics = std::move(metrics.metrics);
+  in.metrics_bad_lines = metrics.bad_lines;
+  const auto untimed = [](const v1::MetricLine& m) { return !ParseTimeMicros(m.time()); };
+  const auto kept = std::remove_if(in.metrics.begin(), in.metrics.end(), untimed);
+  in.metrics_bad_lines += static_cast<int>(in.metrics.end() - kept);
+  in.metrics.erase(kept, in.metrics.end());
+  return in;
+}
+
 TraceParts BuildTraceParts(const TraceInput& input) {
   TraceParts parts;
   parts.job_id = [&] {
-    for (const JsonRecord& e : input.events.records) {
-      if (StringField(e, "event") == "job_started") return StringField(e, "job_id");
+    for (const v1::JobEvent& e : input.events) {
+      if (e.has_job_started()) return e.job_started().job_id();
     }
     return std::string();
   }();
   Builder(input, parts).Run();
-  if (input.events.bad_lines > 0) {
+  if (input.events_bad_lines > 0) {
     parts.notes.push_back(
-        absl::StrCat("events.jsonl: ", input.events.bad_lines, " unreadable line(s) skipped"));
+        absl::StrCat("events.jsonl: ", input.events_bad_lines, " unreadable line(s) skipped"));
   }
   if (input.metrics_bad_lines > 0) {
     parts.notes.push_back(

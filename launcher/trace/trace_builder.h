@@ -1,7 +1,8 @@
 // BuildTraceParts: the events of a job's timeline from its journal, after the fact: launcher
 // events (events.jsonl), the workers' reports (metrics.jsonl) and dlaunch-worker's own step
 // phases (trace/rank-N.jsonl), laid out as one track for the launcher, one per node and two per
-// rank (its process and steps; its reports). Pure: records in, events out; no files, no clock.
+// rank (its process and steps; its reports). Nodes are placed by node id, never by node rank.
+// Pure: records in, events out; no files, no clock.
 // TraceBound (trace_bound.h) then fits the parts into the size limit.
 #pragma once
 
@@ -10,19 +11,25 @@
 #include <string>
 #include <vector>
 
+#include "dlaunch/journal.pb.h"
+#include "launcher/jobdir/journal.h"
 #include "launcher/trace/journal_rows.h"
-#include "launcher/trace/json_lines.h"
 #include "launcher/trace/trace_event.h"
 
 namespace dlaunch {
 
 // What a job directory holds for its timeline.
 struct TraceInput {
-  JsonLines events;                // events.jsonl: few lines, any shape
-  std::vector<MetricRow> metrics;  // metrics.jsonl
+  std::vector<v1::JobEvent> events;      // events.jsonl (launcher/jobdir/journal.h)
+  int events_bad_lines = 0;
+  std::vector<v1::MetricLine> metrics;   // metrics.jsonl
   int metrics_bad_lines = 0;
   std::map<int, RankStepTrace> rank_steps;  // trace/rank-N.jsonl by rank
 };
+
+// The journal as the trace reads it: metrics without a readable receipt time are counted with
+// the unreadable lines.
+TraceInput MakeTraceInput(EventJournal events, MetricJournal metrics);
 
 // One worker report as a span: the interval it covers, ending when it was made.
 struct ReportSpan {

@@ -45,21 +45,22 @@ std::string Row(const RankTime& r) {
 std::vector<RankTime> SummarizeRankTime(const TraceInput& in) {
   std::map<int, RankTime> ranks;
   std::map<int, int64_t> last_step;
-  for (const MetricRow& m : in.metrics) {
-    RankTime& r = ranks[m.rank];
-    r.rank = m.rank;
-    r.node = m.node;
-    r.samples += m.samples;
-    r.report_s += m.interval_s;
+  for (const v1::MetricLine& line : in.metrics) {
+    const v1::WorkerReport& m = line.report();
+    RankTime& r = ranks[m.rank()];
+    r.rank = m.rank();
+    r.node = line.node_id();
+    r.samples += static_cast<double>(m.samples());
+    r.report_s += m.interval_s();
     auto it = last_step.emplace(r.rank, 0).first;
     // A restarted worker reports from an earlier step again: count only steps that moved on.
-    if (m.step > it->second) r.steps += m.step - it->second;
-    it->second = std::max(it->second, m.step);
-    r.step_ms += m.interval_s * 1000;
-    r.data_ms += m.data_ms;
-    r.forward_ms += m.forward_ms;
-    r.backward_ms += m.backward_ms + m.comm_wait_ms;
-    r.optimizer_ms += m.optimizer_ms;
+    if (m.step() > it->second) r.steps += m.step() - it->second;
+    it->second = std::max<int64_t>(it->second, m.step());
+    r.step_ms += m.interval_s() * 1000;
+    r.data_ms += m.timings().data_ms();
+    r.forward_ms += m.timings().forward_ms();
+    r.backward_ms += m.timings().backward_ms() + m.timings().comm_wait_ms();
+    r.optimizer_ms += m.timings().optimizer_ms();
   }
   for (const auto& [rank, trace] : in.rank_steps) {
     RankTime& r = ranks[rank];

@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "launcher/jobdir/journal.h"
 #include "launcher/run/job_state.h"
 
 namespace dlaunch {
@@ -42,10 +43,10 @@ inline std::string Printed(const JobActions& actions, bool to_stderr) {
   return text;
 }
 
-// The events.jsonl records, one per line.
+// The events.jsonl records, one per line, as the journal writes them (without the time).
 inline std::string Events(const JobActions& actions) {
   std::string text;
-  for (const auto& e : All<AppendEvent>(actions)) text += e.json + "\n";
+  for (const auto& e : All<AppendEvent>(actions)) text += EventJournalLine(e.event).value() + "\n";
   return text;
 }
 

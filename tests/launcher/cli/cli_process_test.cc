@@ -245,7 +245,10 @@ TEST_F(CliProcessTest, StatusAndLogsReadTheJobDirectory) {
   ASSERT_EQ(Run(RunStatusCommand, {rec.job_id}, &out), 0);
   EXPECT_THAT(out, HasSubstr("scheduler  job 999999999: not_in_queue"));
   EXPECT_THAT(out, HasSubstr("running: 2 node(s) joined, 1 worker failure(s)"));
-  EXPECT_THAT(out, HasSubstr("worker_failed exit_code=1 rank=3"));
+  // An untyped journal of an earlier dlaunch, read as the typed one: its worker_failed named no
+  // node rank.
+  EXPECT_THAT(out, HasSubstr("worker_failed round=0 rank=3 node_id=-1 node_rank=-1 exit_code=1"));
+  EXPECT_THAT(out, HasSubstr("journal    schema version 1 (untyped, from an earlier dlaunch)"));
 
   WriteFile(job_dir + "/summary.json", "{\"result\": \"failed\", \"exit_code\": 1}");
   ASSERT_EQ(Run(RunStatusCommand, {rec.job_id}, &out), 0);
@@ -266,6 +269,36 @@ TEST_F(CliProcessTest, StatusAndLogsReadTheJobDirectory) {
   EXPECT_THAT(err, HasSubstr("no log for rank 7"));
   EXPECT_EQ(Run(RunLogsCommand, {"no-such-job"}, &out, &err), 2);
   EXPECT_THAT(err, HasSubstr("no job 'no-such-job'"));
+}
+
+// A job directory that `dlaunch run` wrote before the typed journal (a restart, a spare).
+TEST_F(CliProcessTest, StatusReadsAJobDirectoryOfAnEarlierDlaunch) {
+  const std::string job_dir = dir_ + "/runs/legacy";
+  fs::create_directories(job_dir);
+  WriteFile(job_dir + "/job.yaml", "name: legacy\n");
+  for (const char* name : {"events.jsonl", "metrics.jsonl", "summary.json"}) {
+    fs::copy_file(std::string(DLAUNCH_SOURCE_DIR "/tests/launcher/testdata/journal-v1/") + name,
+                  job_dir + "/" + name);
+  }
+  std::string out, err;
+  ASSERT_EQ(Run(RunStatusCommand, {job_dir}, &out, &err), 0) << err;
+  EXPECT_THAT(out, HasSubstr("dlaunch    succeeded (exit 0)"));
+  EXPECT_THAT(out, HasSubstr("journal    schema version 1"));
+  EXPECT_THAT(out, HasSubstr("spare_lost round=1 node_id=2 host=vm reason=its session ended\n"));
+  EXPECT_THAT(out, HasSubstr("job_finished round=0 result=succeeded exit_code=0"));
+}
+
+TEST_F(CliProcessTest, StatusRefusesTheJournalOfANewerDlaunchInOneLine) {
+  const std::string job_dir = dir_ + "/runs/future";
+  fs::create_directories(job_dir);
+  WriteFile(job_dir + "/job.yaml", "name: future\n");
+  WriteFile(job_dir + "/events.jsonl",
+            "{\"time\":\"T\",\"round\":0,\"journal_opened\":{\"schema_version\":9}}\n");
+  std::string out;
+  ASSERT_EQ(Run(RunStatusCommand, {job_dir}, &out), 0);
+  EXPECT_THAT(out, HasSubstr("journal    " + job_dir +
+                             "/events.jsonl: journal schema version 9 is newer than this "
+                             "dlaunch reads (2)"));
 }
 
 TEST_F(CliProcessTest, LocalSubmitRunsInBackgroundAndCancelStopsIt) {

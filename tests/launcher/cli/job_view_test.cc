@@ -4,21 +4,27 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace dlaunch {
 namespace {
 
-JobEvent Event(const std::string& time, const std::string& name,
-               std::map<std::string, std::string> fields = {}) {
-  return JobEvent{time, name, std::move(fields)};
+// A typed event `name` with the fields of JSON object `body`, as the journal reads it.
+v1::JobEvent Event(const std::string& time, const std::string& name,
+                   const std::string& body = "{}") {
+  absl::StatusOr<EventJournal> j = ParseEventJournal(
+      absl::StrCat("{\"time\":\"", time, "\",\"round\":0,\"", name, "\":", body, "}"));
+  EXPECT_TRUE(j.ok() && j->events.size() == 1) << name << " " << body;
+  return j.ok() && !j->events.empty() ? j->events[0] : v1::JobEvent();
 }
 
 JobFiles RunningJob() {
   JobFiles files;
   files.events_present = true;
-  files.events = {Event("1.5", "job_started", {{"nodes", "2"}}),
-                  Event("2.0", "node_joined", {{"host", "n0"}}),
-                  Event("2.1", "node_joined", {{"host", "n1"}}),
-                  Event("9.0", "worker_failed", {{"exit_code", "1"}, {"rank", "3"}})};
+  files.events = {Event("1.5", "job_started", R"({"nodes":2})"),
+                  Event("2.0", "node_joined", R"({"host":"n0"})"),
+                  Event("2.1", "node_joined", R"({"host":"n1","slots":1,"joined":2})"),
+                  Event("9.0", "worker_failed", R"({"exit_code":1,"rank":3,"node_id":1})")};
   return files;
 }
 
@@ -54,7 +60,7 @@ TEST(JobEndedTest, SummaryOrAFinalJobFinishedEvent) {
   JobFiles files = RunningJob();
   EXPECT_FALSE(JobEnded(files));
   EXPECT_FALSE(JobEnded(JobFiles{}));
-  files.events.push_back(Event("9.9", "job_finished", {{"exit_code", "1"}}));
+  files.events.push_back(Event("9.9", "job_finished", R"({"exit_code":1})"));
   EXPECT_TRUE(JobEnded(files));
   JobFiles summarised = RunningJob();
   summarised.summary = std::map<std::string, std::string>{{"result", "succeeded"}};
@@ -73,11 +79,26 @@ TEST(FormatJobStatusTest, SubmittedJobWithSchedulerAnswerEventsAndSummary) {
             "scheduler  job 901.pbs: finished (F), exit status 1\n"
             "dlaunch    failed (exit 1)\n"
             "events:\n"
-            "  2.1  node_joined host=n1\n"
-            "  9.0  worker_failed exit_code=1 rank=3\n"
+            "  2.1  node_joined round=0 host=n1 slots=1 joined=2\n"
+            "  9.0  worker_failed round=0 rank=3 node_id=1 node_rank=0 exit_code=1 signal=0\n"
             "summary:\n"
             "  exit_code: 1\n"
             "  result: failed\n");
+}
+
+TEST(FormatJobStatusTest, SaysWhenTheJournalIsOfAnotherSchema) {
+  JobFiles files = RunningJob();
+  files.schema_version = 1;
+  EXPECT_NE(FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 1)
+                .find("journal    schema version 1 (untyped, from an earlier dlaunch), read as "
+                      "version 2\n"),
+            std::string::npos);
+  JobFiles refused;
+  refused.events_present = true;
+  refused.events_error = "j/events.jsonl: journal schema version 3 is newer than this dlaunch reads";
+  EXPECT_EQ(FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, refused, 1),
+            "job        j\ndirectory  j\ndlaunch    started, no events yet\n"
+            "journal    j/events.jsonl: journal schema version 3 is newer than this dlaunch reads\n");
 }
 
 TEST(FormatJobStatusTest, SchedulerLineForEachCase) {

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "launcher/jobdir/journal.h"
 #include "tests/testing/test_files.h"
 
 namespace dlaunch {
@@ -79,22 +80,34 @@ TEST(JobDirectoryTest, FailedWritesAreReported) {
   EXPECT_FALSE(dir->WriteToken("t").ok());
 }
 
-TEST(JobDirectoryTest, EventLinePutsTheTimeFirst) {
-  EXPECT_EQ(EventLine("T", "{\"event\":\"x\",\"n\":1}"), "{\"time\":\"T\",\"event\":\"x\",\"n\":1}");
-  EXPECT_EQ(EventLine("T", "{}"), "{\"time\":\"T\"}");
-}
-
-TEST(JobDirectoryTest, JournalAppendsLines) {
+TEST(JobDirectoryTest, JournalAppendsOneLinePerRecord) {
   ScratchDir tmp;
   auto dir = JobDirectory::Create(tmp.path() + "/j");
   ASSERT_TRUE(dir.ok());
   JobJournal journal;
   ASSERT_TRUE(journal.Open(*dir).ok());
-  ASSERT_TRUE(journal.AppendEvent("{\"a\":1}").ok());
-  ASSERT_TRUE(journal.AppendEvent("{\"b\":2}").ok());
-  ASSERT_TRUE(journal.AppendMetric("{\"m\":3}").ok());
-  EXPECT_EQ(ReadFile(dir->path() + "/events.jsonl"), "{\"a\":1}\n{\"b\":2}\n");
-  EXPECT_EQ(ReadFile(dir->path() + "/metrics.jsonl"), "{\"m\":3}\n");
+  v1::JobEvent started;
+  started.set_time("T");
+  started.mutable_job_started()->set_job_id("j1");
+  v1::JobEvent lost;
+  lost.set_round(2);
+  lost.mutable_node_lost()->set_node_id(3);
+  ASSERT_TRUE(journal.AppendEvent(started).ok());
+  ASSERT_TRUE(journal.AppendEvent(lost).ok());
+  v1::MetricLine metric;
+  metric.set_node_id(1);
+  metric.mutable_report()->set_rank(4);
+  ASSERT_TRUE(journal.AppendMetric(metric).ok());
+  absl::StatusOr<EventJournal> events = ReadEventJournal(dir->path());
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->events.size(), 2u);
+  EXPECT_EQ(events->events[0].job_started().job_id(), "j1");
+  EXPECT_EQ(events->events[1].round(), 2);
+  EXPECT_EQ(events->events[1].node_lost().node_id(), 3);
+  absl::StatusOr<MetricJournal> metrics = ReadMetricJournal(dir->path());
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  ASSERT_EQ(metrics->metrics.size(), 1u);
+  EXPECT_EQ(metrics->metrics[0].report().rank(), 4);
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ TEST_F(JobStateTest, StartAnnouncesTheJob) {
   JobState s(TestJobConfig(2));
   JobActions a = s.OnStarted({"a", "b"}, 0);
   EXPECT_THAT(Printed(a, false), HasSubstr("job job-1: 2 node(s) via local, job dir /runs/job-1"));
-  EXPECT_THAT(Events(a), HasSubstr("\"event\":\"job_started\""));
+  EXPECT_THAT(Events(a), HasSubstr("\"round\":0,\"job_started\":{\"job_id\":\"job-1\""));
   EXPECT_THAT(Events(a), HasSubstr("\"hosts\":[\"n0\",\"n1\"]"));
 }
 
@@ -105,7 +105,7 @@ TEST_F(JobStateTest, AllRanksSucceedingFinishesWithZeroOnceNodesAreGone) {
   ASSERT_EQ(summary.size(), 1u);
   EXPECT_THAT(summary[0].json, HasSubstr("\"result\":\"succeeded\""));
   EXPECT_THAT(summary[0].json, HasSubstr("\"exit_code\":0"));
-  EXPECT_THAT(Events(end), HasSubstr("\"event\":\"job_finished\""));
+  EXPECT_THAT(Events(end), HasSubstr("\"job_finished\":{\"result\":\"succeeded\""));
   EXPECT_THAT(Printed(end, false), HasSubstr("[dlaunch] job job-1 succeeded in 7.00 s: 2 node(s), 2 worker(s)"));
 }
 
@@ -132,7 +132,7 @@ TEST_F(JobStateTest, FirstFailureStopsEveryNodeAndIsTheOneReported) {
   EXPECT_THAT(Printed(a, true),
               HasSubstr("[dlaunch] error: worker crash: rank 3 (local 1, node 1, host n1) exited with "
                         "code 3; stopping all workers"));
-  EXPECT_THAT(Events(a), HasSubstr("\"event\":\"worker_failed\",\"rank\":3,\"node\":1,\"host\":\"n1\",\"exit_code\":3"));
+  EXPECT_THAT(Events(a), HasSubstr("\"worker_failed\":{\"rank\":3,\"node_id\":1,\"node_rank\":1,\"host\":\"n1\",\"exit_code\":3"));
   auto stop = All<SendStop>(a);
   ASSERT_EQ(stop.size(), 1u);
   EXPECT_THAT(stop[0].nodes, ElementsAre(0, 1));
@@ -216,7 +216,7 @@ TEST_F(JobStateTest, SilentNodeIsLostAfterMissedHeartbeats) {
   }
   state_->OnAgentMessage(0, Heartbeat(1), 4.1);
   JobActions lost = state_->OnTick(4.1);
-  EXPECT_THAT(Events(lost), HasSubstr("\"event\":\"node_lost\",\"node\":1,\"host\":\"n1\",\"reason\":\"no heartbeat for 3.1 s\""));
+  EXPECT_THAT(Events(lost), HasSubstr("\"node_lost\":{\"node_id\":1,\"node_rank\":1,\"host\":\"n1\",\"reason\":\"no heartbeat for 3.1 s\""));
   EXPECT_THAT(Printed(lost, true), HasSubstr("error: node silent: node 1 (host n1): no heartbeat for 3.1 s"));
   EXPECT_TRUE(Has<SendStop>(lost));
 }
@@ -312,7 +312,7 @@ TEST_F(JobStateTest, AllWorkersStartedIsReportedOnce) {
               Not(HasSubstr("workers_started")));
   JobActions all = state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::STARTED), 2.5);
   EXPECT_THAT(Printed(all, false), HasSubstr("all 2 workers started in 2.50 s"));
-  EXPECT_THAT(Events(all), HasSubstr("\"event\":\"workers_started\",\"workers\":2"));
+  EXPECT_THAT(Events(all), HasSubstr("\"workers_started\":{\"workers\":2"));
   EXPECT_THAT(Events(state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::STARTED), 3)),
               Not(HasSubstr("workers_started")));
 }
@@ -321,17 +321,17 @@ TEST_F(JobStateTest, AllWorkersStartedIsReportedOnce) {
 TEST_F(JobStateTest, EachWorkerStartAndEndIsAnEvent) {
   Begin(2, 1);
   EXPECT_THAT(Events(state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::STARTED), 2)),
-              HasSubstr("\"event\":\"worker_started\",\"rank\":1,\"local_rank\":0,\"node\":1,"
+              HasSubstr("\"worker_started\":{\"rank\":1,\"local_rank\":0,\"node_id\":1,\"node_rank\":1,"
                         "\"host\":\"n1\""));
   EXPECT_THAT(Events(state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::SUCCEEDED), 5)),
-              HasSubstr("\"event\":\"worker_ended\",\"rank\":1,\"node\":1,\"host\":\"n1\","
+              HasSubstr("\"worker_ended\":{\"rank\":1,\"node_id\":1,\"node_rank\":1,\"host\":\"n1\","
                         "\"state\":\"succeeded\",\"exit_code\":0,\"signal\":0"));
 }
 
 TEST_F(JobStateTest, TheFirstStopIsAnEvent) {
   Begin(1, 1);
   EXPECT_THAT(Events(state_->OnSignal(SIGINT, 2)),
-              HasSubstr("\"event\":\"stop_requested\",\"reason\":\"interrupted by signal 2\""));
+              HasSubstr("\"stop_requested\":{\"reason\":\"interrupted by signal 2\""));
   EXPECT_THAT(Events(state_->OnSignal(SIGINT, 3)), Not(HasSubstr("stop_requested")));
 }
 
@@ -368,7 +368,7 @@ TEST_F(JobStateTest, RefusedCallIsPrintedAndRecorded) {
   JobState s(TestJobConfig(1));
   JobActions a = s.OnCallRefused("ipv4:1.2.3.4:5", "Join");
   EXPECT_THAT(Printed(a, true), HasSubstr("refused Join from ipv4:1.2.3.4:5: missing or wrong job token"));
-  EXPECT_THAT(Events(a), HasSubstr("\"event\":\"call_refused\""));
+  EXPECT_THAT(Events(a), HasSubstr("\"call_refused\":{\"peer\":\"ipv4:1.2.3.4:5\""));
 }
 
 TEST_F(JobStateTest, NothingHappensAfterTheEnd) {
@@ -480,8 +480,9 @@ TEST_F(JobStateTest, HangAtExitIsDetectedAtExactlyTheExitTimeout) {
   EXPECT_EQ(Printed(hang, true),
             "[dlaunch] error: hang at exit: rank 0 (local 0, node 0, host n0): still running "
             "2.0 s after another rank exited 0 (stop.exit_timeout 2.0 s); stopping all workers\n");
-  EXPECT_THAT(Events(hang), HasSubstr("\"event\":\"hang_detected\",\"class\":\"hang at exit\","
-                                      "\"rank\":0,\"local_rank\":0,\"node\":0,\"host\":\"n0\","
+  EXPECT_THAT(Events(hang), HasSubstr("\"hang_detected\":{\"failure_class\":\"hang at exit\","
+                                      "\"rank\":0,\"local_rank\":0,\"node_id\":0,\"node_rank\":0,"
+                                      "\"host\":\"n0\","
                                       "\"silent_s\":2,\"limit_s\":2,\"detected_at_s\":7"));
   auto stop = All<SendStop>(hang);
   ASSERT_EQ(stop.size(), 1u);

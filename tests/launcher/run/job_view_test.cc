@@ -105,29 +105,6 @@ TEST(JobViewTest, SummaryLineCountsOnlyRunningRanksRates) {
   EXPECT_EQ(SummaryLine(1, 0, 2, 0, 0, {}), "   1.0s  nodes 0/2 up  workers 0/0 running");
 }
 
-TEST(JobViewTest, MetricLineUsesTheFlatFieldNames) {
-  v1::WorkerReport r;
-  r.set_rank(1);
-  r.set_step(7);
-  r.set_epoch(2);
-  r.set_samples(64);
-  r.set_interval_s(0.5);
-  r.set_samples_per_sec(128);
-  r.set_loss(0.25);
-  r.mutable_timings()->set_forward_ms(3);
-  auto line = MetricLine("2026-01-01T00:00:00.000Z", 0, r);
-  ASSERT_TRUE(line.ok()) << line.status();
-  EXPECT_EQ(*line,
-            "{\"time\":\"2026-01-01T00:00:00.000Z\",\"node\":0,\"rank\":1,\"step\":7,\"epoch\":2,"
-            "\"samples\":64,\"interval_s\":0.5,\"samples_per_sec\":128,\"loss\":0.25,"
-            "\"data_ms\":0,\"forward_ms\":3,\"backward_ms\":0,\"comm_wait_ms\":0,\"optimizer_ms\":0}");
-  r.set_test_accuracy(0.5);
-  line = MetricLine("t", 0, r);
-  ASSERT_TRUE(line.ok());
-  EXPECT_THAT(*line, HasSubstr(",\"test_accuracy\":0.5}"));
-  EXPECT_THAT(*line, Not(HasSubstr("\"accuracy\"")));
-}
-
 TEST(JobViewTest, WorkerExitNamesTheSignal) {
   v1::WorkerEvent ev;
   ev.set_exit_code(3);

@@ -37,29 +37,6 @@ TEST(ScanJsonObjectTest, RefusesWhatIsNotOneWholeObject) {
   EXPECT_TRUE(ScanJsonObject("  {}  ", ignore));
 }
 
-TEST(JournalRowsTest, MetricsLinesBecomeRows) {
-  int bad = -1;
-  std::vector<MetricRow> rows = ParseMetricRows(
-      "{\"time\":\"2026-11-23T10:00:01.250Z\",\"node\":1,\"rank\":3,\"step\":40,\"epoch\":0,"
-      "\"samples\":640,\"interval_s\":1.5,\"samples_per_sec\":426.6,\"loss\":0.25,\"data_ms\":1,"
-      "\"forward_ms\":2,\"backward_ms\":3,\"comm_wait_ms\":4,\"optimizer_ms\":5}\n"
-      "{\"node\":1,\"rank\":3}\n"  // no time
-      "{\"time\":\"2026-11-23T10:00:02",
-      &bad);
-  EXPECT_EQ(bad, 2);
-  ASSERT_EQ(rows.size(), 1u);
-  const MetricRow& m = rows[0];
-  EXPECT_EQ(m.time_us, 1795428001250000);
-  EXPECT_EQ(m.node, 1);
-  EXPECT_EQ(m.rank, 3);
-  EXPECT_EQ(m.step, 40);
-  EXPECT_EQ(m.samples, 640);
-  EXPECT_EQ(m.interval_s, 1.5);
-  EXPECT_EQ(m.loss, 0.25);
-  EXPECT_EQ(m.comm_wait_ms, 4);
-  EXPECT_EQ(m.optimizer_ms, 5);
-}
-
 TEST(JournalRowsTest, StepTraceLinesBecomeRowsAndTheHeaderItsRule) {
   RankStepTrace t = ParseStepTrace(
       "{\"trace\":\"dlaunch-step-trace\",\"version\":1,\"rank\":0,\"sampling\":\"every step\"}\n"

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "launcher/jobdir/journal.h"
 #include "launcher/trace/trace_bound.h"
 #include "tests/launcher/trace/trace_checks.h"
 
@@ -80,9 +81,7 @@ std::string StepTrace(int rank, int steps, int start_ms) {
 
 TraceInput Input(const std::string& events, const std::string& metrics = "",
                  std::map<int, std::string> steps = {}) {
-  TraceInput in;
-  in.events = ParseJsonLines(events);
-  in.metrics = ParseMetricRows(metrics, &in.metrics_bad_lines);
+  TraceInput in = MakeTraceInput(ParseEventJournal(events).value(), ParseMetricJournal(metrics));
   for (auto& [rank, text] : steps) in.rank_steps[rank] = ParseStepTrace(text);
   return in;
 }
@@ -232,23 +231,26 @@ TEST(TraceBuilderTest, FailuresAreOnTheFailedRankAndTheRootCauseCrossesAllTracks
   EXPECT_THAT(t.Named("job failed", "X"), SizeIs(1));
 }
 
-TEST(TraceBuilderTest, UnknownEventsAreInstantsWithTheirFieldsOnTheirTrack) {
+TEST(TraceBuilderTest, OtherEventsAreInstantsWithTheirFieldsOnTheirTrack) {
   std::string events =
       Event(0, "job_started") + Event(200, "rendezvous_closed", "\"node_order\":[\"a\",\"b\"]") +
-      Event(500, "round_started", "\"round\":2,\"node\":1,\"spares\":[\"c\"]") +
-      Event(600, "restart_decided", "\"restarts_left\":2,\"why\":\"rank 0 failed\"");
+      Event(500, "spare_promoted", "\"round\":2,\"node\":1,\"host\":\"b\"") +
+      Event(600, "restart_decision", "\"decision\":\"restart\",\"reason\":\"rank 0 failed\"") +
+      Event(700, "restart_decided", "\"why\":\"not an event of any schema\"");
   ParsedTrace t = Render(Input(events));
   EXPECT_THAT(testing::StructureProblems(t), IsEmpty());
-  auto round = t.Named("round_started", "i");
-  ASSERT_THAT(round, SizeIs(1));
-  EXPECT_EQ(round[0]->pid, NodePid(1));
-  EXPECT_EQ(round[0]->tid, NodeTid(1));
-  EXPECT_EQ(round[0]->args.fields().at("round").number_value(), 2);
-  EXPECT_EQ(round[0]->args.fields().at("spares").list_value().values(0).string_value(), "c");
-  auto restart = t.Named("restart_decided", "i");
-  ASSERT_THAT(restart, SizeIs(1));
-  EXPECT_EQ(restart[0]->pid, kLauncherPid);
-  EXPECT_EQ(restart[0]->args.fields().at("why").string_value(), "rank 0 failed");
+  auto promoted = t.Named("spare_promoted", "i");
+  ASSERT_THAT(promoted, SizeIs(1));
+  EXPECT_EQ(promoted[0]->pid, NodePid(1));
+  EXPECT_EQ(promoted[0]->tid, NodeTid(1));
+  EXPECT_EQ(promoted[0]->args.fields().at("round").number_value(), 2);
+  EXPECT_EQ(promoted[0]->args.fields().at("host").string_value(), "b");
+  auto decision = t.Named("restart_decision", "i");
+  ASSERT_THAT(decision, SizeIs(1));
+  EXPECT_EQ(decision[0]->pid, kLauncherPid);
+  EXPECT_EQ(decision[0]->args.fields().at("reason").string_value(), "rank 0 failed");
+  EXPECT_THAT(t.Named("restart_decided", "i"), IsEmpty());
+  EXPECT_THAT(t.Notes(), Contains("events.jsonl: 1 unreadable line(s) skipped"));
 }
 
 TEST(TraceBuilderTest, AJournalCutShortEndsOpenSpansAtItsLastTime) {

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "launcher/jobdir/journal.h"
 
 namespace dlaunch {
 namespace {
@@ -27,10 +28,9 @@ TEST(TraceSummaryTest, PhasesComeFromTheStepTraceWeightedByStride) {
       ParseStepTrace("{\"trace\":\"dlaunch-step-trace\"}\n" + StepLine(1, 1000, 7000) +
                      StepLine(2, 1000, 7000, 3) +
                      "{\"span\":\"checkpoint\",\"step\":2,\"ts\":5,\"dur\":250000}\n");
-  in.metrics = ParseMetricRows(
+  in.metrics = ParseMetricJournal(
       "{\"time\":\"2026-11-23T10:00:01.000Z\",\"rank\":0,\"node\":0,\"step\":4,\"samples\":128,"
-      "\"interval_s\":0.5,\"data_ms\":99}\n",
-      nullptr);
+      "\"interval_s\":0.5,\"data_ms\":99}\n").metrics;
   std::vector<RankTime> ranks = SummarizeRankTime(in);
   ASSERT_EQ(ranks.size(), 1u);
   EXPECT_TRUE(ranks[0].from_step_trace);
@@ -45,14 +45,13 @@ TEST(TraceSummaryTest, PhasesComeFromTheStepTraceWeightedByStride) {
 
 TEST(TraceSummaryTest, WithoutAStepTraceTheReportsTimingsAreUsed) {
   TraceInput in;
-  in.metrics = ParseMetricRows(
+  in.metrics = ParseMetricJournal(
       "{\"time\":\"2026-11-23T10:00:01.000Z\",\"rank\":1,\"node\":0,\"step\":10,\"samples\":320,"
       "\"interval_s\":1,\"data_ms\":100,"
       "\"forward_ms\":200,\"backward_ms\":500,\"comm_wait_ms\":100,\"optimizer_ms\":100}\n"
       "{\"time\":\"2026-11-23T10:00:02.000Z\",\"rank\":1,\"node\":0,\"step\":20,\"samples\":320,"
       "\"interval_s\":1,\"data_ms\":100,"
-      "\"forward_ms\":200,\"backward_ms\":500,\"comm_wait_ms\":100,\"optimizer_ms\":100}\n",
-      nullptr);
+      "\"forward_ms\":200,\"backward_ms\":500,\"comm_wait_ms\":100,\"optimizer_ms\":100}\n").metrics;
   std::vector<RankTime> ranks = SummarizeRankTime(in);
   ASSERT_EQ(ranks.size(), 1u);
   EXPECT_FALSE(ranks[0].from_step_trace);

@@ -1,0 +1,55 @@
+// The job's journal: events.jsonl (v1::JobEvent) and metrics.jsonl (v1::MetricLine), one line
+// of protobuf JSON each (proto/journal.proto). The one writer of their lines and the one reader
+// of both files: the trace, the study, `dlaunch status`, `watch` and `logs` read through here.
+// A journal written before the schema (version 1: `"event":"..."` lines, a bare `"node"`) is
+// upgraded as it is read; one from a newer dlaunch is refused. Pure, apart from the Read* shells.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "dlaunch/journal.pb.h"
+
+namespace dlaunch {
+
+// The schema this dlaunch writes (JournalOpened.schema_version). 1: the untyped journal.
+constexpr int kJournalSchemaVersion = 2;
+
+// One events.jsonl line (no newline): protobuf JSON, snake_case names, every field printed.
+absl::StatusOr<std::string> EventJournalLine(const v1::JobEvent& event);
+// One metrics.jsonl line.
+absl::StatusOr<std::string> MetricJournalLine(const v1::MetricLine& metric);
+
+struct EventJournal {
+  int schema_version = kJournalSchemaVersion;  // as found in the file; 1 was upgraded
+  std::vector<v1::JobEvent> events;
+  // Lines that are not journal records (a process killed mid-write leaves a torn last line).
+  int bad_lines = 0;
+};
+
+struct MetricJournal {
+  std::vector<v1::MetricLine> metrics;
+  int bad_lines = 0;
+};
+
+// events.jsonl's text. FailedPrecondition, naming `file` and the version found, for a journal
+// of a schema newer than kJournalSchemaVersion.
+absl::StatusOr<EventJournal> ParseEventJournal(absl::string_view text,
+                                               const std::string& file = "events.jsonl");
+MetricJournal ParseMetricJournal(absl::string_view text);
+
+// The files of job directory `job_dir`. A missing metrics.jsonl is an empty journal (no worker
+// reported yet); a missing events.jsonl is NotFound.
+absl::StatusOr<EventJournal> ReadEventJournal(const std::string& job_dir);
+absl::StatusOr<MetricJournal> ReadMetricJournal(const std::string& job_dir);
+
+// The event's name: its oneof field ("job_started", "node_lost", ...); "" when it has none.
+std::string EventName(const v1::JobEvent& event);
+// The event's round and own fields, as `dlaunch status` lists them: (name, value as text), in
+// field order (strings unquoted, lists and objects as JSON; empty strings and lists left out).
+std::vector<std::pair<std::string, std::string>> EventFields(const v1::JobEvent& event);
+
+}  // namespace dlaunch

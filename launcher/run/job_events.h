@@ -1,0 +1,65 @@
+// The events JobState writes to events.jsonl, as typed journal records (proto/journal.proto)
+// built from its own figures. Every event carries the round it belongs to, and names nodes by
+// node id and, where it has one in that round, node rank. Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dlaunch/control.pb.h"
+#include "dlaunch/journal.pb.h"
+#include "launcher/run/failure.h"
+#include "launcher/run/progress_monitor.h"
+#include "rendezvous/rendezvous_state.h"
+
+namespace dlaunch {
+
+// Where a node is: its id for the whole job, its rank in the round (-1: none) and its host.
+struct NodePlace {
+  int node_id = -1;
+  int node_rank = -1;
+  std::string host;
+};
+
+v1::FailureRecord FailureRecordOf(const Failure& failure);
+// A metrics.jsonl record: `report` from node `node_id` in `round`, received at `time`.
+v1::MetricLine MetricLineOf(const std::string& time, int node_id, int round,
+                            const v1::WorkerReport& report);
+
+v1::JobEvent JournalOpenedEvent(const std::string& job_id);
+v1::JobEvent JobStartedEvent(const std::string& job_id, const std::vector<std::string>& hosts,
+                             const std::string& node_launcher);
+v1::JobEvent NodeJoinedEvent(const Participant& p, int joined);
+v1::JobEvent SpareJoinedEvent(int round, int node_id, const Participant& p);
+// `node_ids[i]` has node rank i.
+v1::JobEvent RendezvousClosedEvent(const RoundResult& result, const std::vector<int>& node_ids);
+v1::JobEvent RoundStartedEvent(const RoundResult& result, const std::vector<int>& node_ids);
+// A worker's start or end (the spans of the timeline); nothing for other states.
+std::optional<v1::JobEvent> WorkerLifecycleEvent(int round, const NodePlace& node,
+                                                 const v1::WorkerEvent& ev);
+v1::JobEvent WorkersStartedEvent(int round, int workers, double elapsed_s, double restart_s);
+v1::JobEvent WorkerFailedEvent(int round, const NodePlace& node, const v1::WorkerEvent& ev);
+v1::JobEvent NodeLostEvent(int round, const NodePlace& node, const std::string& reason);
+v1::JobEvent FailureDetectedEvent(int round, const Failure& failure);
+v1::JobEvent RootCauseEvent(int round, const Failure& root, int consequences);
+// `f` is the hang's failure (its rank, node and host); `hung`: every hung rank.
+v1::JobEvent HangDetectedEvent(int round, const Failure& f, const Hang& h, double now_s,
+                               const std::vector<int>& hung);
+v1::JobEvent StopRequestedEvent(int round, const std::string& reason);
+v1::JobEvent JobFinishedEvent(int round, const std::string& result, int exit_code,
+                              double wall_time_s);
+v1::JobEvent CallRefusedEvent(int round, const std::string& peer, const std::string& method);
+v1::JobEvent RoundStoppingEvent(int round, double detected_at_s);
+// `event`: node_excluded, node_dropped or spare_lost.
+v1::JobEvent NodeDismissedEvent(int round, const std::string& event, int node_id,
+                                const std::string& host, const std::string& reason);
+v1::JobEvent ExclusionSkippedEvent(int round, int node_id, const std::string& reason);
+v1::JobEvent RestartDecisionEvent(int round, const std::string& decision,
+                                  const std::string& reason, int restarts_used,
+                                  const Failure& root);
+v1::JobEvent SparePromotedEvent(int round, int node_id, const std::string& host);
+v1::JobEvent RestartEvent(int round, int restarts_used, int max_restarts, double backoff_s,
+                          const std::vector<int>& node_ids);
+
+}  // namespace dlaunch
