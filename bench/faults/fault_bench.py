@@ -330,18 +330,18 @@ class Run:
                 events = [json.loads(line) for line in f if line.strip()]
         except (OSError, ValueError):
             events = []
-        detected = [e for e in events if e.get("event") == "failure_detected"]
+        detected = [e for e in events if "failure_detected" in e]
         if detected:
             stamp = detected[0]["time"]  # 2026-11-23T19:05:01.123Z
             t = calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
             t += float("0." + stamp[20:23])
             result["detect_s"] = t - fault
             result["detected"] = result["detect_s"] <= self.args.cap
-        causes = [e for e in events if e.get("event") == "root_cause"]
+        causes = [e["root_cause"] for e in events if "root_cause" in e]
         if expected and causes:
             f = causes[0]["failure"]
             cls, rank, node = expected
-            result["cause_ok"] = (f.get("class") == cls and f.get("node") == node and
+            result["cause_ok"] = (f.get("failure_class") == cls and f.get("node_rank") == node and
                                   (rank is None or f.get("rank") == rank))
             result["cause"] = f.get("description", "")
 

@@ -265,10 +265,10 @@ def DlaunchEvents(job_root):
         with open(os.path.join(jobs[-1], "events.jsonl")) as f:
             for line in f:
                 ev = json.loads(line)
-                if ev.get("event") == "workers_started":
-                    out["workers_started_s"] = ev.get("elapsed_s")
-                elif ev.get("event") == "job_finished":
-                    out["job_finished_s"] = ev.get("wall_time_s")
+                if "workers_started" in ev:
+                    out["workers_started_s"] = ev["workers_started"].get("elapsed_s")
+                elif "job_finished" in ev:
+                    out["job_finished_s"] = ev["job_finished"].get("wall_time_s")
     except (OSError, ValueError):
         pass
     shutil.rmtree(jobs[-1], ignore_errors=True)

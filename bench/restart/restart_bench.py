@@ -80,10 +80,10 @@ def run_dlaunch(args, tmp):
     with open(os.path.join(job_dir, "events.jsonl")) as f:
         for line in f:
             e = json.loads(line)
-            if e["event"] == "failure_detected" and detected is None:
+            if "failure_detected" in e and detected is None:
                 detected = wall(e["time"])
-            if e["event"] == "workers_started" and e.get("round") == 1:
-                restart = e["restart_s"]
+            if "workers_started" in e and e.get("round") == 1:
+                restart = e["workers_started"]["restart_s"]
     return {"detect_s": detected - kill, "restart_s": restart,
             "kill_to_running_s": max(starts[1]) - kill}
 

@@ -146,7 +146,7 @@ TEST_F(RunTest, FailingRankStopsEveryNodeAndIsNamed) {
 
 // Seconds from the job's start to an event of events.jsonl, as its "detected_at_s" says.
 double DetectedAt(const std::string& events, const std::string& event) {
-  size_t at = events.find("\"event\":\"" + event + "\"");
+  size_t at = events.find("\"" + event + "\":{");
   if (at == std::string::npos) return -1;
   size_t key = events.find("\"detected_at_s\":", at);
   if (key == std::string::npos) return -1;
@@ -335,7 +335,7 @@ TEST_F(RunTest, WorkerReportsReachTheLauncher) {
   std::string metrics = ReadFile(job_dir_ + "/metrics.jsonl");
   EXPECT_NE(metrics.find("\"rank\":0"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("\"rank\":1"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("\"samples\":64"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\"samples\":\"64\""), std::string::npos) << metrics;
   EXPECT_NE(ReadFile(job_dir_ + "/summary.json").find("\"samples\":128"), std::string::npos);
   EXPECT_NE(run->Stdout().find("throughput:"), std::string::npos) << run->Stdout();
 }

@@ -48,8 +48,8 @@ class WatchTest : public ::testing::Test {
   // Both ranks have reported a step past the first.
   bool Reporting() const {
     std::string metrics = ReadFile(job_dir_ + "/metrics.jsonl");
-    return metrics.find("\"rank\":0,\"step\":3") != std::string::npos &&
-           metrics.find("\"rank\":1,\"step\":3") != std::string::npos;
+    return metrics.find("\"rank\":0,\"step\":\"3\"") != std::string::npos &&
+           metrics.find("\"rank\":1,\"step\":\"3\"") != std::string::npos;
   }
 
   std::string tmp_, job_dir_;
