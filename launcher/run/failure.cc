@@ -47,8 +47,10 @@ std::string DescribeFailure(const Failure& f) {
 }
 
 std::string FailureSignature(const Failure& f) {
+  // A node is named by its id, as exclusion counts it (RestartPolicy): its rank changes when a
+  // restart moves a spare in. A rank failure keeps its global rank, a script's own failure.
   return absl::StrCat(static_cast<int>(f.cls), "/", f.global_rank < 0 ? "node" : "rank", "/",
-                      f.global_rank < 0 ? f.node_rank : f.global_rank, "/", f.exit_code, "/",
+                      f.global_rank < 0 ? f.node_id : f.global_rank, "/", f.exit_code, "/",
                       f.signal);
 }
 

@@ -39,8 +39,8 @@ struct Failure {
 // signal 9 (Killed)".
 std::string DescribeFailure(const Failure& f);
 
-// A stable key for "the same failure again" (crash-loop detection): class, rank or node, and
-// how it ended.
+// A stable key for "the same failure again" (crash-loop detection): class, global rank or node
+// id (never node rank), and how it ended.
 std::string FailureSignature(const Failure& f);
 
 }  // namespace dlaunch

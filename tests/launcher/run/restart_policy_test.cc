@@ -65,6 +65,27 @@ TEST(RestartPolicyTest, ADifferentFailureBreaksTheLoop) {
   EXPECT_FALSE(p.OnFailure(Crash(1, -1, 9), -1, 0).restart);
 }
 
+// Node `id`, at node rank `rank` of its round, stopped sending heartbeats.
+Failure Silent(int id, int rank) {
+  Failure f;
+  f.cls = FailureClass::kNodeSilent;
+  f.node_id = id;
+  f.node_rank = rank;
+  f.host = "localhost";
+  return f;
+}
+
+TEST(RestartPolicyTest, CrashLoopsAndExclusionCountTheSameNodeIdentity) {
+  // Node 1 is lost at rank 1; a spare (node 3) takes rank 1 and is lost too: two nodes, no loop.
+  RestartPolicy p({.max_restarts = 10, .crash_loop_limit = 2, .node_failure_limit = 0});
+  EXPECT_TRUE(p.OnFailure(Silent(1, 1), -1, 0).restart);
+  RestartDecision d = p.OnFailure(Silent(3, 1), -1, 0);
+  EXPECT_TRUE(d.restart) << d.reason;
+  // Node 3 again, now at rank 0 after another restart: the same node, the same failure.
+  d = p.OnFailure(Silent(3, 0), -1, 0);
+  EXPECT_TRUE(d.crash_loop) << d.reason;
+}
+
 TEST(RestartPolicyTest, ANodeThatFailsTwiceIsExcludedByIdNotByHost) {
   RestartPolicy p({.max_restarts = 10, .crash_loop_limit = 0});
   EXPECT_TRUE(p.OnFailure(Crash(2, -1, 9), -1, 0).excluded.empty());   // node 1 once
