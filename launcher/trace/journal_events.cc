@@ -3,8 +3,11 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
+#include "launcher/trace/json_lines.h"
 
 namespace dlaunch {
+
+int64_t MetricMicros(const v1::MetricLine& m) { return ParseTimeMicros(m.time()).value_or(0); }
 
 EventPlace PlaceOf(const v1::FailureRecord& f) { return {f.rank(), f.node_id(), f.host()}; }
 

@@ -2,6 +2,7 @@
 // rank and the node, by id, it ran on) and its fields as trace-event args. Pure.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "dlaunch/journal.pb.h"
@@ -18,6 +19,10 @@ struct EventPlace {
 
 EventPlace PlaceOf(const v1::FailureRecord& f);
 EventPlace PlaceOf(const v1::JobEvent& e);
+
+// A metrics record's receipt time as Unix microseconds (0: unreadable; MakeTraceInput drops such
+// records).
+int64_t MetricMicros(const v1::MetricLine& m);
 
 // An event's round and own fields, flat, as the args of its trace event.
 std::string EventArgs(const v1::JobEvent& e);

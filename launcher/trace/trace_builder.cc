@@ -72,8 +72,6 @@ struct Layout {
   }
 };
 
-int64_t MetricMicros(const v1::MetricLine& m) { return ParseTimeMicros(m.time()).value_or(0); }
-
 Layout ReadLayout(const TraceInput& in) {
   Layout l;
   for (const v1::JobEvent& e : in.events) {
