@@ -9,9 +9,34 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "dlaunch/report.pb.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace dlaunch::worker {
+
+void ToWorkerReport(const TrainerReport& in, dlaunch::v1::WorkerReport* r) {
+  switch (in.kind) {
+    case TrainerReport::Kind::kStep: r->set_kind(v1::WorkerReport::STEP); break;
+    case TrainerReport::Kind::kEpoch: r->set_kind(v1::WorkerReport::EPOCH); break;
+    case TrainerReport::Kind::kFinal: r->set_kind(v1::WorkerReport::FINAL); break;
+  }
+  r->set_rank(in.rank);
+  r->set_step(in.step);
+  r->set_epoch(in.epoch);
+  r->set_samples(in.samples);
+  r->set_interval_s(in.interval_s);
+  r->set_loss(in.loss);
+  if (in.accuracy) r->set_accuracy(*in.accuracy);
+  if (in.test_accuracy) r->set_test_accuracy(*in.test_accuracy);
+  r->set_samples_per_sec(in.samples_per_sec);
+  r->mutable_timings()->set_data_ms(in.data_ms);
+  r->mutable_timings()->set_forward_ms(in.forward_ms);
+  r->mutable_timings()->set_backward_ms(in.backward_ms);
+  r->mutable_timings()->set_optimizer_ms(in.optimizer_ms);
+  r->set_message(in.message);
+  r->set_checkpoint_step(in.checkpoint_step);
+  r->set_total_steps(in.total_steps);
+}
 
 absl::StatusOr<std::string> ReportToJson(const dlaunch::v1::WorkerReport& report) {
   google::protobuf::util::JsonPrintOptions options;
@@ -57,6 +82,12 @@ ReportClient& ReportClient::operator=(ReportClient&& other) noexcept {
 
 ReportClient::~ReportClient() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+void ReportClient::Send(const TrainerReport& report) {
+  v1::WorkerReport message;
+  ToWorkerReport(report, &message);
+  Send(message);
 }
 
 void ReportClient::Send(const dlaunch::v1::WorkerReport& report) {

@@ -137,7 +137,7 @@ bool Trainer::UnscaleAndUpdateLossScale() {
   return apply;
 }
 
-void Trainer::Report(dlaunch::v1::WorkerReport::Kind kind, std::optional<double> test_accuracy) {
+void Trainer::Report(TrainerReport::Kind kind, std::optional<double> test_accuracy) {
   const double interval_s = std::chrono::duration<double>(Clock::now() - interval_start_).count();
   const double samples = static_cast<double>(interval_samples_);
   // [loss, accuracy, samples/s, phase timings...] averaged over ranks.
@@ -153,24 +153,24 @@ void Trainer::Report(dlaunch::v1::WorkerReport::Kind kind, std::optional<double>
   const auto v = m.accessor<double, 1>();
   last_loss_ = v[0];
 
-  dlaunch::v1::WorkerReport r;
-  r.set_kind(kind);
-  r.set_rank(env_.rank);
-  r.set_step(state_.step);
-  r.set_epoch(static_cast<int32_t>(std::max<int64_t>(state_.step - 1, 0) / steps_per_epoch_));
-  r.set_samples(interval_samples_);
-  r.set_interval_s(interval_s);
-  r.set_loss(v[0]);
-  if (samples > 0) r.set_accuracy(v[1]);
-  if (test_accuracy) r.set_test_accuracy(*test_accuracy);
-  r.set_samples_per_sec(interval_s > 0 ? samples / interval_s : 0.0);
-  r.mutable_timings()->set_data_ms(data_ms_);
-  r.mutable_timings()->set_forward_ms(forward_ms_);
-  r.mutable_timings()->set_backward_ms(backward_ms_);
-  r.mutable_timings()->set_optimizer_ms(optimizer_ms_);
-  r.set_message(absl::StrFormat("rank-mean samples/s %.1f", v[2]));
-  r.set_checkpoint_step(checkpoint_step_);
-  r.set_total_steps(total_steps_);  // the live view's progress bar and ETA
+  TrainerReport r;
+  r.kind = kind;
+  r.rank = env_.rank;
+  r.step = state_.step;
+  r.epoch = static_cast<int32_t>(std::max<int64_t>(state_.step - 1, 0) / steps_per_epoch_);
+  r.samples = interval_samples_;
+  r.interval_s = interval_s;
+  r.loss = v[0];
+  if (samples > 0) r.accuracy = v[1];
+  r.test_accuracy = test_accuracy;
+  r.samples_per_sec = interval_s > 0 ? samples / interval_s : 0.0;
+  r.data_ms = data_ms_;
+  r.forward_ms = forward_ms_;
+  r.backward_ms = backward_ms_;
+  r.optimizer_ms = optimizer_ms_;
+  r.message = absl::StrFormat("rank-mean samples/s %.1f", v[2]);
+  r.checkpoint_step = checkpoint_step_;
+  r.total_steps = total_steps_;  // the live view's progress bar and ETA
   reporter_->Send(r);
 
   loss_sum_.zero_();
@@ -273,7 +273,7 @@ absl::Status Trainer::OnStepEnd(int64_t first_step) {
   const bool epoch_end = state_.step % steps_per_epoch_ == 0;
   const bool last = state_.step == total_steps_;
   if (state_.step % options_.report_every == 0 && !epoch_end && !last) {
-    Report(dlaunch::v1::WorkerReport::STEP, std::nullopt);
+    Report(TrainerReport::Kind::kStep, std::nullopt);
   }
   if (epoch_end || last) {
     train_seconds_ += std::chrono::duration<double>(Clock::now() - timed_start_).count();
@@ -282,7 +282,7 @@ absl::Status Trainer::OnStepEnd(int64_t first_step) {
     if (step_trace_ && options_.evaluate) {
       step_trace_->Span("evaluate", state_.step, e0, Clock::now());
     }
-    Report(last ? dlaunch::v1::WorkerReport::FINAL : dlaunch::v1::WorkerReport::EPOCH,
+    Report(last ? TrainerReport::Kind::kFinal : TrainerReport::Kind::kEpoch,
            options_.evaluate ? test_accuracy_ : std::nullopt);
     if (IsRankZero()) {
       const int64_t epoch = (state_.step - 1) / steps_per_epoch_;

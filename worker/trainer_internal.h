@@ -13,7 +13,6 @@
 #include <torch/torch.h>
 
 #include "absl/status/status.h"
-#include "dlaunch/report.pb.h"
 #include "worker/checkpoint_io.h"
 #include "worker/datasets.h"
 #include "worker/ddp_model.h"
@@ -77,7 +76,7 @@ class Trainer {
   void TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offset);
   bool UnscaleAndUpdateLossScale();
   absl::Status OnStepEnd(int64_t first_step);
-  void Report(dlaunch::v1::WorkerReport::Kind kind, std::optional<double> test_accuracy);
+  void Report(TrainerReport::Kind kind, std::optional<double> test_accuracy);
   double Evaluate();
   absl::Status Checkpoint();
   double FinalThroughput();

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "dlaunch/report.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 
@@ -25,6 +26,40 @@ TEST(ReportClientTest, JsonUsesSnakeCaseFieldNames) {
   EXPECT_NE(json->find("\"test_accuracy\":0.9"), std::string::npos) << *json;
   EXPECT_NE(json->find("\"comm_wait_ms\""), std::string::npos) << *json;
   EXPECT_EQ(json->find('\n'), std::string::npos);
+}
+
+TEST(ReportClientTest, ATrainerReportBecomesTheSameWorkerReport) {
+  TrainerReport t;
+  t.kind = TrainerReport::Kind::kFinal;
+  t.rank = 3;
+  t.step = 40;
+  t.epoch = 1;
+  t.samples = 640;
+  t.interval_s = 2.5;
+  t.loss = 0.25;
+  t.test_accuracy = 0.875;
+  t.samples_per_sec = 256;
+  t.forward_ms = 7;
+  t.message = "m";
+  t.checkpoint_step = 30;
+  t.total_steps = 40;
+  v1::WorkerReport r;
+  ToWorkerReport(t, &r);
+  EXPECT_EQ(r.kind(), v1::WorkerReport::FINAL);
+  EXPECT_EQ(r.rank(), 3);
+  EXPECT_EQ(r.step(), 40);
+  EXPECT_EQ(r.epoch(), 1);
+  EXPECT_EQ(r.samples(), 640);
+  EXPECT_DOUBLE_EQ(r.interval_s(), 2.5);
+  EXPECT_DOUBLE_EQ(r.loss(), 0.25);
+  EXPECT_FALSE(r.has_accuracy());  // absent stays absent
+  ASSERT_TRUE(r.has_test_accuracy());
+  EXPECT_DOUBLE_EQ(r.test_accuracy(), 0.875);
+  EXPECT_DOUBLE_EQ(r.samples_per_sec(), 256);
+  EXPECT_DOUBLE_EQ(r.timings().forward_ms(), 7);
+  EXPECT_EQ(r.message(), "m");
+  EXPECT_EQ(r.checkpoint_step(), 30);
+  EXPECT_EQ(r.total_steps(), 40);
 }
 
 TEST(ReportClientTest, SendsOneLinePerReportOnTheSocket) {
