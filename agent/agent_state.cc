@@ -16,14 +16,14 @@ WorkerOutcome ClassifyWorkerExit(int wait_status, bool stopped, bool stopping) {
 }
 
 AgentState::AgentState(AgentConfig config)
-    : interval_(std::max(kMinHeartbeat, config.heartbeat_interval)),
+    : liveness_(config.heartbeat_interval, config.heartbeat_misses),
       grace_(config.grace),
       exit_when_workers_end_(config.max_restarts == 0 && !config.spare),
       member_(!config.spare),
       round_(config.round) {}
 
 std::chrono::milliseconds AgentState::launcher_silence_limit() const {
-  return std::max(kLauncherMisses * interval_, kMinLauncherSilence);
+  return liveness_.lease();
 }
 
 AgentActions AgentState::OnSessionOpened(Time now) {
@@ -54,6 +54,8 @@ AgentActions AgentState::OnStartRound(int round) {
   member_ = true;
   started_a_round_ = true;
   stopping_ = false;
+  stop_sent_ = false;
+  held_stop_.reset();
   round_failed_ = false;
   reports_drained_ = false;
   out.push_back(StartWorkers{round});
@@ -87,8 +89,8 @@ AgentActions AgentState::OnWorkerExit(const ChildExit& exit) {
   return out;
 }
 
-AgentActions AgentState::OnLauncherMessage(Time now) {
-  last_from_launcher_ = std::max(last_from_launcher_, now);
+AgentActions AgentState::OnLauncherMessage(Time heard) {
+  last_from_launcher_ = std::max(last_from_launcher_, heard);
   return {};
 }
 
@@ -102,6 +104,19 @@ AgentActions AgentState::OnStopCommand(const StopRequest& stop) {
   }
   if (stop.exit) RequestExit(kExitOk);
   if (round_active_) {
+    if (held_stop_ && stop.grace.count() > 0) {
+      // Another stop while the stacks are taken: the earlier grace and reason hold.
+      held_stop_->grace = std::min(held_stop_->grace, stop.grace);
+      return out;
+    }
+    if (!held_stop_ && !stop.dump_ranks.empty() && running_ > 0 && stop.dump_budget.count() > 0) {
+      // The workers must not be stopped before their stacks are taken; whatever exits meanwhile
+      // was asked to stop.
+      stopping_ = true;
+      held_stop_ = stop;
+      out.push_back(DumpStacks{stop.dump_ranks, stop.dump_budget});
+      return out;
+    }
     Stop(absl::StrCat("launcher: ", stop.reason), stop.grace, &out);
     return out;
   }
@@ -111,6 +126,15 @@ AgentActions AgentState::OnStopCommand(const StopRequest& stop) {
     out.push_back(SendRoundEnded{round_});
   }
   MaybeExit(&out);
+  return out;
+}
+
+AgentActions AgentState::OnStacksDumped() {
+  AgentActions out;
+  if (!held_stop_) return out;  // a late report of a dump whose stop went out already
+  const StopRequest stop = *std::move(held_stop_);
+  held_stop_.reset();
+  if (round_active_) Stop(absl::StrCat("launcher: ", stop.reason), stop.grace, &out);
   return out;
 }
 
@@ -138,9 +162,10 @@ void AgentState::CloseSession(const std::string& why, AgentActions* out) {
 AgentActions AgentState::OnTick(Time now) {
   AgentActions out;
   if (finished_) return out;
-  const bool stalled = now - last_tick_ > 2 * interval_;
+  const std::chrono::milliseconds interval = liveness_.heartbeat();
+  if (now - last_tick_ > 2 * interval) judge_from_ = now + 2 * interval;
   last_tick_ = now;
-  if (session_open_ && !stalled && now - last_from_launcher_ > launcher_silence_limit()) {
+  if (session_open_ && now >= judge_from_ && now - last_from_launcher_ > launcher_silence_limit()) {
     Fence(std::chrono::duration_cast<std::chrono::milliseconds>(now - last_from_launcher_), &out);
   }
   if (session_open_) out.push_back(SendHeartbeat{});
@@ -189,9 +214,12 @@ AgentActions AgentState::OnReportsDrained() {
 }
 
 void AgentState::Stop(const std::string& why, std::chrono::milliseconds grace, AgentActions* out) {
+  // Whatever happens now, no held stop is left to apply later.
+  held_stop_.reset();
   if (running_ == 0) return;
-  const bool first = !stopping_;
+  const bool first = !stop_sent_;
   stopping_ = true;
+  stop_sent_ = true;
   out->push_back(StopWorkers{grace, why, first});
 }
 

@@ -11,11 +11,13 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "common/child_exit.h"
+#include "common/liveness_policy.h"
 
 namespace dlaunch {
 
@@ -49,6 +51,13 @@ struct SendWorkerExit {
 // Read what exited workers left in their report connections, then call OnReportsDrained (at
 // once when none is open, else when the last closes or after kReportDrainLimit).
 struct DrainReports {};
+// Record the stacks of `ranks` (those of this node's workers; each at most once a round) in
+// the job directory, within `budget`, then call OnStacksDumped. Runs beside the loop: the
+// heartbeats go on meanwhile, and the stop the launcher asked for waits for it.
+struct DumpStacks {
+  std::vector<int> ranks;
+  std::chrono::milliseconds budget{0};
+};
 // RoundEnded{round, a fresh free port of this node} to the launcher.
 struct SendRoundEnded {
   int round = 0;
@@ -63,7 +72,7 @@ struct ExitAgent {
 };
 using AgentAction =
     std::variant<StartWorkers, StopWorkers, KillWorkers, SendHeartbeat, FlushReports,
-                 SendWorkerExit, DrainReports, SendRoundEnded, LogNote, ExitAgent>;
+                 SendWorkerExit, DrainReports, DumpStacks, SendRoundEnded, LogNote, ExitAgent>;
 using AgentActions = std::vector<AgentAction>;
 
 struct AgentConfig {
@@ -72,6 +81,7 @@ struct AgentConfig {
   int max_restarts = 0;  // JoinResponse.max_restarts: 0 means no round follows the first
   bool spare = false;    // JoinResponse.spare: nothing runs until a StartRound
   int round = 0;         // JoinResponse.round: the first round's number
+  int heartbeat_misses = 0;  // JoinResponse.heartbeat_misses; 0: LivenessPolicy's default
 };
 
 // A StopCommand as the state sees it.
@@ -80,21 +90,15 @@ struct StopRequest {
   bool exit = false;  // exit once the workers ended
   std::string reason;
   std::chrono::milliseconds grace{0};
+  // Ranks whose stacks are recorded before the workers stop, within dump_budget.
+  std::vector<int> dump_ranks{};
+  std::chrono::milliseconds dump_budget{0};
 };
 
 class AgentState {
  public:
   using Time = std::chrono::steady_clock::time_point;
 
-  // Heartbeats are never more frequent than this, whatever the launcher asks.
-  static constexpr std::chrono::milliseconds kMinHeartbeat{50};
-  // The launcher is presumed gone after this many heartbeat intervals without a message from it
-  // (it pings every interval, or every second when the interval is longer)...
-  static constexpr int kLauncherMisses = 3;
-  // ...and never sooner than this: on a loaded machine a short interval (tests use 0.25 s) is
-  // easily missed three times over, and a false alarm stops a healthy job. A launcher that
-  // dies closes the session at once; this watchdog is for one that hangs or a cut link.
-  static constexpr std::chrono::milliseconds kMinLauncherSilence{5000};
   // How long the agent waits for exited workers' report connections before the round ends.
   static constexpr std::chrono::milliseconds kReportDrainLimit{2000};
   // Grace for a stop on a signal when the launcher gave none.
@@ -111,22 +115,29 @@ class AgentState {
   // StartWorkers ended: `started` workers run, `failed` could not start (each a failed worker).
   AgentActions OnWorkersStarted(int started, int failed);
   AgentActions OnWorkerExit(const ChildExit& exit);
-  // Any message from the launcher (pings included) proves it alive.
-  AgentActions OnLauncherMessage(Time now);
+  // A message from the launcher (pings included) said it has processed this agent's messages
+  // sent up to `heard` (LauncherCommand.heard_ms): the lease runs from there. Arrival alone
+  // proves nothing: a command held up in a cut link may arrive long after it was sent.
+  AgentActions OnLauncherMessage(Time heard);
+  // A stop that asks for stacks first emits DumpStacks and holds the stop (stops that come
+  // meanwhile are merged into it) until OnStacksDumped; a stop with no grace does not wait.
   AgentActions OnStopCommand(const StopRequest& stop);
+  // The DumpStacks asked for ended (every dump done, or its budget spent).
+  AgentActions OnStacksDumped();
   AgentActions OnSessionClosed(const std::string& why);
   // The heartbeat timer fired at `now`; the next one is due heartbeat_interval() later. A tick
   // that comes more than an interval late means this agent itself was stalled, so it does not
-  // judge the launcher's silence: messages that arrived meanwhile are still queued behind it.
-  // A launcher silent past launcher_silence_limit() fences the agent, whether its workers run,
-  // it waits between rounds, or it is a spare.
+  // judge the launcher for two intervals: its heartbeat of now must have time to be echoed.
+  // Past the lease (launcher_silence_limit(): no message of this agent sent since then was
+  // echoed) the agent is fenced, whether its workers run, it waits between rounds, or it is a
+  // spare.
   AgentActions OnTick(Time now);
   AgentActions OnSignal(int sig);
   // A report connection closed, or the drain limit passed (OnReportsDrained).
   AgentActions OnReportConnectionClosed();
   AgentActions OnReportsDrained();
 
-  std::chrono::milliseconds heartbeat_interval() const { return interval_; }
+  std::chrono::milliseconds heartbeat_interval() const { return liveness_.heartbeat(); }
   std::chrono::milliseconds launcher_silence_limit() const;
   // The round every message carries: the last one started (the first round's number before).
   int round() const { return round_; }
@@ -134,6 +145,7 @@ class AgentState {
   bool spare() const { return !member_; }
   bool session_open() const { return session_open_; }
   bool stopping() const { return stopping_; }
+  bool dumping_stacks() const { return held_stop_.has_value(); }
   bool fenced() const { return fenced_; }
   bool finished() const { return finished_; }
 
@@ -150,7 +162,7 @@ class AgentState {
   void CloseSession(const std::string& why, AgentActions* out);
   void Fence(std::chrono::milliseconds silent, AgentActions* out);
 
-  std::chrono::milliseconds interval_;
+  const LivenessPolicy liveness_;
   std::chrono::milliseconds grace_;
   // Rule (a) of the round contract: no next round can come, so the agent exits once its
   // workers ended, with 1 when one of them failed (as before rounds existed).
@@ -162,12 +174,16 @@ class AgentState {
   bool round_active_ = false;
   int ended_round_ = -1;  // the last round whose workers all ended
   int running_ = 0;
-  bool stopping_ = false;
+  bool stopping_ = false;    // the launcher or a signal asked the workers to stop
+  bool stop_sent_ = false;   // StopWorkers went out this round
+  // A stop waiting for the stack dump it asked for (DumpStacks out, OnStacksDumped not yet in).
+  std::optional<StopRequest> held_stop_;
   bool round_failed_ = false;
   bool reports_drained_ = false;
   bool session_open_ = false;
-  Time last_from_launcher_{};
+  Time last_from_launcher_{};  // the lease's start: the newest echoed send time, or session open
   Time last_tick_{};
+  Time judge_from_{};          // after a stall of its own, the agent judges the lease from then
   bool exit_requested_ = false;
   int exit_code_ = 0;
   bool fenced_ = false;

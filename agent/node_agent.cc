@@ -1,21 +1,17 @@
 #include "agent/node_agent.h"
 
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <iostream>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
-#include "agent/gpu_monitor.h"
 #include "agent/report_merge.h"
 #include "agent/worker_env.h"
 #include "agent/worker_launch.h"
-#include "common/command_runner.h"
 #include "common/environment.h"
 #include "common/file_io.h"
 #include "common/host_identity.h"
@@ -40,8 +36,9 @@ v1::WorkerEvent::State ToProto(WorkerOutcome outcome) {
 
 }  // namespace
 
-NodeAgent::NodeAgent(boost::asio::io_context& io, AgentOptions options)
-    : io_(io), options_(std::move(options)), clock_(io) {
+NodeAgent::NodeAgent(boost::asio::io_context& io, AgentOptions options,
+                     std::unique_ptr<GpuMonitor> gpu_monitor)
+    : io_(io), options_(std::move(options)), clock_(io), gpu_monitor_(std::move(gpu_monitor)) {
   if (options_.host.empty()) options_.host = LocalHostName();
   if (options_.addr.empty()) options_.addr = RouteAddressTo(options_.control);
   agent_id_ = absl::StrCat(options_.host, ":", getpid(), ":", RandomHex(6));
@@ -64,12 +61,15 @@ void NodeAgent::Log(const std::string& line) const {
 
 absl::Status NodeAgent::Start() {
   gpus_ = DiscoverGpus(ProcessEnvironment());
+  // Opened once: an agent process serves one job on one node.
+  if (!gpu_monitor_) gpu_monitor_ = GpuMonitor::Load(gpus_.visible);
   auto joined = Join(gpus_);
   if (!joined.ok()) return joined.status();
   job_ = *std::move(joined);
   node_id_ = job_.node_id();
   state_.emplace(AgentConfig{milliseconds(job_.heartbeat_ms()), milliseconds(job_.grace_ms()),
-                             job_.max_restarts(), job_.spare(), job_.round()});
+                             job_.max_restarts(), job_.spare(), job_.round(),
+                             job_.heartbeat_misses()});
   WatchSignals();
   if (job_.spare()) Log("joined as a spare: waiting for a round to take a lost node's place");
 
@@ -233,6 +233,8 @@ v1::AgentMessage NodeAgent::Message() const {
   m.set_node_id(node_id_);
   m.set_agent_id(agent_id_);
   m.set_round(state_->round());
+  m.set_sent_ms(
+      std::chrono::duration_cast<milliseconds>(clock_.Now().time_since_epoch()).count());
   return m;
 }
 
@@ -278,14 +280,16 @@ void NodeAgent::OnChildExit(const ChildExit& e) {
 }
 
 void NodeAgent::OnCommand(const v1::LauncherCommand& cmd) {
-  Apply(state_->OnLauncherMessage(clock_.Now()));
+  // The lease runs from the newest of this agent's messages the launcher has processed.
+  if (cmd.heard_ms() > 0) {
+    Apply(state_->OnLauncherMessage(AgentState::Time(milliseconds(cmd.heard_ms()))));
+  }
   if (cmd.has_stop()) {
     const v1::StopCommand& stop = cmd.stop();
-    if (!stop.dump_ranks().empty() && stop.round() >= state_->round()) {
-      DumpStacks(stop.dump_ranks());
-    }
-    Apply(state_->OnStopCommand(
-        StopRequest{stop.round(), stop.exit(), stop.reason(), milliseconds(stop.grace_ms())}));
+    Apply(state_->OnStopCommand(StopRequest{
+        stop.round(), stop.exit(), stop.reason(), milliseconds(stop.grace_ms()),
+        std::vector<int>(stop.dump_ranks().begin(), stop.dump_ranks().end()),
+        milliseconds(stop.dump_budget_ms())}));
   } else if (cmd.has_start()) {
     next_place_ = cmd.start().place();
     Apply(state_->OnStartRound(cmd.start().place().round()));
@@ -293,37 +297,23 @@ void NodeAgent::OnCommand(const v1::LauncherCommand& cmd) {
   }
 }
 
-void NodeAgent::DumpStacks(const google::protobuf::RepeatedField<int32_t>& ranks) {
-  // Runs on the loop on purpose: the workers must not be stopped before their stacks are
-  // taken. kStackDumpBudget bounds the whole dump, so the stop is late by at most that.
-  const auto deadline = std::chrono::steady_clock::now() + kStackDumpBudget;
+void NodeAgent::StartStackDump(const DumpStacks& dump) {
+  std::vector<StackDumper::Target> targets;
   for (const auto& [pid, rank] : rank_of_pid_) {
-    if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) continue;
-    if (dumped_ranks_.count(rank)) continue;
-    dumped_ranks_.insert(rank);
-    const double left =
-        std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0.5) {
-      Log(absl::StrCat("no time left to record the stacks of rank ", rank));
-      break;
-    }
-    absl::StatusOr<CommandResult> gdb = RunCommand(
-        {"gdb", "-batch", "-nx", "-p", std::to_string(pid), "-ex", "thread apply all bt"}, left);
-    std::string text;
-    if (gdb.ok()) {
-      text = absl::StrCat(gdb->out, gdb->err);
-    } else {
-      text = absl::StrCat("gdb -p ", pid, ": ", gdb.status().message(), "\n");
-    }
-    const std::string path = absl::StrCat(job_.job_dir(), "/stacks/rank-", rank, ".txt");
-    const std::string dir = job_.job_dir() + "/stacks";
-    absl::Status written = mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST
-                               ? WriteFileAtomically(path, text)
-                               : ErrnoStatus(errno, "cannot create directory", dir);
-    Log(written.ok() ? absl::StrCat("stacks of rank ", rank, " (pid ", pid, ") in ", path)
-                     : absl::StrCat("cannot record the stacks of rank ", rank, ": ",
-                                    written.message()));
+    if (std::find(dump.ranks.begin(), dump.ranks.end(), rank) == dump.ranks.end()) continue;
+    if (!dumped_ranks_.insert(rank).second) continue;
+    targets.push_back({rank, pid});
   }
+  if (!stack_dumper_) {
+    stack_dumper_ =
+        std::make_unique<StackDumper>(io_, clock_, [this](const std::string& l) { Log(l); });
+  }
+  if (!targets.empty()) {
+    Log(absl::StrCat("recording the stacks of ", targets.size(), " rank(s) before the stop (up to ",
+                     static_cast<double>(dump.budget.count()) / 1000, " s)"));
+  }
+  stack_dumper_->Start(targets, job_.job_dir() + "/stacks", dump.budget,
+                       [this] { Apply(state_->OnStacksDumped()); });
 }
 
 void NodeAgent::Apply(const AgentActions& actions) {
@@ -345,6 +335,8 @@ void NodeAgent::Apply(const AgentActions& actions) {
             ReportWorkerExit(a);
           } else if constexpr (std::is_same_v<T, DrainReports>) {
             BeginDrain();
+          } else if constexpr (std::is_same_v<T, DumpStacks>) {
+            StartStackDump(a);
           } else if constexpr (std::is_same_v<T, SendRoundEnded>) {
             ReportRoundEnded(a.round);
           } else if constexpr (std::is_same_v<T, LogNote>) {
@@ -379,10 +371,7 @@ void NodeAgent::Heartbeat() {
   for (auto& [rank, r] : pending_reports_) *hb->add_reports() = std::move(r);
   pending_reports_.clear();
   for (const auto& [rank, n] : output_lines_) (*hb->mutable_output_lines())[rank] = n;
-  // Opened once: an agent process serves one job on one node.
-  static const std::unique_ptr<GpuMonitor> gpu_monitor =
-      GpuMonitor::Load(DiscoverGpus(ProcessEnvironment()).visible);
-  AddGpuSamples(gpu_monitor->Sample(), hb);
+  AddGpuSamples(gpu_monitor_->Sample(), hb);
   client_->Send(std::move(msg));
 }
 

@@ -20,8 +20,10 @@
 #include "agent/agent_state.h"
 #include "agent/control_client.h"
 #include "agent/gpu_discovery.h"
+#include "agent/gpu_monitor.h"
 #include "agent/local_rank_plan.h"
 #include "agent/report_server.h"
+#include "agent/stack_dumper.h"
 #include "common/child_supervisor.h"
 #include "common/clock.h"
 #include "dlaunch/control.pb.h"
@@ -40,7 +42,9 @@ struct AgentOptions {
 
 class NodeAgent {
  public:
-  NodeAgent(boost::asio::io_context& io, AgentOptions options);
+  // `gpu_monitor` samples the GPUs for the heartbeats; null: NVML on the GPUs this node sees.
+  NodeAgent(boost::asio::io_context& io, AgentOptions options,
+            std::unique_ptr<GpuMonitor> gpu_monitor = nullptr);
   ~NodeAgent();
 
   // Joins, opens the session and starts the first round's workers (a spare starts none);
@@ -78,10 +82,9 @@ class NodeAgent {
   // RoundEnded with a fresh free port of this node: the next round's MASTER_PORT if it is node 0.
   void ReportRoundEnded(int round);
   void Stop(const StopWorkers& stop);
-  // gdb's "thread apply all bt" of each listed rank on this node, to stacks/rank-N.txt in the
-  // job directory; all of it within kStackDumpBudget.
-  void DumpStacks(const google::protobuf::RepeatedField<int32_t>& ranks);
-  static constexpr std::chrono::seconds kStackDumpBudget{10};
+  // The stacks of each listed rank on this node not yet recorded this round, to
+  // stacks/rank-N.txt in the job directory (StackDumper), then AgentState::OnStacksDumped.
+  void StartStackDump(const DumpStacks& dump);
   void Heartbeat();
   void FlushPendingReports();
   void ReportWorkerExit(const SendWorkerExit& ev);
@@ -95,6 +98,8 @@ class NodeAgent {
   boost::asio::io_context& io_;
   AgentOptions options_;
   AsioTimerClock clock_;
+  std::unique_ptr<GpuMonitor> gpu_monitor_;
+  std::unique_ptr<StackDumper> stack_dumper_;
   std::optional<AgentState> state_;   // from the JoinResponse on
   std::unique_ptr<ControlClient> client_;
   std::unique_ptr<ChildSupervisor> supervisor_;

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <type_traits>
 #include <utility>
 
@@ -96,8 +97,13 @@ void JobController::HandleSessionOpened(int session_id, int node_rank,
   Apply(state_.OnSessionOpened(node_rank, session_id, Now()));
 }
 
-void JobController::HandleAgentMessage(int, int node_rank, const v1::AgentMessage& message) {
+void JobController::HandleAgentMessage(int session_id, int node_rank,
+                                       const v1::AgentMessage& message) {
   if (finished_) return;
+  auto it = sessions_.find(node_rank);
+  if (it != sessions_.end() && it->second.id == session_id) {
+    it->second.heard_ms = std::max(it->second.heard_ms, message.sent_ms());
+  }
   Apply(state_.OnAgentMessage(node_rank, message, Now()));
 }
 
@@ -159,7 +165,10 @@ void JobController::Apply(const JobActions& actions) {
 void JobController::Send(const std::vector<int>& nodes, const v1::LauncherCommand& command) {
   for (int node : nodes) {
     auto it = sessions_.find(node);
-    if (it != sessions_.end()) it->second.session->Send(command);
+    if (it == sessions_.end()) continue;
+    v1::LauncherCommand stamped = command;
+    stamped.set_heard_ms(it->second.heard_ms);
+    it->second.session->Send(stamped);
   }
 }
 
@@ -171,6 +180,7 @@ void JobController::SendStop(const dlaunch::SendStop& a) {
   for (int rank : a.dump_ranks) stop->add_dump_ranks(rank);
   stop->set_round(a.round);
   stop->set_exit(a.exit);
+  stop->set_dump_budget_ms(a.dump_budget_ms);
   Send(a.nodes, command);
 }
 

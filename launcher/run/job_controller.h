@@ -57,6 +57,9 @@ class JobController final : public ControlHandler {
   struct OpenSession {
     int id = -1;
     std::shared_ptr<AgentSession> session;
+    // The newest AgentMessage.sent_ms processed from this session, echoed in every command to
+    // it as LauncherCommand.heard_ms: what renews the agent's lease (LivenessPolicy).
+    int64_t heard_ms = 0;
   };
 
   double Now() const;

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <utility>
 
@@ -24,6 +25,7 @@ bool Finished(v1::WorkerEvent::State s) {
 }
 
 int Ms(double seconds) { return static_cast<int>(seconds * 1000); }
+double Seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
 
 // Beyond the grace, a stop waits for the agents' own watchdogs (heartbeat x misses) and 5 s of
 // slack before the launcher kills what is left.
@@ -34,9 +36,6 @@ constexpr double kSessionOpenSlackS = 5;
 // the job is stopped at once but the root cause is printed only after this long, or as soon as
 // a failure of its own arrives: the rank that really died may be reported a moment later.
 constexpr double kPeerSettleS = 0.5;
-// Agents record hung ranks' stacks before they stop them, within this bound
-// (NodeAgent::kStackDumpBudget); a stop that asks for stacks waits that much longer.
-constexpr double kStackDumpS = 10;
 
 bool PeerLike(const Failure& f) {
   return f.cls == FailureClass::kWorkerCrash && (f.signal == 0 || f.signal == 15) &&
@@ -46,9 +45,12 @@ bool PeerLike(const Failure& f) {
 }  // namespace
 
 JobState::JobState(JobConfig config)
-    : config_(std::move(config)), monitor_(config_.progress), policy_(config_.restarts) {}
+    : config_(std::move(config)),
+      liveness_(std::chrono::milliseconds(Ms(config_.heartbeat_s)), config_.heartbeat_misses),
+      monitor_(config_.progress),
+      policy_(config_.restarts) {}
 
-double JobState::tick_interval_s() const { return std::min(config_.heartbeat_s, 1.0); }
+double JobState::tick_interval_s() const { return Seconds(liveness_.ping_interval()); }
 
 void JobState::Say(const std::string& line, JobActions& out) const {
   out.push_back(PrintLine{false, "[dlaunch] " + line});
@@ -246,6 +248,7 @@ JobActions JobState::OnSessionEnded(int node, int session, double now_s) {
   Node& n = nodes_[node];
   if (n.session != session || n.session_ended) return out;  // a replaced session
   n.session_ended = true;
+  n.session_ended_at_s = now_s;
   if (n.gone) {
     MaybeFinish(now_s, out);
     return out;
@@ -301,7 +304,7 @@ JobActions JobState::OnTick(double now_s) {
   JobActions out;
   if (finished_) return out;
   if (round_) {
-    const double lost_after = config_.heartbeat_s * config_.heartbeat_misses;
+    const double lost_after = Seconds(liveness_.lost_after());
     SendPing ping;
     for (auto& [i, n] : nodes_) {
       if (n.gone) continue;
@@ -471,7 +474,7 @@ void JobState::CheckHealth(double now_s, JobActions& out) {
   if (hangs.front().kind != HangKind::kExitHang) {
     for (const auto& [i, n] : nodes_) {
       if (!n.gone && !n.spare && SessionOpen(n) &&
-          now_s - n.last_seen_s > 2 * config_.heartbeat_s)
+          now_s - n.last_seen_s > Seconds(liveness_.silent_after()))
         return;
     }
   }
@@ -533,7 +536,8 @@ void JobState::StopAll(double grace_s, const std::string& reason, double now_s, 
   // spares and dismissed nodes too.
   round_stop_.reset();
   restart_at_s_.reset();
-  SendStop stop{{}, Ms(grace_s), reason, dump_ranks_, current_round(), true};
+  SendStop stop{{}, Ms(grace_s), reason, dump_ranks_, current_round(), true,
+                dump_ranks_.empty() ? 0 : Ms(config_.stack_dump_s)};
   for (auto& [i, n] : nodes_) {
     if (SessionOpen(n)) {
       stop.nodes.push_back(i);
@@ -548,8 +552,8 @@ void JobState::StopAll(double grace_s, const std::string& reason, double now_s, 
         AppendEvent{StopRequestedEvent(current_round(), reason)});
     stop_started_at_s_ = now_s;
   }
-  double deadline = now_s + grace_s + config_.heartbeat_s * config_.heartbeat_misses + kStopSlackS +
-                    (dump_ranks_.empty() ? 0 : kStackDumpS);
+  double deadline = now_s + grace_s + Seconds(liveness_.lost_after()) + kStopSlackS +
+                    (dump_ranks_.empty() ? 0 : config_.stack_dump_s);
   if (!stop_deadline_s_ || deadline < *stop_deadline_s_) {
     stop_deadline_s_ = deadline;
     out.push_back(ArmStopDeadline{deadline});

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/liveness_policy.h"
 #include "dlaunch/control.pb.h"
 #include "dlaunch/journal.pb.h"
 #include "launcher/run/failure.h"
@@ -33,6 +34,9 @@ struct JobConfig {
   double heartbeat_s = 2;
   int heartbeat_misses = 3;
   double stop_grace_s = 10;
+  // The agents' time for hung ranks' stacks (StopCommand.dump_budget_ms): a stop that asks for
+  // stacks is late by at most this, and the launcher waits that much longer for it.
+  double stack_dump_s = 10;
   double summary_interval_s = 5;
   // Stall and exit-hang limits (health.*, stop.exit_timeout).
   ProgressSettings progress;
@@ -63,6 +67,7 @@ struct SendStop {
   std::vector<int> dump_ranks;  // hung ranks whose stacks are recorded before the stop
   int round = 0;                // the round whose workers stop
   bool exit = true;             // the agent exits once they have; false: it waits for a round
+  int dump_budget_ms = 0;       // JobConfig::stack_dump_s when dump_ranks is not empty
 };
 // Round `round.round` starts: node_ids[i] takes the place round.assignments[i].
 struct SendStartRound {
@@ -134,6 +139,7 @@ class JobState {
     std::string addr;
     int session = -1;  // -1: never opened
     bool session_ended = false;
+    double session_ended_at_s = 0;
     double last_seen_s = 0;
     int workers_running = 0;
     Participant joined;     // as it joined: slots, and its first worker port
@@ -173,6 +179,8 @@ class JobState {
   void AdvanceRestart(double now_s, JobActions& out);
   void DecideRestart(double now_s, JobActions& out);
   void StartNextRound(double now_s, JobActions& out);
+  // Moves workers_gone_by_s_ to cover the members of the stopped round that did not end it.
+  void NoteWorkersMayRun();
   void GiveUp(const std::string& reason, double now_s, JobActions& out);
   // A message of a node no longer in the job, or of a round that has moved on: true when the
   // message is to be dropped (liveness still counts).
@@ -187,6 +195,8 @@ class JobState {
   int current_round() const { return round_ ? round_->round : 0; }
 
   const JobConfig config_;
+  // heartbeat_s x heartbeat_misses, as every agent got it in its JoinResponse.
+  const LivenessPolicy liveness_;
   std::vector<std::string> launcher_programs_;
   std::optional<RoundResult> round_;
   double rendezvous_closed_at_s_ = 0;
@@ -217,6 +227,10 @@ class JobState {
   };
   std::optional<RoundStop> round_stop_;     // the current round is stopping for a restart
   std::optional<double> restart_at_s_;      // back-off: the next round starts then
+  // No two rounds at once: the workers of every member that left the stopped round without its
+  // RoundEnded are surely gone by then (LivenessPolicy::workers_gone_after), and the next round
+  // starts no sooner.
+  double workers_gone_by_s_ = 0;
   std::vector<int> next_members_;           // decided, waiting for the back-off
   std::optional<double> restart_detected_at_s_;  // the failure that began the restart
   long checkpoint_step_ = -1;               // newest complete checkpoint any rank reported

@@ -2,6 +2,7 @@
 // is awaited (RoundEnded from every live member), RestartPolicy decides, and the next round is
 // built from the survivors and the spares. See docs/failures.md, "Restarts".
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,8 +19,9 @@ int Ms(double seconds) { return static_cast<int>(seconds * 1000); }
 
 // A member that has not sent RoundEnded this long after the stop's grace counts as lost.
 constexpr double kRoundEndSlackS = 2;
-// Agents record hung ranks' stacks before they stop them (NodeAgent::kStackDumpBudget).
-constexpr double kStackDumpS = 10;
+// SIGKILL of a worker's group takes effect this soon after the grace.
+constexpr double kKillSlackS =
+    std::chrono::duration<double>(LivenessPolicy::kKillSlack).count();
 
 }  // namespace
 
@@ -58,9 +60,12 @@ bool JobState::CanRestart(const Failure& f) const {
 
 void JobState::BeginRoundStop(double now_s, JobActions& out) {
   restart_detected_at_s_ = now_s;
-  const double wait = config_.stop_grace_s + kRoundEndSlackS + (dump_ranks_.empty() ? 0 : kStackDumpS);
+  // Agents record hung ranks' stacks before they stop them, within config_.stack_dump_s.
+  const double dump_s = dump_ranks_.empty() ? 0 : config_.stack_dump_s;
+  const double wait = config_.stop_grace_s + kRoundEndSlackS + dump_s;
   round_stop_ = RoundStop{now_s + wait};
-  SendStop stop{{}, Ms(config_.stop_grace_s), "restarting", dump_ranks_, current_round(), false};
+  SendStop stop{{}, Ms(config_.stop_grace_s), "restarting", dump_ranks_, current_round(), false,
+                Ms(dump_s)};
   for (int id : members_) {
     if (SessionOpen(nodes_[id])) stop.nodes.push_back(id);
   }
@@ -134,6 +139,7 @@ void JobState::AdvanceRestart(double now_s, JobActions& out) {
 void JobState::DecideRestart(double now_s, JobActions& out) {
   const Failure root = PickRootCause(failures_).root;
   Announce(now_s, true, out);
+  NoteWorkersMayRun();
   // Members that did not end their round in time, or whose session broke, are lost.
   for (int id : members_) {
     const Node& n = nodes_[id];
@@ -203,18 +209,40 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
     return;
   }
   next_members_ = next;
-  restart_at_s_ = d.restart_at_s;
-  Say(absl::StrFormat("restarting: round %d (%s)%s, %d node(s)", current_round() + 1, d.reason,
-                      d.restart_at_s > now_s
-                          ? absl::StrFormat(" in %.1f s", d.restart_at_s - now_s)
+  restart_at_s_ = std::max(d.restart_at_s, workers_gone_by_s_);
+  Say(absl::StrFormat("restarting: round %d (%s)%s, %d node(s)%s", current_round() + 1, d.reason,
+                      *restart_at_s_ > now_s
+                          ? absl::StrFormat(" in %.1f s", *restart_at_s_ - now_s)
                           : std::string(),
-                      static_cast<int>(next.size())),
+                      static_cast<int>(next.size()),
+                      workers_gone_by_s_ > d.restart_at_s
+                          ? ", once the lost nodes' workers are surely stopped"
+                          : ""),
       out);
   out.push_back(AppendEvent{RestartEvent(current_round() + 1, d.restarts_used,
                                          config_.restarts.max_restarts,
                                          std::max(0.0, d.restart_at_s - now_s), next)});
   AdvanceRestart(now_s, out);
   ArmHealth(out);
+}
+
+void JobState::NoteWorkersMayRun() {
+  // A member that sent no RoundEnded for this round may still run workers. Whether it hears
+  // the launcher or not, its agent stops them at the latest a lease after the last message the
+  // launcher heard from it (LivenessPolicy): its lease runs from the newest message echoed.
+  // One whose session ended saw its stream end too (no keepalive ends a silent stream sooner),
+  // or died and took its workers with it: they are gone a grace after that, if that is sooner.
+  const double grace_s = config_.stop_grace_s;
+  const double cut_off_s = std::chrono::duration<double>(
+      liveness_.workers_gone_after(std::chrono::milliseconds(Ms(grace_s)))).count();
+  for (int id : members_) {
+    const Node& n = nodes_[id];
+    if (n.ended_round == current_round()) continue;
+    // One that never opened its session is counted from the round's start.
+    double gone_s = std::max(n.last_seen_s, rendezvous_closed_at_s_) + cut_off_s;
+    if (n.session_ended) gone_s = std::min(gone_s, n.session_ended_at_s + grace_s + kKillSlackS);
+    workers_gone_by_s_ = std::max(workers_gone_by_s_, gone_s);
+  }
 }
 
 void JobState::StartNextRound(double now_s, JobActions& out) {

@@ -1,7 +1,10 @@
 #include "launcher/run/live_tracker.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
+
+#include "common/liveness_policy.h"
 
 namespace dlaunch {
 namespace {
@@ -22,7 +25,11 @@ void LiveTracker::OnJoined(const std::string& host, const v1::JoinResponse& plac
   n.spare = place.spare();
   n.slots = place.spare() ? 0 : place.local_world_size();
   if (!place.spare()) world_size_ = place.world_size();
-  if (place.heartbeat_ms() > 0) silent_after_s_ = 2 * place.heartbeat_ms() / 1000.0;
+  if (place.heartbeat_ms() > 0) {
+    const LivenessPolicy policy(std::chrono::milliseconds(place.heartbeat_ms()),
+                                place.heartbeat_misses());
+    silent_after_s_ = std::chrono::duration<double>(policy.silent_after()).count();
+  }
 }
 
 void LiveTracker::OnSessionOpened(int node, double now_s) {

@@ -52,7 +52,7 @@ class LiveTracker {
   const std::string job_id_;
   const int nodes_expected_;
   int world_size_ = 0;
-  double silent_after_s_ = 4;  // two heartbeat intervals
+  double silent_after_s_ = 4;  // LivenessPolicy::silent_after() of the job
   std::map<int, Node> nodes_;  // by node id
   std::map<int, Rank> ranks_;  // by global rank
   int64_t total_steps_ = 0;

@@ -42,6 +42,7 @@ v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& place
     rank->set_gpu(entry.gpu);
   }
   t.set_heartbeat_ms(static_cast<int>(spec.heartbeat_interval_s * 1000));
+  t.set_heartbeat_misses(spec.heartbeat_misses);
   t.set_grace_ms(static_cast<int>(spec.stop_grace_s * 1000));
   t.set_max_restarts(spec.max_restarts);
   t.set_forward_all(spec.show_all_ranks);

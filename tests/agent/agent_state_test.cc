@@ -173,10 +173,14 @@ TEST(AgentStateTest, TicksSendHeartbeatsWhileTheSessionIsOpen) {
   EXPECT_TRUE(std::holds_alternative<SendHeartbeat>(out[0]));
 }
 
-TEST(AgentStateTest, TheSilenceLimitIsThreeIntervalsButNeverUnderTheFloor) {
-  EXPECT_EQ(Running(1, 250).launcher_silence_limit(), AgentState::kMinLauncherSilence);
+TEST(AgentStateTest, TheSilenceLimitIsThePolicysLease) {
+  EXPECT_EQ(Running(1, 250).launcher_silence_limit(), LivenessPolicy::kMinLease);
   EXPECT_EQ(Running(1, 10000).launcher_silence_limit(), milliseconds(30000));
-  EXPECT_EQ(Running(1, 10).heartbeat_interval(), AgentState::kMinHeartbeat);
+  EXPECT_EQ(Running(1, 10).heartbeat_interval(), LivenessPolicy::kMinHeartbeat);
+  AgentConfig five_misses{milliseconds(2000), milliseconds(0)};
+  five_misses.heartbeat_misses = 5;
+  EXPECT_EQ(AgentState(five_misses).launcher_silence_limit(), milliseconds(10000))
+      << "the spec's heartbeat.misses, as the launcher's loss rule counts them";
 }
 
 TEST(AgentStateTest, ALauncherSilentPastTheLimitIsLostAndTheWorkersStop) {
@@ -224,10 +228,12 @@ TEST(AgentStateTest, ALateTickMeansTheAgentStalledAndDoesNotJudgeTheLauncher) {
   EXPECT_TRUE(s.session_open());
   s.OnLauncherMessage(At(10001));
   EXPECT_EQ(Count<StopWorkers>(s.OnTick(At(11000))), 0);
-  // A launcher that stays silent after the stall is judged on the next on-time tick.
+  // A launcher that stays silent after the stall is judged once the heartbeat sent after the
+  // stall had two intervals to be echoed.
   AgentState t = Running(1, 1000);
   t.OnTick(At(10000));
-  EXPECT_EQ(Count<StopWorkers>(t.OnTick(At(11000))), 1);
+  EXPECT_EQ(Count<StopWorkers>(t.OnTick(At(11000))), 0);
+  EXPECT_EQ(Count<StopWorkers>(t.OnTick(At(12000))), 1);
 }
 
 TEST(AgentStateTest, AClosedSessionStopsRunningWorkersOnceWithTheJobsGrace) {

@@ -237,6 +237,22 @@ std::vector<std::string> FaultClusterTest::WaitHostEmpty(const std::string& host
   }
 }
 
+absl::Time FaultClusterTest::WaitHostWorkersGone(const std::string& host,
+                                                absl::Duration timeout) {
+  absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    bool worker = false;
+    for (pid_t pid : HostJobPids(host)) worker |= !absl::StrContains(CmdLine(pid), "dlaunch-agent");
+    if (!worker) return absl::Now();
+    usleep(20000);
+  }
+  return absl::InfiniteFuture();
+}
+
+absl::Time FaultClusterTest::FirstEventTime(const std::string& event) {
+  return EventTime(ReadJobFile("events.jsonl"), event);
+}
+
 bool FaultClusterTest::WaitListening(const std::string& host, int port) {
   absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (absl::Now() < deadline) {

@@ -79,6 +79,9 @@ class FaultClusterTest : public DlaunchClusterTest {
   std::vector<pid_t> HostJobPids(const std::string& host);
   // Waits until HostJobPids(host) is empty; what is left (as "pid: cmdline").
   std::vector<std::string> WaitHostEmpty(const std::string& host, absl::Duration timeout);
+  // Polls (every 20 ms) until no worker of the job runs on `host`; when it saw that (an upper
+  // bound of when the last one ended), or InfiniteFuture after `timeout`.
+  absl::Time WaitHostWorkersGone(const std::string& host, absl::Duration timeout);
   // Something listens on TCP `port` in `host`'s namespace (waits up to 10 s).
   bool WaitListening(const std::string& host, int port);
 
@@ -86,6 +89,8 @@ class FaultClusterTest : public DlaunchClusterTest {
   absl::Time WorkerFaultTime(int rank, const std::string& what);
   // When the launcher wrote its first failure_detected event (events.jsonl's "time").
   absl::Time FirstFailureTime();
+  // When the launcher wrote `event` first (InfinitePast when it did not).
+  absl::Time FirstEventTime(const std::string& event);
 
   // The launcher's first `[dlaunch] error:` line ("" when there is none).
   std::string FirstErrorLine() const;

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <iostream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -129,10 +130,11 @@ class FaultTest : public FaultClusterTest {
     ExpectNodeRootCause("agent lost", 1, "session ended");
   }
 
-  // h2's link down: the launcher stops hearing it (node silent); the cut-off agent, hearing
-  // nothing from the launcher for its lease (max(3 heartbeats, 5 s)), stops its workers and
+  // h2's link down: the launcher stops hearing it (node silent); the cut-off agent, with no
+  // echo of its own messages for its lease (3 heartbeats, at least 5 s), stops its workers and
   // exits, link still down, well before the launcher would give up on the node's stop and end
-  // its node launcher (3 s + grace 2 s + 3 s + 5 s of slack).
+  // its node launcher (3 s + grace 2 s + 3 s + 5 s of slack). With a restart, round 1 starts
+  // only after h2's workers are surely gone (docs/restarts.md, "No two rounds at once").
   void Partition(int restarts) {
     FaultJobOptions options = Restarts(restarts);
     options.nodes = "2:3";
@@ -141,6 +143,7 @@ class FaultTest : public FaultClusterTest {
     ASSERT_TRUE(WaitAllRanksAtStep(5)) << LauncherOutput();
     ASSERT_TRUE(cluster_->CutLink("h2").ok());
     absl::Time cut = absl::Now();
+    absl::Time workers_gone = WaitHostWorkersGone("h2", absl::Seconds(15));
     std::vector<std::string> left = WaitHostEmpty("h2", absl::Seconds(10));
     EXPECT_TRUE(left.empty()) << "the cut-off agent did not fence itself:\n"
                               << absl::StrJoin(left, "\n");
@@ -149,6 +152,17 @@ class FaultTest : public FaultClusterTest {
     ExpectOutcome(launcher, restarts, absl::Seconds(12), 2);
     ExpectNodeRootCause("node silent", 1, "no heartbeat");
     EXPECT_LE(FirstFailureTime() - cut, absl::Seconds(3.5 + 3));
+    if (restarts > 0) {
+      // No two rounds at once: h2's round-0 workers were gone before round 1 started.
+      const absl::Time round1 = FirstEventTime("round_started");
+      EXPECT_LT(workers_gone, round1)
+          << "h2's round-0 workers ran " << absl::FormatDuration(workers_gone - round1)
+          << " into round 1";
+      std::cout << "cut-off node's workers gone " << absl::FormatDuration(workers_gone - cut)
+                << " after the cut, " << absl::FormatDuration(round1 - workers_gone)
+                << " before round 1 started (" << absl::FormatDuration(round1 - cut)
+                << " after the cut)\n";
+    }
     ASSERT_TRUE(cluster_->HealLink("h2").ok());
     ExpectNothingLeft();
   }

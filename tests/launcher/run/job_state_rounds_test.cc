@@ -278,7 +278,11 @@ TEST_F(JobStateRoundsTest, AMemberThatNeverEndsItsRoundIsDroppedAndRanksAreCompa
   ASSERT_EQ(exit.size(), 1u);
   EXPECT_THAT(exit[0].nodes, ElementsAre(0));
   EXPECT_TRUE(exit[0].exit);
-  auto start = All<SendStartRound>(late);
+  // Node 0 may still run round 0's workers: the next round waits until its lease has surely
+  // stopped them (last heard at 1 s: 1 + lease 5 + a heartbeat 1 + grace 2 + 0.5).
+  EXPECT_TRUE(All<SendStartRound>(late).empty());
+  EXPECT_TRUE(All<SendStartRound>(state_->OnHealthCheck(9.4)).empty());
+  auto start = All<SendStartRound>(state_->OnHealthCheck(9.5));
   ASSERT_EQ(start.size(), 1u);
   EXPECT_THAT(start[0].node_ids, ElementsAre(1));
   EXPECT_EQ(start[0].round.assignments[0].node_rank, 0);
@@ -322,18 +326,21 @@ TEST_F(JobStateRoundsTest, ALostAgentLeavesTheJobWhileNodesMinRemain) {
   EXPECT_THAT(All<SendStop>(a).at(0).nodes, ElementsAre(0, 1));
   state_->OnAgentMessage(0, RoundEnded(0, 40000), 4.1);
   JobActions b = state_->OnAgentMessage(1, RoundEnded(0, 40001), 4.2);
-  auto start = All<SendStartRound>(b);
+  // The lost agent's stream ended at 4: its workers are gone a grace (2 s) + 0.5 s later.
+  EXPECT_TRUE(All<SendStartRound>(b).empty());
+  EXPECT_THAT(Printed(b), HasSubstr("restarting: round 1 (restart 1 of 2) in 2.3 s, 2 node(s), "
+                                    "once the lost nodes' workers are surely stopped"));
+  auto start = All<SendStartRound>(state_->OnHealthCheck(6.5));
   ASSERT_EQ(start.size(), 1u);
   EXPECT_THAT(start[0].node_ids, ElementsAre(0, 1));
   EXPECT_EQ(start[0].round.world_size, 4);
-  EXPECT_THAT(Printed(b), HasSubstr("restarting: round 1 (restart 1 of 2), 2 node(s)"));
 
   // One more lost: below nodes.min.
-  AllRanks(1, {0, 1}, v1::WorkerEvent::STARTED, 5);
-  state_->OnSessionEnded(1, 101, 6);
-  JobActions c = state_->OnAgentMessage(0, RoundEnded(1, 40010), 6.1);
+  AllRanks(1, {0, 1}, v1::WorkerEvent::STARTED, 7);
+  state_->OnSessionEnded(1, 101, 8);
+  JobActions c = state_->OnAgentMessage(0, RoundEnded(1, 40010), 8.1);
   EXPECT_THAT(Printed(c), HasSubstr("not restarting: only 1 node(s) left, fewer than nodes.min (2)"));
-  EXPECT_EQ(ExitCode(EndAll({0}, 7)), kExitJobFailed);
+  EXPECT_EQ(ExitCode(EndAll({0}, 9)), kExitJobFailed);
 }
 
 TEST_F(JobStateRoundsTest, ASpareTakesALostNodesPlace) {
@@ -352,14 +359,15 @@ TEST_F(JobStateRoundsTest, ASpareTakesALostNodesPlace) {
   JobActions a = state_->OnAgentMessage(0, RoundEnded(0, 40000), 4.1);
   EXPECT_THAT(Printed(a), HasSubstr("spare node 2 (n7) takes a lost node's place"));
   EXPECT_THAT(Events(a), HasSubstr("\"round\":1,\"spare_promoted\":{\"node_id\":2"));
-  auto start = All<SendStartRound>(a);
+  EXPECT_TRUE(All<SendStartRound>(a).empty()) << "node 1's stream ended at 4: grace + 0.5 s";
+  auto start = All<SendStartRound>(state_->OnHealthCheck(6.5));
   ASSERT_EQ(start.size(), 1u);
   EXPECT_THAT(start[0].node_ids, ElementsAre(0, 2));
   EXPECT_EQ(start[0].round.nodes[1].host, "n7");
   EXPECT_EQ(start[0].round.nodes[1].worker_port, 29507) << "a spare offers its Join port";
   // The promoted spare's messages now count in round 1.
-  JobActions started = AllRanks(1, {0, 2}, v1::WorkerEvent::STARTED, 4.4);
-  EXPECT_THAT(Printed(started), HasSubstr("round 1 running: 2 nodes, 4 workers; restart took 0.40 s"));
+  JobActions started = AllRanks(1, {0, 2}, v1::WorkerEvent::STARTED, 6.9);
+  EXPECT_THAT(Printed(started), HasSubstr("round 1 running: 2 nodes, 4 workers; restart took 2.90 s"));
 }
 
 TEST_F(JobStateRoundsTest, AnIdleSpareIsToldToExitWhenTheJobEnds) {
