@@ -66,10 +66,10 @@ bool IsJobProcess(pid_t pid, const std::string& job_id) {
          (!job_id.empty() && HasEnv(pid, "DLAUNCH_JOB_ID=" + job_id));
 }
 
-// events.jsonl's "time" of the first line with `"event":"<event>"`.
+// events.jsonl's "time" of the first <event> record (`"<event>":{` in the typed journal).
 absl::Time EventTime(const std::string& events, const std::string& event) {
   for (absl::string_view line : absl::StrSplit(events, '\n', absl::SkipEmpty())) {
-    if (!absl::StrContains(line, absl::StrCat("\"event\":\"", event, "\""))) continue;
+    if (!absl::StrContains(line, absl::StrCat("\"", event, "\":{"))) continue;
     std::smatch m;
     std::string text(line);
     if (!std::regex_search(text, m, std::regex("\"time\":\"([^\"]+)\""))) break;
@@ -289,10 +289,14 @@ void FaultClusterTest::ExpectCause(const std::string& cls, const std::string& wh
   const std::string first = FirstErrorLine();
   EXPECT_TRUE(absl::StrContains(first, absl::StrCat("error: ", cls, ": ", where_line)))
       << "first error line: " << first << "\n" << LauncherOutput();
-  const std::string json = absl::StrCat("\"failure\":{\"class\":\"", cls, "\",", where_json);
+  // The journal names the node by id and by rank (the same in these runs' round 0).
+  const std::string json = absl::StrCat(
+      "\"failure\":{\"failure_class\":\"", cls, "\",",
+      std::regex_replace(where_json, std::regex("\"node\":(-?[0-9]+)"),
+                         "\"node_id\":$1,\"node_rank\":$1"));
   std::string root_event;
   for (absl::string_view line : absl::StrSplit(events, '\n')) {
-    if (absl::StrContains(line, "\"event\":\"root_cause\"")) {
+    if (absl::StrContains(line, "\"root_cause\":{")) {
       root_event = std::string(line);
       break;
     }
@@ -330,11 +334,11 @@ void FaultClusterTest::ExpectNodeRootCause(const std::string& cls, int node,
 
 void FaultClusterTest::ExpectRestartedAndSucceeded(int world, absl::Duration bound) {
   std::string events = ReadJobFile("events.jsonl");
-  EXPECT_TRUE(absl::StrContains(events, "\"event\":\"restart\"")) << events;
+  EXPECT_TRUE(absl::StrContains(events, "\"restart\":{")) << events;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
       events, m,
-      std::regex("\"event\":\"workers_started\"[^\n]*\"round\":1[^\n]*\"restart_s\":([-0-9.e]+)")))
+      std::regex("\"round\":1,\"workers_started\":\\{[^\n]*\"restart_s\":([-0-9.e]+)")))
       << events;
   absl::Duration took = absl::Seconds(std::stod(m[1]));
   EXPECT_LE(took, bound) << "restart took " << absl::FormatDuration(took) << "\n" << events;

@@ -202,7 +202,7 @@ class FaultTest : public FaultClusterTest {
     std::smatch m;
     std::string events = ReadJobFile("events.jsonl");
     ASSERT_TRUE(std::regex_search(
-        events, m, std::regex("\"event\":\"hang_detected\".*\"silent_s\":([0-9.]+)")))
+        events, m, std::regex("\"hang_detected\":\\{.*\"silent_s\":([0-9.]+)")))
         << events;
     double silent = std::stod(m[1]);
     EXPECT_GE(silent, 2.0);
@@ -266,8 +266,8 @@ class FaultTest : public FaultClusterTest {
       EXPECT_EQ(code, 1) << LauncherOutput();
       return;
     }
-    const std::string reused = absl::StrCat("\"event\":\"round_started\",\"round\":1,",
-                                            "\"nodes\":[\"0\",\"1\",\"2\"],\"world_size\":6,",
+    const std::string reused = absl::StrCat("\"round\":1,\"round_started\":{",
+                                            "\"node_ids\":[0,1,2],\"world_size\":6,",
                                             "\"master_addr\":\"", cluster_->HostIp("h1"),
                                             "\",\"master_port\":", port, "}");
     EXPECT_FALSE(absl::StrContains(ReadJobFile("events.jsonl"), reused))

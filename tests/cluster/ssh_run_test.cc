@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <regex>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -119,7 +120,9 @@ TEST_F(SshRunTest, LibTorchWorkerTrainsAcrossHosts) {
       << ReadFileOrEmpty(job_dir + "/logs/rank-0.log");
   std::string metrics = ReadFileOrEmpty(job_dir + "/metrics.jsonl");
   for (int r = 0; r < 3; ++r) {
-    EXPECT_TRUE(absl::StrContains(metrics, absl::StrCat("\"node\":", r, ",\"rank\":", r, ",")))
+    const std::regex report(absl::StrCat("\"node_id\":", r,
+                                         ",\"round\":0,\"report\":\\{\"kind\":\"[A-Z_]+\",\"rank\":", r, ","));
+    EXPECT_TRUE(std::regex_search(metrics, report))
         << "no report from rank " << r << " on node " << r << ":\n" << metrics;
   }
   std::string events = ReadFileOrEmpty(job_dir + "/events.jsonl");
