@@ -4,12 +4,104 @@
 
 #include <cstdio>
 #include <sstream>
+#include <type_traits>
+
+#include <torch/version.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_io.h"
 #include "worker/checkpoint_file.h"
 
 namespace dlaunch::worker {
+namespace {
+
+// The optimizer state is written as one momentum buffer per parameter, in parameter order
+// ("momentum/<i>"), not with Optimizer::save: LibTorch 1.13 keys that state by the text of each
+// parameter's address and 2.x by the address itself, so a checkpoint saved by one and loaded by
+// the other put the buffers under the wrong parameters. Checkpoints without these entries (written
+// before) are still loaded with Optimizer::load, by the LibTorch version that wrote them.
+constexpr char kMomentumCount[] = "momentum_count";
+
+template <typename State>
+typename State::key_type StateKey(const State&, const torch::Tensor& param) {
+  using Key = typename State::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream text;  // what 1.13's c10::guts::to_string of the pointer gives
+    text << param.unsafeGetTensorImpl();
+    return text.str();
+  } else {
+    return static_cast<Key>(param.unsafeGetTensorImpl());
+  }
+}
+
+std::vector<torch::Tensor> AllParams(const torch::optim::Optimizer& optimizer) {
+  std::vector<torch::Tensor> out;
+  for (const auto& group : optimizer.param_groups()) {
+    out.insert(out.end(), group.params().begin(), group.params().end());
+  }
+  return out;
+}
+
+void WriteMomentum(const torch::optim::SGD& sgd, torch::serialize::OutputArchive& archive) {
+  const std::vector<torch::Tensor> params = AllParams(sgd);
+  const auto& state = sgd.state();
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto it = state.find(StateKey(state, params[i]));
+    if (it == state.end()) continue;
+    const auto& buffer = static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer();
+    if (buffer.defined()) archive.write("momentum/" + std::to_string(i), buffer);
+  }
+  archive.write(kMomentumCount, torch::tensor(static_cast<int64_t>(params.size()), torch::kInt64));
+}
+
+// False when the archive has no per-parameter momentum (an older checkpoint).
+bool ReadMomentum(torch::optim::SGD& sgd, torch::serialize::InputArchive& archive) {
+  torch::Tensor count;
+  if (!archive.try_read(kMomentumCount, count)) return false;
+  const std::vector<torch::Tensor> params = AllParams(sgd);
+  if (count.item<int64_t>() != static_cast<int64_t>(params.size())) {
+    throw std::runtime_error("the checkpoint holds momentum for " +
+                             std::to_string(count.item<int64_t>()) + " parameters, the model has " +
+                             std::to_string(params.size()));
+  }
+  auto& state = sgd.state();
+  state.clear();
+  for (size_t i = 0; i < params.size(); ++i) {
+    torch::Tensor buffer;
+    if (!archive.try_read("momentum/" + std::to_string(i), buffer)) continue;
+    if (!buffer.sizes().equals(params[i].sizes())) {
+      throw std::runtime_error("momentum " + std::to_string(i) + " has another shape than its parameter");
+    }
+    auto param_state = std::make_unique<torch::optim::SGDParamState>();
+    param_state->momentum_buffer(buffer);
+    state[StateKey(state, params[i])] = std::move(param_state);
+  }
+  return true;
+}
+
+// An older checkpoint's optimizer state, loaded by LibTorch's own format, must fit the
+// parameters; a checkpoint written on another LibTorch version may not, and would fail later in
+// the first step with a tensor-size error.
+void CheckMomentumShapes(const torch::optim::SGD& sgd) {
+  const std::vector<torch::Tensor> params = AllParams(sgd);
+  const auto& state = sgd.state();
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto it = state.find(StateKey(state, params[i]));
+    if (it == state.end()) continue;
+    const auto& buffer = static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer();
+    if (buffer.defined() && !buffer.sizes().equals(params[i].sizes())) {
+      throw std::runtime_error("its optimizer state does not fit the parameters (written by "
+                               "another LibTorch version?)");
+    }
+  }
+}
+
+std::string LibTorchVersion() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
+}
+
+}  // namespace
 
 absl::StatusOr<std::string> SerializeTrainingState(const torch::nn::Module& model,
                                                    const torch::optim::Optimizer& optimizer,
@@ -19,9 +111,16 @@ absl::StatusOr<std::string> SerializeTrainingState(const torch::nn::Module& mode
     torch::serialize::OutputArchive model_archive(archive.compilation_unit());
     model.save(model_archive);
     archive.write("model", model_archive);
-    torch::serialize::OutputArchive optimizer_archive(archive.compilation_unit());
-    optimizer.save(optimizer_archive);
-    archive.write("optimizer", optimizer_archive);
+    if (const auto* sgd = dynamic_cast<const torch::optim::SGD*>(&optimizer)) {
+      WriteMomentum(*sgd, archive);
+    } else {
+      torch::serialize::OutputArchive optimizer_archive(archive.compilation_unit());
+      optimizer.save(optimizer_archive);
+      archive.write("optimizer", optimizer_archive);
+    }
+    archive.write("libtorch_version",
+                  torch::tensor({int64_t{TORCH_VERSION_MAJOR}, int64_t{TORCH_VERSION_MINOR},
+                                 int64_t{TORCH_VERSION_PATCH}}, torch::kInt64));
     archive.write("step", torch::tensor(state.step, torch::kInt64));
     archive.write("loss_scale", torch::tensor(state.loss_scale, torch::kFloat64));
     archive.write("good_steps", torch::tensor(state.good_steps, torch::kInt64));
@@ -43,9 +142,13 @@ absl::StatusOr<ScalarTrainingState> DeserializeTrainingState(const std::string& 
     torch::serialize::InputArchive model_archive;
     archive.read("model", model_archive);
     model.load(model_archive);
-    torch::serialize::InputArchive optimizer_archive;
-    archive.read("optimizer", optimizer_archive);
-    optimizer.load(optimizer_archive);
+    auto* sgd = dynamic_cast<torch::optim::SGD*>(&optimizer);
+    if (sgd == nullptr || !ReadMomentum(*sgd, archive)) {
+      torch::serialize::InputArchive optimizer_archive;
+      archive.read("optimizer", optimizer_archive);
+      optimizer.load(optimizer_archive);
+      if (sgd != nullptr) CheckMomentumShapes(*sgd);
+    }
     torch::Tensor t;
     ScalarTrainingState state;
     archive.read("step", t);
@@ -56,8 +159,13 @@ absl::StatusOr<ScalarTrainingState> DeserializeTrainingState(const std::string& 
     state.good_steps = t.item<int64_t>();
     return state;
   } catch (const std::exception& e) {
+    // The first line of LibTorch's message; its C++ stack trace follows on the next lines.
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
     return absl::DataLossError(absl::StrCat(
-        "checkpoint does not match this model/optimizer (different --model?): ", e.what()));
+        "checkpoint does not match this model/optimizer (different --model, or written by an "
+        "older dlaunch-worker on another LibTorch than this one's ", LibTorchVersion(), "?): ",
+        what));
   }
 }
 
