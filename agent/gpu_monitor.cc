@@ -23,13 +23,20 @@ std::unique_ptr<GpuMonitor> GpuMonitor::Load(const std::vector<std::string>& vis
                                              const std::string& library) {
   NvmlApi api;
   void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (lib != nullptr) {
+  if (lib == nullptr) {
+    const char* why = dlerror();
+    auto monitor = std::make_unique<GpuMonitor>(api, visible, nullptr);
+    monitor->unavailable_ = why != nullptr ? why : library + ": cannot be loaded";
+    return monitor;
+  }
+  {
     Resolve(lib, "nvmlInit_v2", &api.init);
     Resolve(lib, "nvmlShutdown", &api.shutdown);
     Resolve(lib, "nvmlDeviceGetHandleByIndex_v2", &api.by_index);
     Resolve(lib, "nvmlDeviceGetHandleByUUID", &api.by_uuid);
     Resolve(lib, "nvmlDeviceGetUtilizationRates", &api.utilization);
     Resolve(lib, "nvmlDeviceGetMemoryInfo", &api.memory);
+    Resolve(lib, "nvmlErrorString", &api.error_string);
   }
   return std::make_unique<GpuMonitor>(api, visible, lib);
 }
@@ -37,7 +44,14 @@ std::unique_ptr<GpuMonitor> GpuMonitor::Load(const std::vector<std::string>& vis
 GpuMonitor::GpuMonitor(const NvmlApi& api, const std::vector<std::string>& visible, void* library)
     : api_(api), library_(library) {
   if (!api_.init || !api_.shutdown || !api_.by_index || !api_.by_uuid || !api_.utilization ||
-      !api_.memory || api_.init() != kNvmlSuccess) {
+      !api_.memory) {
+    unavailable_ = "the NVML library lacks an entry point the monitor needs";
+    return;
+  }
+  if (const int rc = api_.init(); rc != kNvmlSuccess) {
+    const char* text = api_.error_string != nullptr ? api_.error_string(rc) : nullptr;
+    unavailable_ = "nvmlInit_v2 failed: " + std::string(text != nullptr ? text : "error") + " (" +
+                   std::to_string(rc) + ")";
     return;
   }
   initialized_ = true;

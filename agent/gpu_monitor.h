@@ -41,6 +41,7 @@ struct NvmlApi {
   int (*by_uuid)(const char*, Device*) = nullptr;       // nvmlDeviceGetHandleByUUID
   int (*utilization)(Device, Utilization*) = nullptr;   // nvmlDeviceGetUtilizationRates
   int (*memory)(Device, Memory*) = nullptr;             // nvmlDeviceGetMemoryInfo
+  const char* (*error_string)(int) = nullptr;           // nvmlErrorString (optional)
 };
 
 class GpuMonitor {
@@ -58,6 +59,9 @@ class GpuMonitor {
 
   // Devices it could open.
   int devices() const { return static_cast<int>(devices_.size()); }
+  // Why it reads nothing ("no GPU health"), e.g. "nvmlInit_v2 failed: Driver Not Loaded (9)";
+  // empty when NVML answered.
+  const std::string& unavailable() const { return unavailable_; }
   // One reading per open device that answered now.
   std::vector<GpuReading> Sample() const;
 
@@ -65,6 +69,7 @@ class GpuMonitor {
   NvmlApi api_;
   void* library_ = nullptr;
   bool initialized_ = false;
+  std::string unavailable_;
   std::vector<std::pair<std::string, NvmlApi::Device>> devices_;
 };
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dlaunch needs. Idempotent: when everything is present it
 # only runs dpkg-query and returns in well under a second.
-#   scripts/install-deps.sh [build] [worker] [test] [cluster] [bench] [study]   (default: all)
+#   scripts/install-deps.sh [build] [worker] [test] [cluster] [bench] [study] [torch2]
+#   (default: all but torch2)
 set -euo pipefail
 
 declare -A GROUP
-GROUP[build]="build-essential cmake ninja-build pkg-config git ca-certificates
+GROUP[build]="build-essential cmake ninja-build pkg-config git ca-certificates ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libboost-dev libyaml-cpp-dev libkainjow-mustache-dev procps libhwloc-dev hwloc-nox"
 GROUP[worker]="libtorch-dev libgloo-dev zlib1g-dev dataset-fashion-mnist"
@@ -13,6 +14,10 @@ GROUP[test]="libgtest-dev libgmock-dev python3 python3-torch gdb gnuplot-nox
   chromium-headless-shell"
 GROUP[cluster]="iproute2 util-linux munge slurmctld slurmd slurm-client openmpi-bin mpich"
 GROUP[bench]="python3-torch hyperfine"
+# The PyTorch 2.x build of dlaunch-worker (scripts/torch-venv.sh, scripts/test-torch2.sh): a venv
+# for the wheel, binutils for the linkage check, curl and xz for scripts/nvml-library.sh. Not part
+# of the default set.
+GROUP[torch2]="python3-venv binutils curl xz-utils"
 # `dlaunch scale` draws its plots with gnuplot (pngcairo and svg terminals, no X).
 GROUP[study]="gnuplot-nox"
 

@@ -1,5 +1,8 @@
 #include "agent/gpu_monitor.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -65,6 +68,8 @@ class GpuMonitorTest : public ::testing::Test {
 TEST_F(GpuMonitorTest, WithoutTheLibraryNothingIsRead) {
   auto monitor = GpuMonitor::Load({"0", "1"}, "libdlaunch-no-such-nvml.so.1");
   EXPECT_EQ(monitor->devices(), 0);
+  EXPECT_NE(monitor->unavailable().find("libdlaunch-no-such-nvml.so.1"), std::string::npos)
+      << monitor->unavailable();
   EXPECT_TRUE(monitor->Sample().empty());
   v1::Heartbeat hb;
   AddGpuSamples(monitor->Sample(), &hb);
@@ -75,6 +80,7 @@ TEST_F(GpuMonitorTest, ALibraryWithoutNvmlIsNoGpu) {
   // A library that loads but has no NVML entry points (libc is always there).
   auto monitor = GpuMonitor::Load({"0"}, "libc.so.6");
   EXPECT_EQ(monitor->devices(), 0);
+  EXPECT_NE(monitor->unavailable().find("entry point"), std::string::npos) << monitor->unavailable();
   EXPECT_TRUE(monitor->Sample().empty());
 }
 
@@ -111,8 +117,34 @@ TEST_F(GpuMonitorTest, FailedInitReadsNothingAndIsNotShutDown) {
     GpuMonitor monitor(FakeNvml::Api(), {"0"});
     EXPECT_EQ(monitor.devices(), 0);
     EXPECT_TRUE(monitor.Sample().empty());
+    EXPECT_EQ(monitor.unavailable(), "nvmlInit_v2 failed: error (1)");
   }
   EXPECT_EQ(FakeNvml::shutdowns, 0);
+}
+
+TEST_F(GpuMonitorTest, AWorkingNvmlIsNotUnavailable) {
+  GpuMonitor monitor(FakeNvml::Api(), {"0"});
+  EXPECT_EQ(monitor.unavailable(), "");
+}
+
+// NVIDIA's own NVML library (the driver's libnvidia-ml.so.1) on a machine without the driver's
+// kernel module: it loads, has every entry point, and nvmlInit_v2 answers "Driver Not Loaded".
+// That is the agent's "no GPU health" path on a CPU node with the user-space driver installed,
+// taken for real. DLAUNCH_NVML_LIBRARY names it (scripts/test-torch2.sh fetches it with
+// scripts/nvml-library.sh).
+TEST_F(GpuMonitorTest, NvidiasNvmlWithoutTheDriverLoadsAndIsNoGpuHealth) {
+  const char* library = std::getenv("DLAUNCH_NVML_LIBRARY");
+  if (library == nullptr || access(library, R_OK) != 0) {
+    GTEST_SKIP() << "DLAUNCH_NVML_LIBRARY names no NVML library (scripts/nvml-library.sh)";
+  }
+  if (access("/proc/driver/nvidia/version", F_OK) == 0) {
+    GTEST_SKIP() << "this machine has the NVIDIA driver loaded";
+  }
+  auto monitor = GpuMonitor::Load({"0", "GPU-aaaa"}, library);
+  EXPECT_EQ(monitor->devices(), 0);
+  EXPECT_TRUE(monitor->Sample().empty());
+  // Loaded and resolved: the failure is NVML's own answer, not a missing library or symbol.
+  EXPECT_EQ(monitor->unavailable(), "nvmlInit_v2 failed: Driver Not Loaded (9)");
 }
 
 TEST_F(GpuMonitorTest, ReadingsGoIntoTheHeartbeatInMiB) {
