@@ -59,6 +59,24 @@ TEST(JournalTest, MetricsCarryTheWholeReport) {
   EXPECT_EQ(j.metrics[0].report().timings().backward_ms(), 7.5);
 }
 
+TEST(JournalTest, ALongMetricsJournalIsReadInOrderPastTornAndOlderLines) {
+  std::string text;
+  for (int i = 0; i < 2500; ++i) {
+    v1::MetricLine m;
+    m.set_time("2026-11-25T10:00:00.000Z");
+    m.mutable_report()->set_step(i);
+    text += MetricJournalLine(m).value() + "\n";
+    if (i == 1200) text += "{\"time\":\"2026-11-25T10:00:00.000Z\",\"report\":{\"st\n";  // torn
+    if (i == 1700) text += "{\"time\":\"T\",\"node\":1,\"rank\":2,\"step\":1700}\n";  // version 1
+  }
+  MetricJournal j = ParseMetricJournal(text);
+  EXPECT_EQ(j.bad_lines, 1);
+  ASSERT_EQ(j.metrics.size(), 2501u);
+  EXPECT_EQ(j.metrics[1700].report().step(), 1700);
+  EXPECT_EQ(j.metrics[1701].report().rank(), 2) << "the version-1 line, in its place";
+  EXPECT_EQ(j.metrics[2500].report().step(), 2499);
+}
+
 TEST(JournalTest, AJournalOfANewerSchemaIsRefusedInOneLine) {
   absl::StatusOr<EventJournal> j = ParseEventJournal(
       "{\"time\":\"T\",\"round\":0,\"journal_opened\":{\"schema_version\":3}}\n", "x/events.jsonl");
