@@ -63,6 +63,10 @@ absl::Status NodeAgent::Start() {
   gpus_ = DiscoverGpus(ProcessEnvironment());
   // Opened once: an agent process serves one job on one node.
   if (!gpu_monitor_) gpu_monitor_ = GpuMonitor::Load(gpus_.visible);
+  // A node that sees GPUs but cannot read them says why, once (docs/live-view.md).
+  if (!gpus_.visible.empty() && !gpu_monitor_->unavailable().empty()) {
+    Log(absl::StrCat("no GPU health in heartbeats: ", gpu_monitor_->unavailable()));
+  }
   auto joined = Join(gpus_);
   if (!joined.ok()) return joined.status();
   job_ = *std::move(joined);
