@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "launcher/jobdir/journal.h"
+
 namespace dlaunch {
 namespace {
 
@@ -64,6 +66,23 @@ TEST(ParseRunMetricsTest, AccuracyPerEpochAndRankZerosLossCurve) {
               ElementsAre(Pair(5, 2.0), Pair(10, 1.5), Pair(22, 1.2), Pair(30, 1.0)));
   EXPECT_EQ(m->epochs, 3);
   EXPECT_DOUBLE_EQ(*m->test_accuracy, 0.85);  // the last epoch's, without a summary
+}
+
+TEST(ParseRunMetricsTest, ReadsTheTypedJournal) {
+  std::string metrics;
+  for (int step : {10, 20}) {
+    v1::MetricLine m;
+    m.set_time("2026-11-25T10:00:00.000Z");
+    m.mutable_report()->set_rank(0);
+    m.mutable_report()->set_step(step);
+    m.mutable_report()->set_loss(1.0 / step);
+    if (step == 20) m.mutable_report()->set_test_accuracy(0.9);
+    metrics += MetricJournalLine(m).value() + "\n";
+  }
+  auto m = ParseRunMetrics("", metrics);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(m->loss_by_step, ElementsAre(Pair(10, 0.1), Pair(20, 0.05)));
+  EXPECT_THAT(m->accuracy_by_epoch, ElementsAre(Pair(1, 0.9)));
 }
 
 }  // namespace
