@@ -179,6 +179,9 @@ class JobState {
   void AdvanceRestart(double now_s, JobActions& out);
   void DecideRestart(double now_s, JobActions& out);
   void StartNextRound(double now_s, JobActions& out);
+  // Members of the stopped round that did not end it leave the job; the next round waits for
+  // their workers (NoteWorkersMayRun).
+  void DropMembersThatDidNotEnd(JobActions& out);
   // Moves workers_gone_by_s_ to cover the members of the stopped round that did not end it.
   void NoteWorkersMayRun();
   void GiveUp(const std::string& reason, double now_s, JobActions& out);

@@ -139,19 +139,7 @@ void JobState::AdvanceRestart(double now_s, JobActions& out) {
 void JobState::DecideRestart(double now_s, JobActions& out) {
   const Failure root = PickRootCause(failures_).root;
   Announce(now_s, true, out);
-  NoteWorkersMayRun();
-  // Members that did not end their round in time, or whose session broke, are lost.
-  for (int id : members_) {
-    const Node& n = nodes_[id];
-    if (n.gone) continue;
-    if (n.session < 0) {
-      Dismiss(id, "node_dropped", "it never opened its session", out);
-    } else if (!SessionOpen(n)) {
-      Dismiss(id, "node_dropped", "its session ended", out);
-    } else if (n.ended_round != current_round()) {
-      Dismiss(id, "node_dropped", "it did not end its round in time", out);
-    }
-  }
+  DropMembersThatDidNotEnd(out);
   // A round that ran longer than the longest back-off was healthy: the next wait starts over.
   if (round_running_since_s_ && restart_detected_at_s_ &&
       *restart_detected_at_s_ - *round_running_since_s_ >= config_.restarts.backoff_max_s) {
@@ -224,6 +212,22 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
                                          std::max(0.0, d.restart_at_s - now_s), next)});
   AdvanceRestart(now_s, out);
   ArmHealth(out);
+}
+
+void JobState::DropMembersThatDidNotEnd(JobActions& out) {
+  NoteWorkersMayRun();
+  // Members that did not end their round in time, or whose session broke, are lost.
+  for (int id : members_) {
+    const Node& n = nodes_[id];
+    if (n.gone) continue;
+    if (n.session < 0) {
+      Dismiss(id, "node_dropped", "it never opened its session", out);
+    } else if (!SessionOpen(n)) {
+      Dismiss(id, "node_dropped", "its session ended", out);
+    } else if (n.ended_round != current_round()) {
+      Dismiss(id, "node_dropped", "it did not end its round in time", out);
+    }
+  }
 }
 
 void JobState::NoteWorkersMayRun() {
