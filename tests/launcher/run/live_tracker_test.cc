@@ -89,6 +89,20 @@ TEST_F(LiveTrackerTest, NodeWithoutHeartbeatForTwoIntervalsIsSilent) {
   EXPECT_EQ(tracker_.Snapshot(4.1).nodes(0).state(), "silent");
 }
 
+TEST(LiveTrackerPolicyTest, SilentNeverComesLaterThanTheLossRule) {
+  // heartbeat.misses 1: the launcher loses a node after one interval of silence, so the live
+  // view must not call it running until two.
+  LiveTracker tracker("job-1", 1);
+  v1::JoinResponse place = Place(0);
+  place.set_heartbeat_ms(2000);
+  place.set_heartbeat_misses(1);
+  tracker.OnJoined("a", place);
+  tracker.OnSessionOpened(0, 1);
+  tracker.OnAgentMessage(0, Heartbeat(2, {}), 10);
+  EXPECT_EQ(tracker.Snapshot(11.9).nodes(0).state(), "running");
+  EXPECT_EQ(tracker.Snapshot(12.1).nodes(0).state(), "silent");
+}
+
 TEST_F(LiveTrackerTest, StatesFollowWorkerEndsAndSessionEnds) {
   tracker_.OnSessionOpened(0, 1);
   tracker_.OnSessionOpened(1, 1);
