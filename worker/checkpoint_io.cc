@@ -42,13 +42,18 @@ std::vector<torch::Tensor> AllParams(const torch::optim::Optimizer& optimizer) {
   return out;
 }
 
+// The momentum buffer of `param`; undefined when it has none yet.
+torch::Tensor MomentumOf(const torch::optim::SGD& sgd, const torch::Tensor& param) {
+  const auto& state = sgd.state();
+  auto it = state.find(StateKey(state, param));
+  if (it == state.end()) return {};
+  return static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer();
+}
+
 void WriteMomentum(const torch::optim::SGD& sgd, torch::serialize::OutputArchive& archive) {
   const std::vector<torch::Tensor> params = AllParams(sgd);
-  const auto& state = sgd.state();
   for (size_t i = 0; i < params.size(); ++i) {
-    auto it = state.find(StateKey(state, params[i]));
-    if (it == state.end()) continue;
-    const auto& buffer = static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer();
+    const torch::Tensor buffer = MomentumOf(sgd, params[i]);
     if (buffer.defined()) archive.write("momentum/" + std::to_string(i), buffer);
   }
   archive.write(kMomentumCount, torch::tensor(static_cast<int64_t>(params.size()), torch::kInt64));
@@ -83,13 +88,9 @@ bool ReadMomentum(torch::optim::SGD& sgd, torch::serialize::InputArchive& archiv
 // parameters; a checkpoint written on another LibTorch version may not, and would fail later in
 // the first step with a tensor-size error.
 void CheckMomentumShapes(const torch::optim::SGD& sgd) {
-  const std::vector<torch::Tensor> params = AllParams(sgd);
-  const auto& state = sgd.state();
-  for (size_t i = 0; i < params.size(); ++i) {
-    auto it = state.find(StateKey(state, params[i]));
-    if (it == state.end()) continue;
-    const auto& buffer = static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer();
-    if (buffer.defined() && !buffer.sizes().equals(params[i].sizes())) {
+  for (const torch::Tensor& param : AllParams(sgd)) {
+    const torch::Tensor buffer = MomentumOf(sgd, param);
+    if (buffer.defined() && !buffer.sizes().equals(param.sizes())) {
       throw std::runtime_error("its optimizer state does not fit the parameters (written by "
                                "another LibTorch version?)");
     }

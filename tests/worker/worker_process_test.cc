@@ -287,41 +287,41 @@ TEST_F(WorkerProcessTest, ReportsArriveOnTheSocketAsWorkerReportJson) {
   EXPECT_EQ(results[0].log.find("\"kind\""), std::string::npos);
 }
 
-TEST_F(WorkerProcessTest, TwoRanksMlpReachFashionMnistAccuracyQuickly) {
-  // The quick form of the accuracy check, run in every suite (DLAUNCH_QUICK_TESTS included):
-  // one epoch of the MLP on the real data set, 2 ranks.
-  if (access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) != 0) {
-    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+constexpr char kFashionMnistTrain[] = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
+
+class AccuracyTest : public WorkerProcessTest {
+ protected:
+  // Trains `model` for `epochs` on 2 ranks of the real Fashion-MNIST and returns the final test
+  // accuracy from rank 0's summary (-1 after a failure the test has recorded).
+  double TrainAndTest(const std::string& model, int epochs, std::chrono::seconds timeout) {
+    auto results = RunRanks(2, {"--model", model, "--dataset", "fashion-mnist", "--epochs",
+                                std::to_string(epochs), "--report-every", "100", "--summary-json",
+                                dir_ + "/s.json"},
+                            {}, timeout);
+    ExpectAllSucceeded(results);
+    const std::string summary = ReadText(dir_ + "/s.json");
+    const size_t at = summary.find("\"test_accuracy\": ");
+    EXPECT_NE(at, std::string::npos) << summary;
+    return at == std::string::npos ? -1 : std::stod(summary.substr(at + 17));
   }
-  auto results = RunRanks(2, {"--model", "mlp", "--dataset", "fashion-mnist", "--epochs", "1",
-                              "--report-every", "200", "--summary-json", dir_ + "/s.json"},
-                          {}, std::chrono::seconds(900));
-  ExpectAllSucceeded(results);
-  const std::string summary = ReadText(dir_ + "/s.json");
-  const size_t at = summary.find("\"test_accuracy\": ");
-  ASSERT_NE(at, std::string::npos) << summary;
-  EXPECT_GE(std::stod(summary.substr(at + 17)), 0.80) << summary;
+};
+
+TEST_F(AccuracyTest, TwoRanksMlpReachFashionMnistAccuracyQuickly) {
+  // The quick form of the accuracy check, run in every suite (DLAUNCH_QUICK_TESTS included):
+  // one epoch of the MLP on the real data set.
+  if (access(kFashionMnistTrain, R_OK) != 0) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  EXPECT_GE(TrainAndTest("mlp", 1, std::chrono::seconds(900)), 0.80);
 }
 
-TEST_F(WorkerProcessTest, TwoRanksCnnReachFashionMnistAccuracy) {
+TEST_F(AccuracyTest, TwoRanksCnnReachFashionMnistAccuracy) {
   // The suite's one long test (about 4 minutes on 2 idle cores): real training to the
   // accuracy the model is known to reach. DLAUNCH_QUICK_TESTS=1 leaves it out.
   const char* quick = std::getenv("DLAUNCH_QUICK_TESTS");
   if (quick != nullptr && std::string(quick) == "1") {
     GTEST_SKIP() << "DLAUNCH_QUICK_TESTS=1: skipping the 2-epoch accuracy run";
   }
-  if (access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) != 0) {
-    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  }
-  auto results = RunRanks(2, {"--model", "cnn", "--dataset", "fashion-mnist", "--epochs", "2",
-                              "--report-every", "100", "--summary-json", dir_ + "/s.json"},
-                          {}, std::chrono::seconds(2700));
-  ExpectAllSucceeded(results);
-  const std::string summary = ReadText(dir_ + "/s.json");
-  const size_t at = summary.find("\"test_accuracy\": ");
-  ASSERT_NE(at, std::string::npos) << summary;
-  const double accuracy = std::stod(summary.substr(at + 17));
-  EXPECT_GE(accuracy, 0.88) << summary;
+  if (access(kFashionMnistTrain, R_OK) != 0) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  EXPECT_GE(TrainAndTest("cnn", 2, std::chrono::seconds(2700)), 0.88);
 }
 
 }  // namespace
