@@ -321,7 +321,8 @@ absl::Status Trainer::Finish(double per_rank, Clock::time_point run_start) {
   if (!options_.save_params.empty()) DLAUNCH_WORKER_RETURN_IF_ERROR(SaveParams());
   if (IsRankZero()) {
     std::fprintf(stderr,
-                 "done: %lld steps, %d ranks, %.1f samples/s total (%.1f per rank), "
+                 "done: %lld steps, %d ranks, training throughput %.1f samples/s total (%.1f per "
+                 "rank), "
                  "test_accuracy %s, loss %.4f, %.1f s\n",
                  static_cast<long long>(state_.step), env_.world_size,
                  per_rank * env_.world_size, per_rank,

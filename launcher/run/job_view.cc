@@ -81,7 +81,7 @@ std::vector<std::string> FinalReport(const JobSummary& s, const std::map<int, Ra
                                     r.busy_s > 0 ? r.samples / r.busy_s : 0.0, r.step, r.loss));
   }
   std::string throughput = absl::StrFormat(
-      "[dlaunch] throughput: %.1f samples/s total, %.1f per rank", s.samples_per_sec,
+      "[dlaunch] reported throughput: %.1f samples/s total, %.1f per rank", s.samples_per_sec,
       s.world_size > 0 ? s.samples_per_sec / s.world_size : 0.0);
   if (s.test_accuracy) absl::StrAppendFormat(&throughput, ", test accuracy %.2f%%", *s.test_accuracy * 100);
   lines.push_back(throughput);

@@ -86,7 +86,7 @@ TEST(JobViewTest, FinalReportShowsTheFailureAndTheTable) {
   EXPECT_EQ(lines[3], "    | Traceback");
   EXPECT_THAT(lines[5], HasSubstr("rank node host"));
   EXPECT_THAT(lines[6], HasSubstr("   0    0 a                       640       320.0       50    0.5000"));
-  EXPECT_EQ(lines.back(), "[dlaunch] throughput: 400.0 samples/s total, 200.0 per rank, test accuracy 91.00%");
+  EXPECT_EQ(lines.back(), "[dlaunch] reported throughput: 400.0 samples/s total, 200.0 per rank, test accuracy 91.00%");
 }
 
 TEST(JobViewTest, FinalReportOfASuccessWithoutReportsIsOneLine) {
