@@ -97,12 +97,18 @@ void CheckMomentumShapes(const torch::optim::SGD& sgd) {
   }
 }
 
-std::string LibTorchVersion() {
-  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
-         std::to_string(TORCH_VERSION_PATCH);
+// The writer's LibTorch version recorded in the archive, e.g. "1.13.0"; empty when absent.
+std::string WriterVersion(torch::serialize::InputArchive& archive) {
+  torch::Tensor v;
+  if (!archive.try_read("libtorch_version", v) || v.numel() != 3) return "";
+  return absl::StrCat(v[0].item<int64_t>(), ".", v[1].item<int64_t>(), ".", v[2].item<int64_t>());
 }
 
 }  // namespace
+
+std::string LibTorchVersion() {
+  return absl::StrCat(TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".", TORCH_VERSION_PATCH);
+}
 
 absl::StatusOr<std::string> SerializeTrainingState(const torch::nn::Module& model,
                                                    const torch::optim::Optimizer& optimizer,
@@ -137,9 +143,11 @@ absl::StatusOr<ScalarTrainingState> DeserializeTrainingState(const std::string& 
                                                              torch::nn::Module& model,
                                                              torch::optim::Optimizer& optimizer,
                                                              torch::Device device) {
+  std::string writer;
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(payload.data(), payload.size(), device);
+    writer = WriterVersion(archive);
     torch::serialize::InputArchive model_archive;
     archive.read("model", model_archive);
     model.load(model_archive);
@@ -163,6 +171,11 @@ absl::StatusOr<ScalarTrainingState> DeserializeTrainingState(const std::string& 
     // The first line of LibTorch's message; its C++ stack trace follows on the next lines.
     std::string what = e.what();
     what = what.substr(0, what.find('\n'));
+    if (!writer.empty()) {
+      return absl::DataLossError(absl::StrCat(
+          "checkpoint (written on LibTorch ", writer, ", read on ", LibTorchVersion(),
+          ") does not match this model/optimizer (different --model?): ", what));
+    }
     return absl::DataLossError(absl::StrCat(
         "checkpoint does not match this model/optimizer (different --model, or written by an "
         "older dlaunch-worker on another LibTorch than this one's ", LibTorchVersion(), "?): ",

@@ -28,6 +28,9 @@ absl::StatusOr<ScalarTrainingState> DeserializeTrainingState(const std::string& 
                                                              torch::optim::Optimizer& optimizer,
                                                              torch::Device device);
 
+// The LibTorch this worker was built on, e.g. "2.11.0"; checkpoints record it.
+std::string LibTorchVersion();
+
 // Rank 0: writes <dir>/ckpt-<step>.dlck atomically and keeps the two newest.
 absl::Status SaveCheckpoint(const std::string& dir, const std::string& payload, int64_t step);
 

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include <torch/torch.h>
-#include <torch/version.h>
 #ifdef DLAUNCH_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
@@ -11,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/environment.h"
+#include "worker/checkpoint_io.h"
 #include "worker/device_choice.h"
 #include "worker/models.h"
 #include "worker/trainer_internal.h"
@@ -55,8 +55,7 @@ namespace {
 // in the runtime's own words ("CUDA driver version is insufficient ...").
 CudaProbe ProbeCuda() {
   CudaProbe probe;
-  probe.libtorch_version =
-      absl::StrCat(TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".", TORCH_VERSION_PATCH);
+  probe.libtorch_version = LibTorchVersion();
 #ifdef DLAUNCH_WITH_CUDA
   probe.built_with_cuda = true;
   int count = 0;
