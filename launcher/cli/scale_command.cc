@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <filesystem>
@@ -145,9 +146,8 @@ absl::Status WriteStudyFiles(const std::string& dir, const StudyInfo& info,
   files.push_back({"plots.gp", plots.script});
   files.push_back({"study.json", StudyJson(info, rows, outcomes, StudyExitCode(rows))});
   for (const TextFile& f : files) {
-    if (absl::Status st = WriteFileAtomically(dir + "/" + f.name, f.text, {.fsync = false}); !st.ok()) {
-      return st;
-    }
+    absl::Status st = WriteFileAtomically(dir + "/" + f.name, f.text, {.fsync = false});
+    if (!st.ok()) return st;
   }
   DrawPlots(dir, &plots);
   return WriteFileAtomically(dir + "/report.html", StudyReportHtml(info, rows, plots),
@@ -181,6 +181,111 @@ bool ParseScaleArgs(const std::vector<std::string>& args, ScaleArgs* a, int* exi
   return true;
 }
 
+// The node and process counts to study: the flags', else the job's study: section.
+bool StudyCounts(const ScaleArgs& a, const JobSpec& spec, std::vector<int>* nodes,
+                 std::vector<int>* procs, int* exit_code) {
+  *nodes = spec.study_nodes;
+  *procs = spec.study_procs;
+  const std::tuple<bool, const std::string*, const char*, std::vector<int>*> flags[] = {
+      {a.nodes_given, &a.nodes_text, "--nodes", nodes},
+      {a.procs_given, &a.procs_text, "--procs", procs}};
+  for (auto [given, text, flag, out] : flags) {
+    if (!given) continue;
+    absl::StatusOr<std::vector<int>> list = ParseScaleList(flag, *text);
+    if (!list.ok()) {
+      *exit_code = UsageError(kScaleUsage, std::string(list.status().message()));
+      return false;
+    }
+    *out = *list;
+  }
+  if (nodes->empty() && procs->empty()) {
+    *exit_code =
+        UsageError(kScaleUsage, "give --nodes and/or --procs (or a study: section in job.yaml)");
+    return false;
+  }
+  return true;
+}
+
+// Every scale to run, each within the hosts there are: the job's own list, else the allocation's.
+bool PlanStudyScales(const JobSpec& spec, const std::vector<int>& nodes,
+                     const std::vector<int>& procs, std::vector<Scale>* scales, int* exit_code) {
+  absl::StatusOr<Allocation> alloc = DetectAllocation();
+  if (!alloc.ok()) {
+    std::cerr << "dlaunch scale: " << alloc.status().message() << "\n";
+    *exit_code = kExitLaunchError;
+    return false;
+  }
+  ScaleLimits limits;
+  limits.allocation_hosts = static_cast<int>(alloc->hosts.size());
+  limits.allocation_source = alloc->source;
+  if (!spec.hosts.empty()) {
+    limits.allocation_hosts = static_cast<int>(spec.hosts.size());
+    limits.allocation_source = "job.yaml hosts";
+  }
+  limits.default_nodes = spec.nodes_auto ? std::max(1, limits.allocation_hosts) : spec.max_nodes;
+  limits.default_procs = spec.nproc_per_node;
+  absl::StatusOr<std::vector<Scale>> planned = PlanScales(nodes, procs, limits);
+  if (!planned.ok()) {
+    std::cerr << "dlaunch scale: " << planned.status().message() << "\n";
+    *exit_code = kExitUsage;
+    return false;
+  }
+  *scales = *std::move(planned);
+  return true;
+}
+
+// Creates the study directory (--job-dir, else a new study id under the job root), setting
+// *dir to its absolute path and info's study id to its name. False, having said why, when it
+// cannot be created.
+bool MakeStudyDir(const ScaleArgs& a, const JobSpec& spec, StudyInfo* info, std::string* dir) {
+  *dir = a.job_dir;
+  if (dir->empty()) {
+    std::random_device rd;
+    info->study_id = MakeJobId(spec.name + "-scale", absl::Now(), rd());
+    *dir = (fs::path(a.job_root.empty() ? DefaultJobRoot() : a.job_root) / info->study_id).string();
+  } else {
+    info->study_id = fs::path(AbsolutePath(*dir)).filename().string();
+  }
+  *dir = AbsolutePath(*dir);
+  std::error_code ec;
+  fs::create_directories(*dir, ec);
+  if (ec) {
+    std::cerr << "dlaunch scale: cannot create " << *dir << ": " << ec.message() << "\n";
+    return false;
+  }
+  return true;
+}
+
+// A SIGTERM is passed on to the scale in progress; both signals end the study after it.
+void CatchStopSignals() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// The command line of one scale: this dlaunch's `run` of the study's spec snapshot.
+std::vector<std::string> ScaleCommandLine(const std::string& self, const std::string& spec_snapshot,
+                                          const Scale& s, const std::string& run_dir,
+                                          const std::string& launcher) {
+  std::vector<std::string> argv = {self};
+  for (std::string& w : ScaleRunArgs(spec_snapshot, s, run_dir)) argv.push_back(std::move(w));
+  if (!launcher.empty()) argv.insert(argv.end(), {"--launcher", launcher});
+  return argv;
+}
+
+// Runs one scale to its end, fills in what it measured, and says how it ended.
+void RunOneScale(const std::vector<std::string>& argv, const std::string& run_dir,
+                 ScaleOutcome* o) {
+  const absl::Time start = absl::Now();
+  o->exit_code = RunScale(argv);
+  o->wall_time_s = absl::ToDoubleSeconds(absl::Now() - start);
+  o->metrics = ReadRunMetrics(run_dir);
+  std::cout << "[dlaunch scale] scale " << o->run_dir << ": "
+            << (o->exit_code == 0 ? "ok" : absl::StrCat("failed (exit ", o->exit_code, ")"))
+            << " in " << absl::StrCat(static_cast<int>(o->wall_time_s)) << " s" << std::endl;
+}
+
 }  // namespace
 
 int RunScaleCommand(const std::vector<std::string>& args) {
@@ -196,53 +301,14 @@ int RunScaleCommand(const std::vector<std::string>& args) {
     std::cerr << spec.status().message() << std::endl;
     return kExitUsage;
   }
-  std::vector<int> nodes = spec->study_nodes, procs = spec->study_procs;
-  for (auto [given, text, flag, out] : {std::tuple(a.nodes_given, &a.nodes_text, "--nodes", &nodes),
-                                        std::tuple(a.procs_given, &a.procs_text, "--procs", &procs)}) {
-    if (!given) continue;
-    absl::StatusOr<std::vector<int>> list = ParseScaleList(flag, *text);
-    if (!list.ok()) return UsageError(kScaleUsage, std::string(list.status().message()));
-    *out = *list;
-  }
-  if (nodes.empty() && procs.empty()) {
-    return UsageError(kScaleUsage, "give --nodes and/or --procs (or a study: section in job.yaml)");
-  }
-  absl::StatusOr<Allocation> alloc = DetectAllocation();
-  if (!alloc.ok()) {
-    std::cerr << "dlaunch scale: " << alloc.status().message() << "\n";
-    return kExitLaunchError;
-  }
-  ScaleLimits limits;
-  limits.allocation_hosts = static_cast<int>(alloc->hosts.size());
-  limits.allocation_source = alloc->source;
-  if (!spec->hosts.empty()) {
-    limits.allocation_hosts = static_cast<int>(spec->hosts.size());
-    limits.allocation_source = "job.yaml hosts";
-  }
-  limits.default_nodes = spec->nodes_auto ? std::max(1, limits.allocation_hosts) : spec->max_nodes;
-  limits.default_procs = spec->nproc_per_node;
-  absl::StatusOr<std::vector<Scale>> scales = PlanScales(nodes, procs, limits);
-  if (!scales.ok()) {
-    std::cerr << "dlaunch scale: " << scales.status().message() << "\n";
-    return kExitUsage;
-  }
+  std::vector<int> nodes, procs;
+  if (!StudyCounts(a, *spec, &nodes, &procs, &exit_code)) return exit_code;
+  std::vector<Scale> scales;
+  if (!PlanStudyScales(*spec, nodes, procs, &scales, &exit_code)) return exit_code;
 
   StudyInfo info;
-  std::string dir = a.job_dir;
-  if (dir.empty()) {
-    std::random_device rd;
-    info.study_id = MakeJobId(spec->name + "-scale", absl::Now(), rd());
-    dir = (fs::path(a.job_root.empty() ? DefaultJobRoot() : a.job_root) / info.study_id).string();
-  } else {
-    info.study_id = fs::path(AbsolutePath(dir)).filename().string();
-  }
-  dir = AbsolutePath(dir);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    std::cerr << "dlaunch scale: cannot create " << dir << ": " << ec.message() << "\n";
-    return kExitLaunchError;
-  }
+  std::string dir;
+  if (!MakeStudyDir(a, *spec, &info, &dir)) return kExitLaunchError;
   // Every scale runs this snapshot of the spec (defaults filled in, as `dlaunch submit` writes
   // it), so an edit of job.yaml while a long study runs cannot change its later scales.
   const std::string spec_snapshot = dir + "/job.yaml";
@@ -253,32 +319,20 @@ int RunScaleCommand(const std::vector<std::string>& args) {
   info.spec_path = a.spec_path;
   info.started = NowRfc3339();
   info.command = absl::StrCat("dlaunch scale ", absl::StrJoin(args, " "));
-  std::cout << "[dlaunch scale] study " << info.study_id << ": " << scales->size()
+  std::cout << "[dlaunch scale] study " << info.study_id << ": " << scales.size()
             << " scale(s) in " << dir << std::endl;
 
-  struct sigaction sa = {};
-  sa.sa_handler = OnSignal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  CatchStopSignals();
   const std::string self = SelfExe();
   std::vector<ScaleOutcome> outcomes;
-  for (size_t i = 0; i < scales->size() && !g_interrupted; ++i) {
-    const Scale& s = (*scales)[i];
+  for (size_t i = 0; i < scales.size() && !g_interrupted; ++i) {
+    const Scale& s = scales[i];
     ScaleOutcome o{s, s.Label()};
     const std::string run_dir = dir + "/" + o.run_dir;
-    std::vector<std::string> argv = {self};
-    for (std::string& w : ScaleRunArgs(spec_snapshot, s, run_dir)) argv.push_back(std::move(w));
-    if (!a.launcher.empty()) argv.insert(argv.end(), {"--launcher", a.launcher});
-    std::cout << "[dlaunch scale] scale " << i + 1 << "/" << scales->size() << ": " << s.nodes
+    std::cout << "[dlaunch scale] scale " << i + 1 << "/" << scales.size() << ": " << s.nodes
               << " node(s) x " << (s.procs_per_node > 0 ? absl::StrCat(s.procs_per_node) : "gpu")
               << " process(es) -> " << run_dir << std::endl;
-    const absl::Time start = absl::Now();
-    o.exit_code = RunScale(argv);
-    o.wall_time_s = absl::ToDoubleSeconds(absl::Now() - start);
-    o.metrics = ReadRunMetrics(run_dir);
-    std::cout << "[dlaunch scale] scale " << o.run_dir << ": "
-              << (o.exit_code == 0 ? "ok" : absl::StrCat("failed (exit ", o.exit_code, ")"))
-              << " in " << absl::StrCat(static_cast<int>(o.wall_time_s)) << " s" << std::endl;
+    RunOneScale(ScaleCommandLine(self, spec_snapshot, s, run_dir, a.launcher), run_dir, &o);
     outcomes.push_back(std::move(o));
     // Written after every scale, so a study cut short still leaves its table.
     if (absl::Status st = WriteStudyFiles(dir, info, outcomes); !st.ok()) {
@@ -290,7 +344,7 @@ int RunScaleCommand(const std::vector<std::string>& args) {
   const std::vector<ScalingRow> rows = MakeScalingRows(outcomes);
   std::cout << "\n" << ScalingMarkdown(rows) << "\n[dlaunch scale] report: " << dir
             << "/report.html" << std::endl;
-  if (g_interrupted && outcomes.size() < scales->size()) return kExitInterrupted;
+  if (g_interrupted && outcomes.size() < scales.size()) return kExitInterrupted;
   return StudyExitCode(rows);
 }
 
