@@ -1,8 +1,19 @@
 #include "agent/report_merge.h"
 
+#include <algorithm>
+
 namespace dlaunch {
 
 v1::WorkerReport MergeReports(const v1::WorkerReport& earlier, const v1::WorkerReport& later) {
+  if (later.kind() == v1::WorkerReport::PHASE) {
+    v1::WorkerReport merged = earlier;
+    merged.set_phase(later.phase());
+    merged.set_step(std::max(earlier.step(), later.step()));
+    merged.set_epoch(std::max(earlier.epoch(), later.epoch()));
+    merged.set_total_steps(std::max(earlier.total_steps(), later.total_steps()));
+    merged.set_checkpoint_step(std::max(earlier.checkpoint_step(), later.checkpoint_step()));
+    return merged;
+  }
   v1::WorkerReport merged = later;
   merged.set_samples(earlier.samples() + later.samples());
   merged.set_interval_s(earlier.interval_s() + later.interval_s());

@@ -58,6 +58,64 @@ TEST(MergeReportsTest, AZeroIntervalKeepsTheLatestRate) {
   EXPECT_DOUBLE_EQ(MergeReports(a, b).samples_per_sec(), 42);
 }
 
+TEST(MergeReportsTest, APhaseReportMovesThePhaseOnAndKeepsTheIntervalsMetrics) {
+  v1::WorkerReport a = Report(16, 256, 2.0);
+  a.set_kind(v1::WorkerReport::STEP);
+  a.set_phase(v1::WorkerReport::TRAINING);
+  a.set_loss(0.5);
+  a.set_accuracy(0.75);
+  a.set_total_steps(32);
+  a.set_checkpoint_step(8);
+  v1::WorkerReport p;
+  p.set_kind(v1::WorkerReport::PHASE);
+  p.set_phase(v1::WorkerReport::EVALUATING);
+  p.set_rank(1);
+  p.set_step(16);
+  p.set_total_steps(32);
+  p.set_checkpoint_step(8);
+
+  v1::WorkerReport m = MergeReports(a, p);
+  EXPECT_EQ(m.phase(), v1::WorkerReport::EVALUATING);
+  EXPECT_EQ(m.kind(), v1::WorkerReport::STEP);
+  EXPECT_EQ(m.step(), 16);
+  EXPECT_EQ(m.samples(), 256);
+  EXPECT_DOUBLE_EQ(m.interval_s(), 2.0);
+  EXPECT_DOUBLE_EQ(m.samples_per_sec(), 128.0);
+  EXPECT_DOUBLE_EQ(m.loss(), 0.5);
+  ASSERT_TRUE(m.has_accuracy());
+  EXPECT_EQ(m.total_steps(), 32);
+  EXPECT_EQ(m.checkpoint_step(), 8);
+
+  // A report after the phase change is taken as usual and carries its own phase.
+  v1::WorkerReport e = Report(16, 0, 0.1);
+  e.set_kind(v1::WorkerReport::EPOCH);
+  e.set_phase(v1::WorkerReport::TRAINING);
+  e.set_test_accuracy(0.8);
+  v1::WorkerReport m2 = MergeReports(m, e);
+  EXPECT_EQ(m2.kind(), v1::WorkerReport::EPOCH);
+  EXPECT_EQ(m2.phase(), v1::WorkerReport::TRAINING);
+  EXPECT_EQ(m2.samples(), 256);
+
+  // Phase reports alone stay phase reports.
+  v1::WorkerReport q = p;
+  q.set_phase(v1::WorkerReport::CHECKPOINTING);
+  EXPECT_EQ(MergeReports(p, q).kind(), v1::WorkerReport::PHASE);
+  EXPECT_EQ(MergeReports(p, q).phase(), v1::WorkerReport::CHECKPOINTING);
+  EXPECT_EQ(MergeReports(p, q).samples(), 0);
+}
+
+TEST(ParseReportLineTest, ReadsAPhaseReport) {
+  v1::WorkerReport r;
+  ASSERT_TRUE(ParseReportLine(R"({"kind": "PHASE", "rank": 1, "step": 16, "total_steps": 32,)"
+                              R"( "phase": "EVALUATING"})",
+                              &r)
+                  .ok());
+  EXPECT_EQ(r.kind(), v1::WorkerReport::PHASE);
+  EXPECT_EQ(r.phase(), v1::WorkerReport::EVALUATING);
+  EXPECT_EQ(r.step(), 16);
+  EXPECT_EQ(r.samples(), 0);
+}
+
 TEST(ParseReportLineTest, ReadsSnakeAndCamelCaseAndIgnoresUnknownFields) {
   v1::WorkerReport r;
   ASSERT_TRUE(ParseReportLine(
