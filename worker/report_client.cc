@@ -19,6 +19,16 @@ void ToWorkerReport(const TrainerReport& in, dlaunch::v1::WorkerReport* r) {
     case TrainerReport::Kind::kStep: r->set_kind(v1::WorkerReport::STEP); break;
     case TrainerReport::Kind::kEpoch: r->set_kind(v1::WorkerReport::EPOCH); break;
     case TrainerReport::Kind::kFinal: r->set_kind(v1::WorkerReport::FINAL); break;
+    case TrainerReport::Kind::kPhase: r->set_kind(v1::WorkerReport::PHASE); break;
+  }
+  switch (in.phase) {
+    case TrainerReport::Phase::kUnspecified: break;
+    case TrainerReport::Phase::kLoadingData: r->set_phase(v1::WorkerReport::LOADING_DATA); break;
+    case TrainerReport::Phase::kTraining: r->set_phase(v1::WorkerReport::TRAINING); break;
+    case TrainerReport::Phase::kEvaluating: r->set_phase(v1::WorkerReport::EVALUATING); break;
+    case TrainerReport::Phase::kCheckpointing:
+      r->set_phase(v1::WorkerReport::CHECKPOINTING);
+      break;
   }
   r->set_rank(in.rank);
   r->set_step(in.step);
@@ -29,10 +39,12 @@ void ToWorkerReport(const TrainerReport& in, dlaunch::v1::WorkerReport* r) {
   if (in.accuracy) r->set_accuracy(*in.accuracy);
   if (in.test_accuracy) r->set_test_accuracy(*in.test_accuracy);
   r->set_samples_per_sec(in.samples_per_sec);
-  r->mutable_timings()->set_data_ms(in.data_ms);
-  r->mutable_timings()->set_forward_ms(in.forward_ms);
-  r->mutable_timings()->set_backward_ms(in.backward_ms);
-  r->mutable_timings()->set_optimizer_ms(in.optimizer_ms);
+  if (in.kind != TrainerReport::Kind::kPhase) {  // a phase change covers no steps
+    r->mutable_timings()->set_data_ms(in.data_ms);
+    r->mutable_timings()->set_forward_ms(in.forward_ms);
+    r->mutable_timings()->set_backward_ms(in.backward_ms);
+    r->mutable_timings()->set_optimizer_ms(in.optimizer_ms);
+  }
   r->set_message(in.message);
   r->set_checkpoint_step(in.checkpoint_step);
   r->set_total_steps(in.total_steps);

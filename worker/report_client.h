@@ -23,8 +23,11 @@ namespace dlaunch::worker {
 
 // One report as the trainer knows it; see proto/report.proto for each field's meaning.
 struct TrainerReport {
-  enum class Kind { kStep, kEpoch, kFinal };
+  enum class Kind { kStep, kEpoch, kFinal, kPhase };
+  // What the worker is doing; docs/worker.md lists when each is entered.
+  enum class Phase { kUnspecified, kLoadingData, kTraining, kEvaluating, kCheckpointing };
   Kind kind = Kind::kStep;
+  Phase phase = Phase::kUnspecified;
   int rank = 0;
   int64_t step = 0;
   int32_t epoch = 0;

@@ -155,6 +155,7 @@ void Trainer::Report(TrainerReport::Kind kind, std::optional<double> test_accura
 
   TrainerReport r;
   r.kind = kind;
+  r.phase = phase_;
   r.rank = env_.rank;
   r.step = state_.step;
   r.epoch = static_cast<int32_t>(std::max<int64_t>(state_.step - 1, 0) / steps_per_epoch_);
@@ -179,6 +180,25 @@ void Trainer::Report(TrainerReport::Kind kind, std::optional<double> test_accura
   interval_steps_ = 0;
   data_ms_ = forward_ms_ = backward_ms_ = optimizer_ms_ = 0;
   interval_start_ = Clock::now();
+}
+
+// A PHASE report when `phase` is new: no collective and no device work, so it costs the loop
+// nothing but one short line on the local socket. It carries what the agent's merge of this
+// rank's reports takes from the latest one (step, epoch, checkpoint step, total steps).
+void Trainer::EnterPhase(TrainerReport::Phase phase) {
+  if (phase == phase_) return;
+  phase_ = phase;
+  TrainerReport r;
+  r.kind = TrainerReport::Kind::kPhase;
+  r.phase = phase;
+  r.rank = env_.rank;
+  r.step = state_.step;
+  if (steps_per_epoch_ > 0) {
+    r.epoch = static_cast<int32_t>(std::max<int64_t>(state_.step - 1, 0) / steps_per_epoch_);
+  }
+  r.checkpoint_step = checkpoint_step_;
+  r.total_steps = total_steps_;  // 0 (unknown) before the data set is read
+  reporter_->Send(r);
 }
 
 double Trainer::Evaluate() {
@@ -244,6 +264,7 @@ absl::Status Trainer::Run() {
     interval_start_ = Clock::now();
     timed_start_ = Clock::now();
     const int64_t first_step = state_.step;
+    EnterPhase(TrainerReport::Phase::kTraining);
     while (state_.step < total_steps_) {
       const int64_t e = state_.step / steps_per_epoch_;
       if (e != epoch) {
@@ -277,10 +298,13 @@ absl::Status Trainer::OnStepEnd(int64_t first_step) {
   }
   if (epoch_end || last) {
     train_seconds_ += std::chrono::duration<double>(Clock::now() - timed_start_).count();
-    const auto e0 = Clock::now();
-    if (options_.evaluate) test_accuracy_ = Evaluate();
-    if (step_trace_ && options_.evaluate) {
-      step_trace_->Span("evaluate", state_.step, e0, Clock::now());
+    if (options_.evaluate) {
+      EnterPhase(TrainerReport::Phase::kEvaluating);
+      const auto e0 = Clock::now();
+      test_accuracy_ = Evaluate();
+      if (step_trace_) step_trace_->Span("evaluate", state_.step, e0, Clock::now());
+      // The epoch report below says training goes on; the final report keeps EVALUATING.
+      if (!last) EnterPhase(TrainerReport::Phase::kTraining);
     }
     Report(last ? TrainerReport::Kind::kFinal : TrainerReport::Kind::kEpoch,
            options_.evaluate ? test_accuracy_ : std::nullopt);
@@ -294,11 +318,14 @@ absl::Status Trainer::OnStepEnd(int64_t first_step) {
     timed_start_ = Clock::now();
   }
   if ((options_.checkpoint_every > 0 && state_.step % options_.checkpoint_every == 0) || last) {
+    // Only rank 0 writes, so only rank 0 checkpoints; the others go on and wait for it in
+    // their next step's all-reduce.
+    const bool writes = IsRankZero() && !options_.checkpoint_dir.empty();
     const auto c0 = Clock::now();
+    if (writes) EnterPhase(TrainerReport::Phase::kCheckpointing);
     DLAUNCH_WORKER_RETURN_IF_ERROR(Checkpoint());
-    if (step_trace_ && IsRankZero() && !options_.checkpoint_dir.empty()) {
-      step_trace_->Span("checkpoint", state_.step, c0, Clock::now());
-    }
+    if (step_trace_ && writes) step_trace_->Span("checkpoint", state_.step, c0, Clock::now());
+    if (writes && !last) EnterPhase(TrainerReport::Phase::kTraining);
     timed_start_ += Clock::now() - c0;
   }
   if (state_.step == options_.fail_at_step) {

@@ -77,6 +77,7 @@ class Trainer {
   bool UnscaleAndUpdateLossScale();
   absl::Status OnStepEnd(int64_t first_step);
   void Report(TrainerReport::Kind kind, std::optional<double> test_accuracy);
+  void EnterPhase(TrainerReport::Phase phase);
   double Evaluate();
   absl::Status Checkpoint();
   double FinalThroughput();
@@ -106,6 +107,8 @@ class Trainer {
   int64_t start_step_ = 0;
   // The step of the newest complete checkpoint (0: none), sent in every report.
   int64_t checkpoint_step_ = 0;
+  // What this rank is doing, sent in every report; EnterPhase changes it.
+  TrainerReport::Phase phase_ = TrainerReport::Phase::kUnspecified;
 
   // Accumulated since the last report (this rank).
   torch::Tensor loss_sum_;

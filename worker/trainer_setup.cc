@@ -22,6 +22,8 @@ absl::Status Trainer::Setup() {
   DLAUNCH_WORKER_RETURN_IF_ERROR(PinDevice());
   DLAUNCH_WORKER_RETURN_IF_ERROR(ConnectReporter());
   DLAUNCH_WORKER_RETURN_IF_ERROR(InitProcessGroup());
+  // Loading lasts until the first step: the data set, the model, a resume.
+  EnterPhase(TrainerReport::Phase::kLoadingData);
   DLAUNCH_WORKER_RETURN_IF_ERROR(LoadAndShardData());
   ScaleLearningRate();
   DLAUNCH_WORKER_RETURN_IF_ERROR(BuildModelAndOptimizer());

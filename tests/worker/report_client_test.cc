@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <utility>
 
 #include "dlaunch/report.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -60,6 +61,41 @@ TEST(ReportClientTest, ATrainerReportBecomesTheSameWorkerReport) {
   EXPECT_EQ(r.message(), "m");
   EXPECT_EQ(r.checkpoint_step(), 30);
   EXPECT_EQ(r.total_steps(), 40);
+  EXPECT_EQ(r.phase(), v1::WorkerReport::PHASE_UNSPECIFIED);
+}
+
+TEST(ReportClientTest, EveryPhaseMapsToItsProtoValue) {
+  const std::pair<TrainerReport::Phase, v1::WorkerReport::Phase> cases[] = {
+      {TrainerReport::Phase::kUnspecified, v1::WorkerReport::PHASE_UNSPECIFIED},
+      {TrainerReport::Phase::kLoadingData, v1::WorkerReport::LOADING_DATA},
+      {TrainerReport::Phase::kTraining, v1::WorkerReport::TRAINING},
+      {TrainerReport::Phase::kEvaluating, v1::WorkerReport::EVALUATING},
+      {TrainerReport::Phase::kCheckpointing, v1::WorkerReport::CHECKPOINTING},
+  };
+  for (const auto& [in, want] : cases) {
+    TrainerReport t;
+    t.kind = TrainerReport::Kind::kEpoch;
+    t.phase = in;
+    v1::WorkerReport r;
+    ToWorkerReport(t, &r);
+    EXPECT_EQ(r.phase(), want) << static_cast<int>(in);
+  }
+}
+
+TEST(ReportClientTest, APhaseReportIsAShortLineWithoutSamplesOrTimings) {
+  TrainerReport t;
+  t.kind = TrainerReport::Kind::kPhase;
+  t.phase = TrainerReport::Phase::kEvaluating;
+  t.rank = 1;
+  t.step = 16;
+  t.total_steps = 32;
+  v1::WorkerReport r;
+  ToWorkerReport(t, &r);
+  EXPECT_EQ(r.kind(), v1::WorkerReport::PHASE);
+  EXPECT_FALSE(r.has_timings());
+  absl::StatusOr<std::string> json = ReportToJson(r);
+  ASSERT_TRUE(json.ok());
+  EXPECT_EQ(*json, R"({"kind":"PHASE","rank":1,"step":"16","total_steps":"32","phase":"EVALUATING"})");
 }
 
 TEST(ReportClientTest, SendsOneLinePerReportOnTheSocket) {

@@ -36,7 +36,8 @@ std::string OtherWorker() {
   return other != nullptr && access(other, X_OK) == 0 ? other : "";
 }
 
-// The STEP reports a rank printed on stdout (no report socket), by step.
+// The STEP and FINAL reports a rank printed on stdout (no report socket), by step; the PHASE
+// lines carry no loss.
 std::vector<v1::WorkerReport> StepReports(const std::string& log) {
   std::vector<v1::WorkerReport> out;
   std::istringstream in(log);

@@ -75,6 +75,12 @@ class WorkerProcessTest : public ::testing::Test {
     if (!HasFailure()) std::filesystem::remove_all(dir_);
   }
 
+  // "{rank}" in an argument or an extra_env value lets one list name per-rank files.
+  static std::string WithRank(std::string s, int rank) {
+    if (size_t at = s.find("{rank}"); at != std::string::npos) s.replace(at, 6, std::to_string(rank));
+    return s;
+  }
+
   // Starts `world` ranks with the torchrun environment and waits for all of them (deadline
   // `timeout`; on expiry every rank is killed and the test fails).
   std::vector<RankResult> RunRanks(int world, const std::vector<std::string>& args,
@@ -99,7 +105,7 @@ class WorkerProcessTest : public ::testing::Test {
       }
       env["OMP_NUM_THREADS"] = "1";
       env.erase("DLAUNCH_REPORT_SOCKET");
-      for (const auto& [k, v] : extra_env) env[k] = v;
+      for (const auto& [k, v] : extra_env) env[k] = WithRank(v, rank);
       std::vector<std::string> env_strings;
       for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
       std::vector<char*> envp;
@@ -107,12 +113,7 @@ class WorkerProcessTest : public ::testing::Test {
       envp.push_back(nullptr);
 
       std::vector<std::string> argv_strings = {worker_bin_};
-      for (const std::string& a : args) {
-        std::string s = a;
-        // "{rank}" lets one argument list name per-rank files.
-        if (size_t at = s.find("{rank}"); at != std::string::npos) s.replace(at, 6, std::to_string(rank));
-        argv_strings.push_back(s);
-      }
+      for (const std::string& a : args) argv_strings.push_back(WithRank(a, rank));
       std::vector<char*> argv;
       for (std::string& s : argv_strings) argv.push_back(s.data());
       argv.push_back(nullptr);

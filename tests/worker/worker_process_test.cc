@@ -1,7 +1,8 @@
 // Runs real dlaunch-worker processes (1 to 3 ranks, Gloo over loopback) and checks the
 // data-parallel invariants from the outside: identical parameters on every rank, equivalence
 // with a single rank on the concatenated batch, exact resume after a kill, torn checkpoints
-// ignored, a clear error when the store is unreachable, and reports on the agent socket.
+// ignored, a clear error when the store is unreachable, and reports (metrics and phases) on the
+// agent socket.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -222,6 +223,27 @@ class ReportCollector {
   std::string received_;
 };
 
+// The reports that carry metrics (STEP, EPOCH, FINAL): `reports` without the PHASE reports.
+std::vector<dlaunch::v1::WorkerReport> MetricReports(
+    const std::vector<dlaunch::v1::WorkerReport>& reports) {
+  std::vector<dlaunch::v1::WorkerReport> out;
+  for (const auto& r : reports) {
+    if (r.kind() != dlaunch::v1::WorkerReport::PHASE) out.push_back(r);
+  }
+  return out;
+}
+
+// Each report as "KIND PHASE step", for comparing whole sequences with a readable failure.
+std::vector<std::string> KindPhaseStep(const std::vector<dlaunch::v1::WorkerReport>& reports) {
+  std::vector<std::string> out;
+  for (const auto& r : reports) {
+    out.push_back(dlaunch::v1::WorkerReport::Kind_Name(r.kind()) + " " +
+                  dlaunch::v1::WorkerReport::Phase_Name(r.phase()) + " " +
+                  std::to_string(r.step()));
+  }
+  return out;
+}
+
 TEST_F(WorkerProcessTest, ARestartedRoundResumesAndReportsItsNewestCheckpoint) {
   // One rank, 256 / 32 = 8 steps per epoch; killed after step 7, checkpoints every 3 steps.
   const std::string ckpt = dir_ + "/ckpt";
@@ -239,14 +261,24 @@ TEST_F(WorkerProcessTest, ARestartedRoundResumesAndReportsItsNewestCheckpoint) {
   ReportCollector collector(dir_ + "/report.sock");
   auto restarted = RunRanks(1, args, {{"DLAUNCH_REPORT_SOCKET", dir_ + "/report.sock"},
                                       {"TORCHELASTIC_RESTART_COUNT", "1"}});
-  std::vector<dlaunch::v1::WorkerReport> reports = collector.Finish();
+  const std::vector<dlaunch::v1::WorkerReport> all = collector.Finish();
   ExpectAllSucceeded(restarted);
   EXPECT_NE(restarted[0].log.find("restart 1: resuming from the newest complete checkpoint"),
             std::string::npos) << restarted[0].log;
   EXPECT_NE(restarted[0].log.find("resumed from step 6"), std::string::npos) << restarted[0].log;
 
+  // Loading starts before the checkpoint is read (step 0), training at the resumed step; no
+  // evaluation (--no-eval), so the final report is still training.
+  EXPECT_EQ(KindPhaseStep(all),
+            (std::vector<std::string>{"PHASE LOADING_DATA 0", "PHASE TRAINING 6",
+                                      "EPOCH TRAINING 8", "PHASE CHECKPOINTING 9",
+                                      "PHASE TRAINING 9", "STEP TRAINING 10", "FINAL TRAINING 12",
+                                      "PHASE CHECKPOINTING 12"}))
+      << collector.received();
+
   // Reports at the epoch end (8), step 10 and the end (12); checkpoints at 9 and 12, the last
   // written after the final report.
+  const std::vector<dlaunch::v1::WorkerReport> reports = MetricReports(all);
   ASSERT_EQ(reports.size(), 3u) << collector.received();
   EXPECT_EQ(reports[0].step(), 8);
   EXPECT_EQ(reports[0].checkpoint_step(), 6);
@@ -268,7 +300,7 @@ TEST_F(WorkerProcessTest, ReportsArriveOnTheSocketAsWorkerReportJson) {
     if (args[i] == "--report-every") args[i + 1] = "4";
   }
   auto results = RunRanks(1, args, {{"DLAUNCH_REPORT_SOCKET", path}});
-  std::vector<dlaunch::v1::WorkerReport> reports = collector.Finish();
+  const std::vector<dlaunch::v1::WorkerReport> reports = MetricReports(collector.Finish());
   ExpectAllSucceeded(results);
   ASSERT_EQ(reports.size(), 5u) << collector.received();
   EXPECT_EQ(reports[0].kind(), dlaunch::v1::WorkerReport::STEP);
@@ -283,8 +315,57 @@ TEST_F(WorkerProcessTest, ReportsArriveOnTheSocketAsWorkerReportJson) {
   EXPECT_EQ(reports[4].kind(), dlaunch::v1::WorkerReport::FINAL);
   EXPECT_EQ(reports[4].step(), 18);
   EXPECT_EQ(reports[4].checkpoint_step(), 0);  // no --checkpoint-dir
+  // Training goes on after the epoch report's evaluation; the final one's is the last thing.
+  EXPECT_EQ(reports[0].phase(), dlaunch::v1::WorkerReport::TRAINING);
+  EXPECT_EQ(reports[3].phase(), dlaunch::v1::WorkerReport::TRAINING);
+  EXPECT_EQ(reports[4].phase(), dlaunch::v1::WorkerReport::EVALUATING);
   // Without the socket nothing but the JSON lines would be on stdout; here stdout is quiet.
   EXPECT_EQ(results[0].log.find("\"kind\""), std::string::npos);
+}
+
+TEST_F(WorkerProcessTest, EachRankReportsThePhaseItEnters) {
+  // Two ranks, 256 / (2 x 16) = 8 steps per epoch, 12 steps: an evaluation at the epoch end (8)
+  // and at the end (12), checkpoints at 6 and 12 (rank 0 writes them).
+  std::vector<std::string> args;
+  for (const std::string& a : MlpArgs(16, "0.05", 12)) {
+    if (a != "--no-eval") args.push_back(a);
+  }
+  args = With(args, {"--checkpoint-dir", dir_ + "/ckpt", "--checkpoint-every", "6"});
+  ReportCollector rank0(dir_ + "/report0.sock"), rank1(dir_ + "/report1.sock");
+  auto results = RunRanks(2, args, {{"DLAUNCH_REPORT_SOCKET", dir_ + "/report{rank}.sock"}});
+  const std::vector<dlaunch::v1::WorkerReport> r0 = rank0.Finish(), r1 = rank1.Finish();
+  ExpectAllSucceeded(results);
+
+  EXPECT_EQ(KindPhaseStep(r0),
+            (std::vector<std::string>{"PHASE LOADING_DATA 0", "PHASE TRAINING 0",
+                                      "PHASE CHECKPOINTING 6", "PHASE TRAINING 6",
+                                      "PHASE EVALUATING 8", "PHASE TRAINING 8",
+                                      "EPOCH TRAINING 8", "PHASE EVALUATING 12",
+                                      "FINAL EVALUATING 12", "PHASE CHECKPOINTING 12"}))
+      << rank0.received();
+  // Rank 1 writes no checkpoint, so it never checkpoints.
+  EXPECT_EQ(KindPhaseStep(r1),
+            (std::vector<std::string>{"PHASE LOADING_DATA 0", "PHASE TRAINING 0",
+                                      "PHASE EVALUATING 8", "PHASE TRAINING 8",
+                                      "EPOCH TRAINING 8", "PHASE EVALUATING 12",
+                                      "FINAL EVALUATING 12"}))
+      << rank1.received();
+
+  for (const auto* reports : {&r0, &r1}) {
+    for (const dlaunch::v1::WorkerReport& r : *reports) {
+      if (r.kind() != dlaunch::v1::WorkerReport::PHASE) continue;
+      EXPECT_EQ(r.rank(), reports == &r0 ? 0 : 1);
+      EXPECT_EQ(r.samples(), 0);
+      EXPECT_FALSE(r.has_timings());
+      EXPECT_FALSE(r.has_accuracy());
+      // Unknown until the data set is read.
+      EXPECT_EQ(r.total_steps(), r.phase() == dlaunch::v1::WorkerReport::LOADING_DATA ? 0 : 12);
+    }
+  }
+  ASSERT_EQ(r0.size(), 10u);
+  EXPECT_EQ(r0[3].checkpoint_step(), 6);  // back to training after the checkpoint at 6
+  EXPECT_TRUE(r0[6].has_test_accuracy());  // the epoch report, after its evaluation
+  EXPECT_TRUE(r0[8].has_test_accuracy());
 }
 
 constexpr char kFashionMnistTrain[] = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
