@@ -138,16 +138,6 @@ const NodeAssignment* RendezvousState::AssignmentFor(const std::string& agent_id
   return nullptr;
 }
 
-void RendezvousState::NextRound(double now_s) {
-  ++round_;
-  phase_ = RendezvousPhase::kWaiting;
-  join_deadline_s_ = now_s + config_.join_timeout_s;
-  last_call_deadline_s_.reset();
-  joined_.clear();
-  result_.reset();
-  failure_ = absl::OkStatus();
-}
-
 std::vector<Participant> RendezvousState::RankOrder() const {
   // Each joiner (in join order) claims the first unclaimed host_order position naming its
   // host, so N agents of one host fill N repeated entries in the order they joined.
@@ -204,25 +194,23 @@ std::vector<std::string> RendezvousState::MissingHosts() const {
   return missing;
 }
 
-void RendezvousState::Close() {
+RoundResult AssignRound(int round, std::vector<Participant> nodes, int master_port) {
   RoundResult r;
-  r.round = round_;
-  r.nodes = RankOrder();
-  int offset = 0;
+  r.round = round;
+  r.nodes = std::move(nodes);
   for (size_t i = 0; i < r.nodes.size(); ++i) {
-    NodeAssignment a;
-    a.node_rank = static_cast<int>(i);
-    a.rank_offset = offset;
-    a.local_world_size = r.nodes[i].slots;
-    offset += a.local_world_size;
-    r.assignments.push_back(a);
+    r.assignments.push_back({static_cast<int>(i), r.world_size, r.nodes[i].slots});
+    r.world_size += r.nodes[i].slots;
   }
-  r.world_size = offset;
   if (!r.nodes.empty()) {
     r.master_addr = r.nodes[0].addr.empty() ? r.nodes[0].host : r.nodes[0].addr;
-    r.master_port = config_.master_port != 0 ? config_.master_port : r.nodes[0].worker_port;
+    r.master_port = master_port != 0 ? master_port : r.nodes[0].worker_port;
   }
-  result_ = std::move(r);
+  return r;
+}
+
+void RendezvousState::Close() {
+  result_ = AssignRound(round_, RankOrder(), config_.master_port);
   phase_ = RendezvousPhase::kClosed;
   last_call_deadline_s_.reset();
 }

@@ -53,6 +53,11 @@ struct RoundResult {
   int master_port = 0;
 };
 
+// One round's places, the one rule for every round: node ranks in the order of `nodes`, global
+// ranks by their slots, node 0's address (its host when it has none) as MASTER_ADDR and
+// `master_port` as MASTER_PORT, or node 0's worker_port when it is 0.
+RoundResult AssignRound(int round, std::vector<Participant> nodes, int master_port);
+
 enum class RendezvousPhase { kWaiting, kLastCall, kClosed, kFailed };
 
 // Printable name of a phase ("waiting", "last-call", "closed", "failed").
@@ -87,9 +92,6 @@ class RendezvousState {
   absl::Status failure() const { return failure_; }
   // This agent's place once closed; nullptr if not closed or not a member of the round.
   const NodeAssignment* AssignmentFor(const std::string& agent_id) const;
-
-  // Starts a new round (restarts): round + 1, no participants, fresh deadlines from now_s.
-  void NextRound(double now_s);
 
   int round() const { return round_; }
   int joined() const { return static_cast<int>(joined_.size()); }

@@ -188,8 +188,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
                                            spec->max_restarts > 0 || !plan->spare_hosts.empty()},
                            terminal ? terminal->out() : std::cout,
                            terminal && isatty(STDERR_FILENO) ? terminal->err() : std::cerr);
-  LiveView live(io, job_id, static_cast<int>(plan->hosts.size()), &controller, terminal.get());
-  ControlService service(token, io, &live);
+  LiveView live(io, [&controller] { return controller.Snapshot(); }, terminal.get());
+  ControlService service(token, io, &controller);
   service.SetWatchHandler(&live);
 
   // The endpoint listens everywhere, so `dlaunch watch` reaches it from other hosts (the login

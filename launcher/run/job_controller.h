@@ -43,6 +43,8 @@ class JobController final : public ControlHandler {
   absl::Status Start(const std::vector<std::vector<std::string>>& launch_commands);
   // kExitOk, kExitJobFailed, kExitLaunchError or kExitInterrupted; valid once io.run() returned.
   int exit_code() const { return exit_code_; }
+  // The live view's picture of the job now (JobState::Snapshot on the job's clock).
+  v1::JobSnapshot Snapshot() const { return state_.Snapshot(Now()); }
 
   // ControlHandler.
   void HandleJoin(const Participant& participant, JoinReply reply) override;

@@ -1,16 +1,21 @@
 // JobState: the launcher's decisions about one job, torchelastic/Flux style. Each event (the
 // rendezvous closed, an agent's session opened or ended, a worker event or report, a node
-// launcher exited, a tick, a signal) updates the state and returns the actions to take: print,
-// append to events.jsonl or metrics.jsonl, tell nodes to stop or to start a restart round,
-// stop or kill the node launchers, arm the stop deadline, finish. Time comes in as seconds since the job started; no clocks,
-// threads or I/O, so every rule is unit-tested with synthetic times. JobController applies the
-// actions. Effects are idempotent: repeating a stop never moves the kill deadline later.
+// launcher exited, a tick, a signal) updates the state and returns the actions to take
+// (job_actions.h): print, append to the journal, tell nodes to stop or to start a restart
+// round, stop or kill the node launchers, arm timers, finish. Time comes in as seconds since
+// the job started; no clocks, threads or I/O, so every rule is unit-tested with synthetic
+// times. JobController applies the actions. Effects are idempotent: repeating a stop never
+// moves the kill deadline later.
+//
+// It is a thin composition of parts, each with its own tests: the NodeTable (who is in the
+// job, sessions, liveness), the FailureLedger (failures, root cause, its announcement), the
+// RoundCoordinator (restart rounds), the ProgressMonitor (stalls, hangs at exit) and the
+// summary (job_view.h). The live view's snapshot is read from the same parts (job_snapshot.h).
 #pragma once
 
 #include <map>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,10 +23,15 @@
 #include "dlaunch/control.pb.h"
 #include "dlaunch/journal.pb.h"
 #include "launcher/run/failure.h"
+#include "launcher/run/failure_ledger.h"
+#include "launcher/run/job_actions.h"
 #include "launcher/run/job_events.h"
+#include "launcher/run/job_snapshot.h"
 #include "launcher/run/job_view.h"
+#include "launcher/run/node_table.h"
 #include "launcher/run/progress_monitor.h"
 #include "launcher/run/restart_policy.h"
+#include "launcher/run/round_coordinator.h"
 #include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
@@ -47,56 +57,6 @@ struct JobConfig {
   int master_port = 0;
 };
 
-// Actions. Lines are complete ("[dlaunch] ..." or "[rank N] ..."), without the newline.
-struct PrintLine {
-  bool to_stderr = false;
-  std::string text;
-};
-struct AppendEvent {
-  v1::JobEvent event;  // one events.jsonl record; the writer sets its wall-clock time
-};
-struct AppendMetric {
-  int node = 0;   // node id
-  v1::WorkerReport report;
-  int round = 0;
-};
-struct SendStop {
-  std::vector<int> nodes;  // node ids
-  int grace_ms = 0;
-  std::string reason;
-  std::vector<int> dump_ranks;  // hung ranks whose stacks are recorded before the stop
-  int round = 0;                // the round whose workers stop
-  bool exit = true;             // the agent exits once they have; false: it waits for a round
-  int dump_budget_ms = 0;       // JobConfig::stack_dump_s when dump_ranks is not empty
-};
-// Round `round.round` starts: node_ids[i] takes the place round.assignments[i].
-struct SendStartRound {
-  RoundResult round;
-  std::vector<int> node_ids;
-};
-struct SendPing {  // an empty command: proof of life for the agents' watchdogs
-  std::vector<int> nodes;
-};
-struct StopLaunchers {
-  int grace_ms = 0;
-};
-struct KillLaunchers {};
-struct ArmStopDeadline {
-  double at_s = 0;  // call OnStopDeadline then
-};
-struct ArmHealthCheck {
-  double at_s = 0;  // call OnHealthCheck then (a later arming replaces an earlier one)
-};
-struct WriteSummary {
-  std::string json;
-};
-struct FinishJob {
-  int exit_code = 0;
-};
-using JobAction = std::variant<PrintLine, AppendEvent, AppendMetric, SendStop, SendStartRound, SendPing,
-                               StopLaunchers, KillLaunchers, ArmStopDeadline, ArmHealthCheck, WriteSummary,
-                               FinishJob>;
-using JobActions = std::vector<JobAction>;
 
 class JobState {
  public:
@@ -128,48 +88,41 @@ class JobState {
   JobActions OnHealthCheck(double now_s);
   JobActions OnCallRefused(const std::string& peer, const std::string& method);
 
+  // The live view's picture of the job now (the terminal table, `dlaunch watch`).
+  v1::JobSnapshot Snapshot(double now_s) const;
+
   bool finished() const { return finished_; }
   // The tick period: the heartbeat interval, at most one second.
   double tick_interval_s() const;
 
  private:
   enum class Outcome { kRunning, kSucceeded, kFailed, kLaunchError, kInterrupted };
-  struct Node {
-    std::string host;
-    std::string addr;
-    int session = -1;  // -1: never opened
-    bool session_ended = false;
-    double session_ended_at_s = 0;
-    double last_seen_s = 0;
-    int workers_running = 0;
-    Participant joined;     // as it joined: slots, and its first worker port
-    bool spare = false;     // waiting for a place in a later round
-    bool gone = false;      // excluded, lost or dropped: no longer in the job
-    bool told_to_exit = false;
-    int ended_round = -1;   // the latest round it reported ended (RoundEnded)
-    int worker_port = 0;    // its freshest free port (RoundEnded, else its Join)
-  };
-  bool SessionOpen(const Node& n) const { return n.session >= 0 && !n.session_ended; }
 
+  // Messages in (job_state.cc).
+  void HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, JobActions& out);
   void HandleWorkerEvent(int node, const v1::WorkerEvent& event, double now_s, JobActions& out);
   void HandleReport(int node, const v1::WorkerReport& report, double now_s, JobActions& out);
+  // Every worker of the round has started: say so once per round.
+  void NoteAllStarted(double now_s, JobActions& out);
+  // A rank reported stopped that died of a SIGKILL no agent had sent yet.
+  bool KilledByOthers(const v1::WorkerEvent& ev, double now_s) const;
+  void CheckLiveness(double now_s, JobActions& out);
+  void Say(const std::string& line, JobActions& out) const;
+
+  // Failures and the job's end (job_state_end.cc).
   void NodeLost(int node, FailureClass cls, const std::string& why, double now_s, JobActions& out);
   // A failure of the job: recorded for the root cause, and the first one stops the job.
   void Fail(Outcome outcome, Failure failure, double now_s, JobActions& out);
   // A stop without a failure of a rank or node (a signal, a rendezvous that never closed).
   void FailWith(Outcome outcome, const std::string& reason, std::vector<std::string> detail,
                 double now_s, JobActions& out);
-  // A rank reported stopped that died of a SIGKILL no agent had sent yet.
-  bool KilledByOthers(const v1::WorkerEvent& ev, double now_s) const;
-  void CheckHealth(double now_s, JobActions& out);
-  // Prints the root cause once it is settled (see kPeerSettleS in job_state.cc).
-  void Announce(double now_s, bool force, JobActions& out);
-  void ArmHealth(JobActions& out);
   Failure RankFailure(FailureClass cls, int rank, double now_s) const;
+  void CheckHealth(double now_s, JobActions& out);
+  void ArmHealth(JobActions& out);
   void StopAll(double grace_s, const std::string& reason, double now_s, JobActions& out);
   void MaybeFinish(double now_s, JobActions& out);
   void Finish(double now_s, JobActions& out);
-  void Say(const std::string& line, JobActions& out) const;
+  JobSummary Summarize(double now_s) const;
 
   // Restart rounds (job_state_rounds.cc).
   bool CanRestart(const Failure& f) const;
@@ -178,12 +131,9 @@ class JobState {
   // Moves a restart on: the round stop ended (or timed out), the back-off passed.
   void AdvanceRestart(double now_s, JobActions& out);
   void DecideRestart(double now_s, JobActions& out);
-  void StartNextRound(double now_s, JobActions& out);
-  // Members of the stopped round that did not end it leave the job; the next round waits for
-  // their workers (NoteWorkersMayRun).
-  void DropMembersThatDidNotEnd(JobActions& out);
-  // Moves workers_gone_by_s_ to cover the members of the stopped round that did not end it.
-  void NoteWorkersMayRun();
+  void StartNextRound(std::vector<int> ids, double now_s, JobActions& out);
+  // A new round's ranks and progress, on `ids` in node-rank order.
+  void BeginRound(const RoundResult& round, const std::vector<int>& ids, double now_s);
   void GiveUp(const std::string& reason, double now_s, JobActions& out);
   // A message of a node no longer in the job, or of a round that has moved on: true when the
   // message is to be dropped (liveness still counts).
@@ -192,27 +142,25 @@ class JobState {
   // Tells `node` to exit (excluded, lost, dropped spare) and forgets it.
   void Dismiss(int node, const std::string& event, const std::string& why, JobActions& out);
   void SpareLost(int node, const std::string& why, JobActions& out);
-  bool Restarting() const { return round_stop_.has_value() || restart_at_s_.has_value(); }
-  int NodeRankOf(int node) const;
-  NodePlace PlaceOf(int node) const;  // its id, rank in the current round, host
+  bool Restarting() const { return rounds_.restarting(); }
   int current_round() const { return round_ ? round_->round : 0; }
 
   const JobConfig config_;
   // heartbeat_s x heartbeat_misses, as every agent got it in its JoinResponse.
   const LivenessPolicy liveness_;
   std::vector<std::string> launcher_programs_;
+  int launchers_running_ = 0;
   std::optional<RoundResult> round_;
   double rendezvous_closed_at_s_ = 0;
-  std::map<int, Node> nodes_;           // by node id
-  std::map<int, RankProgress> ranks_;   // by global rank
-  int launchers_running_ = 0;
-  Outcome outcome_ = Outcome::kRunning;
-  std::string failure_;
-  std::vector<std::string> failure_detail_;
-  std::vector<Failure> failures_;           // every failure seen, in order
-  std::optional<double> announce_at_s_;     // a root cause held back until then
-  std::string announced_;                   // the root cause as last printed
+
+  NodeTable nodes_;
+  std::map<int, RankProgress> ranks_;   // the current round's, by global rank
+  StepClock steps_;
+  FailureLedger ledger_;
+  RoundCoordinator rounds_;
   ProgressMonitor monitor_;
+
+  Outcome outcome_ = Outcome::kRunning;
   double health_armed_at_s_ = -1;
   std::vector<int> dump_ranks_;             // hung ranks, for the stop command
   int signals_seen_ = 0;
@@ -221,24 +169,7 @@ class JobState {
   std::optional<double> stop_deadline_s_;
   double last_summary_s_ = 0;
   bool finished_ = false;
-
-  // Restart rounds.
-  std::vector<int> members_;                // node ids of the current round, in node-rank order
-  RestartPolicy policy_;
-  struct RoundStop {
-    double deadline_s = 0;                  // members not ended by then are lost
-  };
-  std::optional<RoundStop> round_stop_;     // the current round is stopping for a restart
-  std::optional<double> restart_at_s_;      // back-off: the next round starts then
-  // No two rounds at once: the workers of every member that left the stopped round without its
-  // RoundEnded are surely gone by then (LivenessPolicy::workers_gone_after), and the next round
-  // starts no sooner.
-  double workers_gone_by_s_ = 0;
-  std::vector<int> next_members_;           // decided, waiting for the back-off
-  std::optional<double> restart_detected_at_s_;  // the failure that began the restart
-  long checkpoint_step_ = -1;               // newest complete checkpoint any rank reported
-  std::optional<double> round_running_since_s_;  // every worker of the round started then
-  std::string gave_up_;                     // why the job was not restarted
+  int exit_code_ = 0;
 };
 
 }  // namespace dlaunch

@@ -29,6 +29,29 @@ void SummarizeRanks(const std::map<int, RankProgress>& ranks, JobSummary* summar
   if (loss_n > 0) summary->final_loss = loss_sum / loss_n;
 }
 
+std::string PhaseName(v1::WorkerReport::Phase phase) {
+  switch (phase) {
+    case v1::WorkerReport::LOADING_DATA: return "loading data";
+    case v1::WorkerReport::TRAINING: return "training";
+    case v1::WorkerReport::EVALUATING: return "evaluating";
+    case v1::WorkerReport::CHECKPOINTING: return "checkpointing";
+    default: return "";
+  }
+}
+
+std::string JobPhase(const std::map<int, RankProgress>& ranks) {
+  for (const auto& [rank, r] : ranks) {
+    if (r.state == v1::WorkerEvent::SUCCEEDED || r.state == v1::WorkerEvent::FAILED ||
+        r.state == v1::WorkerEvent::STOPPED) {
+      continue;
+    }
+    if (r.phase != v1::WorkerReport::PHASE_UNSPECIFIED && r.phase != v1::WorkerReport::TRAINING) {
+      return PhaseName(r.phase);
+    }
+  }
+  return "";
+}
+
 std::string SummaryLine(double elapsed_s, int nodes_up, int nodes, int workers_running,
                         int world_size, const std::map<int, RankProgress>& ranks) {
   int64_t step = 0;
@@ -42,6 +65,7 @@ std::string SummaryLine(double elapsed_s, int nodes_up, int nodes, int workers_r
   std::string line = absl::StrFormat("%6.1fs  nodes %d/%d up  workers %d/%d running", elapsed_s,
                                      nodes_up, nodes, workers_running, world_size);
   if (rate > 0 || step > 0) absl::StrAppendFormat(&line, "  step %d  %.1f samples/s", step, rate);
+  if (std::string phase = JobPhase(ranks); !phase.empty()) absl::StrAppend(&line, "  ", phase);
   return line;
 }
 

@@ -28,6 +28,7 @@ struct RankProgress {
   std::optional<double> test_accuracy;
   double recent_rate = 0;     // samples/s of its latest report
   int64_t output_lines = 0;   // lines written, as its agent last counted them
+  v1::WorkerReport::Phase phase = v1::WorkerReport::PHASE_UNSPECIFIED;  // its latest report's
 };
 
 // The job's end, as summary.json and the final report show it.
@@ -57,7 +58,15 @@ struct JobSummary {
 // Totals over `ranks`; the caller fills the identity, result and failure fields.
 void SummarizeRanks(const std::map<int, RankProgress>& ranks, JobSummary* summary);
 
-// "  12.3s  nodes 2/2 up  workers 4/4 running  step 40  512.0 samples/s" (without "[dlaunch] ").
+// "loading data", "training", "evaluating", "checkpointing"; "" for an unreported phase.
+std::string PhaseName(v1::WorkerReport::Phase phase);
+
+// The phase the job shows: the first unfinished rank's that is away from training
+// (evaluating, checkpointing, loading data); "" while every rank trains or none reported.
+std::string JobPhase(const std::map<int, RankProgress>& ranks);
+
+// "  12.3s  nodes 2/2 up  workers 4/4 running  step 40  512.0 samples/s" (without "[dlaunch] "),
+// with "  evaluating" (JobPhase) after the rate while ranks are away from training.
 // The rate is each unfinished rank's latest, so the line is steady between reports.
 std::string SummaryLine(double elapsed_s, int nodes_up, int nodes, int workers_running,
                         int world_size, const std::map<int, RankProgress>& ranks);

@@ -29,6 +29,8 @@ std::string JobLine(const v1::JobSnapshot& s) {
                                      workers, s.world_size());
   if (s.step() > 0) absl::StrAppend(&line, "  step ", s.step());
   if (s.samples_per_sec() > 0) absl::StrAppendFormat(&line, "  %.1f samples/s", s.samples_per_sec());
+  if (!s.phase().empty()) absl::StrAppend(&line, "  ", s.phase());
+  if (s.round() > 0) absl::StrAppend(&line, "  round ", s.round());
   if (s.ended()) absl::StrAppend(&line, "  ended (exit ", s.exit_code(), ")");
   return line;
 }
@@ -37,6 +39,7 @@ std::string ProgressLine(const v1::JobSnapshot& s, int width) {
   double done = std::clamp(static_cast<double>(s.step()) / s.total_steps(), 0.0, 1.0);
   std::string tail = absl::StrFormat(" %5.1f%%  step %d/%d", done * 100, s.step(), s.total_steps());
   if (s.eta_s() >= 0 && !s.ended()) absl::StrAppend(&tail, "  ETA ", FormatClock(s.eta_s()));
+  if (!s.phase().empty() && !s.ended()) absl::StrAppend(&tail, "  ", s.phase());
   int bar = std::clamp(width - static_cast<int>(tail.size()) - 2, 10, 50);
   int filled = static_cast<int>(std::floor(done * bar));
   return absl::StrCat("[", std::string(filled, '#'), std::string(bar - filled, '-'), "]", tail);
@@ -70,6 +73,12 @@ std::string NodeName(const v1::NodeSnapshot& n) {
   return absl::StrCat(n.host().empty() ? "?" : n.host(), " (n", n.node(), ")");
 }
 
+// A running node away from training shows its phase as its state ("evaluating").
+std::string ShownState(const v1::NodeSnapshot& n) {
+  return n.state() == "running" && !n.phase().empty() && n.phase() != "training" ? n.phase()
+                                                                                  : n.state();
+}
+
 void NodeRows(const v1::JobSnapshot& s, bool gpus, std::vector<std::string>* out) {
   std::string header = absl::StrFormat("%4s  %-16s %-7s %7s %8s %10s %9s", "NODE", "HOST", "STATE",
                                        "WORKERS", "STEP", "SAMPLES/S", "HEARTBEAT");
@@ -77,7 +86,7 @@ void NodeRows(const v1::JobSnapshot& s, bool gpus, std::vector<std::string>* out
   out->push_back(header);
   for (const v1::NodeSnapshot& n : s.nodes()) {
     std::string row = absl::StrFormat(
-        "%4d  %-16s %-7s %7s %8d %10.1f %9s", n.node(), n.host().substr(0, 16), n.state(),
+        "%4d  %-16s %-7s %7s %8d %10.1f %9s", n.node(), n.host().substr(0, 16), ShownState(n),
         absl::StrCat(n.workers_running(), "/", n.slots()), n.step(), n.samples_per_sec(),
         HeartbeatAge(n));
     GpuTotals g = SumGpus(n);

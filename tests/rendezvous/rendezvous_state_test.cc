@@ -303,33 +303,28 @@ TEST(RendezvousStateTest, ConfiguredMasterPortWins) {
   EXPECT_EQ(s.result()->master_port, 29500);
 }
 
-TEST(RendezvousStateTest, NextRoundStartsFreshWithNewDeadlines) {
-  RendezvousState s(Cfg(2, 2, {"n0", "n1"}, 100), 0);
-  ASSERT_TRUE(s.Join(P("a", "n0"), 0).ok());
-  ASSERT_TRUE(s.Join(P("b", "n1"), 1).ok());
-  ASSERT_EQ(s.phase(), RendezvousPhase::kClosed);
-  s.NextRound(500);
-  EXPECT_EQ(s.round(), 1);
-  EXPECT_EQ(s.joined(), 0);
-  EXPECT_EQ(s.phase(), RendezvousPhase::kWaiting);
-  EXPECT_EQ(s.result(), nullptr);
-  EXPECT_EQ(s.AssignmentFor("a"), nullptr);
-  EXPECT_EQ(s.NextDeadline(), 600.0);
-  // The same agents rejoin (restarted agents would have new ids; both must work).
-  ASSERT_TRUE(s.Join(P("b", "n1"), 501).ok());
-  ASSERT_TRUE(s.Join(P("a2", "n0"), 502).ok());
-  EXPECT_EQ(s.result()->round, 1);
-  EXPECT_THAT(Ids(*s.result()), ElementsAre("a2", "b"));
+TEST(AssignRoundTest, RanksFollowTheGivenOrderAndSlots) {
+  RoundResult r = AssignRound(3, {P("a", "n0", 2, 4000), P("b", "n1", 1, 4001), P("c", "n2", 3, 4002)}, 0);
+  EXPECT_EQ(r.round, 3);
+  EXPECT_THAT(Ids(r), ElementsAre("a", "b", "c"));
+  ASSERT_EQ(r.assignments.size(), 3u);
+  EXPECT_EQ(r.assignments[1].node_rank, 1);
+  EXPECT_EQ(r.assignments[1].rank_offset, 2);
+  EXPECT_EQ(r.assignments[2].rank_offset, 3);
+  EXPECT_EQ(r.assignments[2].local_world_size, 3);
+  EXPECT_EQ(r.world_size, 6);
+  // No fixed port: node 0's own free port.
+  EXPECT_EQ(r.master_port, 4000);
+  EXPECT_EQ(AssignRound(0, {P("a", "n0", 1, 4000)}, 29500).master_port, 29500);
 }
 
-TEST(RendezvousStateTest, NextRoundRecoversFromFailure) {
-  RendezvousState s(Cfg(2, 2, {}, 10), 0);
-  s.Poll(10);
-  ASSERT_EQ(s.phase(), RendezvousPhase::kFailed);
-  s.NextRound(20);
-  EXPECT_TRUE(s.failure().ok());
-  EXPECT_EQ(s.Poll(29), RendezvousPhase::kWaiting);
-  EXPECT_EQ(s.Poll(30), RendezvousPhase::kFailed);
+TEST(AssignRoundTest, MasterAddrFallsBackToNode0sHost) {
+  Participant p = P("a", "n0", 1, 4000);
+  p.addr = "";
+  EXPECT_EQ(AssignRound(1, {p}, 0).master_addr, "n0");
+  p.addr = "10.0.0.7";
+  EXPECT_EQ(AssignRound(1, {p}, 0).master_addr, "10.0.0.7");
+  EXPECT_EQ(AssignRound(1, {}, 0).world_size, 0);
 }
 
 TEST(RendezvousStateTest, MaxBelowMinMeansExactlyMin) {

@@ -97,6 +97,22 @@ TEST(JobViewTest, FinalReportOfASuccessWithoutReportsIsOneLine) {
   EXPECT_THAT(FinalReport(s, {}, {}), ElementsAre("[dlaunch] job j succeeded in 2.00 s"));
 }
 
+TEST(JobViewTest, SummaryLineNamesAPhaseAwayFromTraining) {
+  std::map<int, RankProgress> ranks;
+  ranks[0].step = 180;
+  ranks[0].state = v1::WorkerEvent::STARTED;
+  ranks[0].phase = v1::WorkerReport::TRAINING;
+  ranks[1].step = 180;
+  ranks[1].state = v1::WorkerEvent::STARTED;
+  EXPECT_EQ(JobPhase(ranks), "");
+  ranks[1].phase = v1::WorkerReport::EVALUATING;
+  EXPECT_EQ(JobPhase(ranks), "evaluating");
+  EXPECT_THAT(SummaryLine(30, 1, 1, 2, 2, ranks), ::testing::EndsWith("step 180  0.0 samples/s  evaluating"));
+  // A rank that has ended is no longer evaluating.
+  ranks[1].state = v1::WorkerEvent::SUCCEEDED;
+  EXPECT_EQ(JobPhase(ranks), "");
+}
+
 TEST(JobViewTest, SummaryLineCountsOnlyRunningRanksRates) {
   auto ranks = TwoRanks();
   ranks[1].state = v1::WorkerEvent::STARTED;

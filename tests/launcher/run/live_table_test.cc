@@ -93,6 +93,24 @@ TEST(LiveTableTest, ProgressBarAndEtaWhenTheTotalIsKnown) {
   EXPECT_THAT(Text(RenderLiveTable(s, 80, 40)), Not(HasSubstr("step 40/")));
 }
 
+TEST(LiveTableTest, APhaseAwayFromTrainingAndTheRoundAreShown) {
+  v1::JobSnapshot s = TwoNodes();
+  s.set_total_steps(40);
+  s.set_eta_s(0);
+  s.set_phase("evaluating");
+  s.set_round(2);
+  s.mutable_nodes(0)->set_phase("evaluating");
+  s.mutable_nodes(1)->set_phase("training");
+  std::vector<std::string> lines = RenderLiveTable(s, 120, 40);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_THAT(lines[0], AllOf(HasSubstr("evaluating"), HasSubstr("round 2")));
+  EXPECT_THAT(lines[1], AllOf(HasSubstr("step 40/40"), HasSubstr("evaluating")));
+  EXPECT_THAT(lines[3], AllOf(HasSubstr("host0"), HasSubstr("evaluating")));
+  EXPECT_THAT(lines[4], AllOf(HasSubstr("host1"), HasSubstr("running")));
+  s.set_round(0);
+  EXPECT_THAT(RenderLiveTable(s, 120, 40)[0], Not(HasSubstr("round")));
+}
+
 TEST(LiveTableTest, EveryLineFitsTheWidth) {
   v1::JobSnapshot s = TwoNodes();
   s.set_total_steps(100);

@@ -1,0 +1,62 @@
+#include "launcher/run/failure_ledger.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "launcher/run/job_events.h"
+
+namespace dlaunch {
+namespace {
+
+// When the first failure reads like a reaction to a peer's death ("connection reset by peer"),
+// the job is stopped at once but the root cause is printed only after this long, or as soon as
+// a failure of its own arrives: the rank that really died may be reported a moment later.
+constexpr double kPeerSettleS = 0.5;
+
+}  // namespace
+
+bool FailureLedger::PeerLike(const Failure& f) {
+  return f.cls == FailureClass::kWorkerCrash && (f.signal == 0 || f.signal == 15) &&
+         LooksLikePeerFailure(f.log_tail);
+}
+
+void FailureLedger::Record(Failure failure, bool first_of_job, double now_s, int round,
+                           JobActions& out) {
+  out.push_back(AppendEvent{FailureDetectedEvent(round, failure)});
+  failures_.push_back(std::move(failure));
+  if (first_of_job && PeerLike(failures_.back())) announce_at_s_ = now_s + kPeerSettleS;
+}
+
+void FailureLedger::AnnounceNew(double now_s, int round, JobActions& out) {
+  Announce(now_s, !PeerLike(Verdict().root), round, out);
+}
+
+void FailureLedger::Announce(double now_s, bool force, int round, JobActions& out) {
+  if (failures_.empty()) return;
+  if (!force && announce_at_s_ && now_s < *announce_at_s_) return;
+  announce_at_s_.reset();
+  const RootCauseVerdict verdict = Verdict();
+  const std::string text = DescribeFailure(verdict.root);
+  if (text == announced_) return;
+  std::string line = announced_.empty()
+                         ? absl::StrCat("[dlaunch] error: ", text, "; stopping all workers")
+                         : absl::StrCat("[dlaunch] root cause: ", text,
+                                        " (the failure reported above is a consequence)");
+  out.push_back(PrintLine{true, std::move(line)});
+  announced_ = text;
+  out.push_back(AppendEvent{
+      RootCauseEvent(round, verdict.root, static_cast<int>(verdict.consequences.size()))});
+}
+
+void FailureLedger::Clear() {
+  failures_.clear();
+  announced_.clear();
+  announce_at_s_.reset();
+}
+
+void FailureLedger::SetJobFailure(std::string text, std::vector<std::string> detail) {
+  job_failure_ = std::move(text);
+  job_failure_detail_ = std::move(detail);
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,274 @@
+// JobState's failures and the job's end: lost nodes, failures of ranks, stalls and hangs at
+// exit, signals, the stop of every node with its deadline, and the summary.
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/exit_codes.h"
+#include "launcher/run/job_events.h"
+#include "launcher/run/job_state.h"
+
+namespace dlaunch {
+namespace {
+
+int Ms(double seconds) { return static_cast<int>(seconds * 1000); }
+double Seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
+
+// Beyond the grace, a stop waits for the agents' own watchdogs (heartbeat x misses) and 5 s of
+// slack before the launcher kills what is left.
+constexpr double kStopSlackS = 5;
+
+std::string HangDetail(const Hang& h) {
+  switch (h.kind) {
+    case HangKind::kExitHang:
+      return absl::StrFormat("still running %.1f s after another rank exited 0 "
+                             "(stop.exit_timeout %.1f s)", h.silent_s, h.limit_s);
+    case HangKind::kStall:
+      return absl::StrFormat("no progress for %.1f s (limit %.1f s), last step %d", h.silent_s,
+                             h.limit_s, h.last_step);
+    case HangKind::kStartup:
+      return absl::StrFormat("no progress in the %.1f s since it started "
+                             "(health.startup_timeout)", h.silent_s);
+  }
+  return "";
+}
+
+}  // namespace
+
+JobActions JobState::OnSignal(int signal, double now_s) {
+  JobActions out;
+  if (finished_) return out;
+  ++signals_seen_;
+  if (signals_seen_ == 1) {
+    FailWith(Outcome::kInterrupted, absl::StrCat("interrupted by signal ", signal), {}, now_s, out);
+    out.push_back(PrintLine{true, absl::StrCat("[dlaunch] waiting up to ", config_.stop_grace_s,
+                                               " s for workers to stop (Ctrl-C again to kill them now)")});
+  } else {
+    out.push_back(PrintLine{true, "[dlaunch] killing all workers now"});
+    if (outcome_ == Outcome::kRunning) outcome_ = Outcome::kInterrupted;
+    StopAll(0, "interrupted", now_s, out);
+    out.push_back(StopLaunchers{500});
+  }
+  return out;
+}
+
+JobActions JobState::OnStopDeadline(double now_s) {
+  JobActions out;
+  // A timer for a deadline that has since moved earlier, or that fired a hair early.
+  if (finished_ || !stop_deadline_s_ || now_s + 0.001 < *stop_deadline_s_) return out;
+  out.push_back(PrintLine{true, "[dlaunch] nodes did not finish stopping in time; killing the node launchers"});
+  out.push_back(KillLaunchers{});
+  Finish(now_s, out);
+  return out;
+}
+
+void JobState::NodeLost(int node, FailureClass cls, const std::string& why, double now_s,
+                        JobActions& out) {
+  out.push_back(AppendEvent{NodeLostEvent(current_round(), nodes_.PlaceOf(node), why)});
+  Failure f;
+  f.cls = cls;
+  f.node_id = node;
+  f.node_rank = nodes_.NodeRankOf(node);
+  f.host = nodes_.at(node).host;
+  f.detected_at_s = now_s;
+  f.after_stop = stop_started_at_s_.has_value();
+  f.detail = why;
+  // Lost while its round stops or waits for the next: it has no place in that one.
+  if (Restarting()) Dismiss(node, "node_dropped", why, out);
+  Fail(Outcome::kFailed, std::move(f), now_s, out);
+}
+
+Failure JobState::RankFailure(FailureClass cls, int rank, double now_s) const {
+  Failure f;
+  f.cls = cls;
+  f.global_rank = rank;
+  auto it = ranks_.find(rank);
+  f.node_id = it == ranks_.end() ? -1 : it->second.node;
+  f.node_rank = nodes_.NodeRankOf(f.node_id);
+  if (const NodeRecord* n = nodes_.Find(f.node_id)) f.host = n->host;
+  if (round_ && f.node_rank >= 0 && f.node_rank < static_cast<int>(round_->assignments.size())) {
+    f.local_rank = rank - round_->assignments[f.node_rank].rank_offset;
+  }
+  f.detected_at_s = now_s;
+  f.after_stop = stop_started_at_s_.has_value();
+  return f;
+}
+
+void JobState::Fail(Outcome outcome, Failure failure, double now_s, JobActions& out) {
+  const bool first = outcome_ == Outcome::kRunning && !Restarting();
+  ledger_.Record(std::move(failure), first, now_s, current_round(), out);
+  if (first) {
+    const Failure& f = ledger_.last();
+    if (CanRestart(f)) {
+      BeginRoundStop(now_s, out);
+    } else {
+      outcome_ = outcome;
+      ledger_.SetJobFailure(DescribeFailure(f), f.log_tail);
+      StopAll(config_.stop_grace_s, ledger_.job_failure(), now_s, out);
+    }
+  }
+  ledger_.AnnounceNew(now_s, current_round(), out);
+  ArmHealth(out);
+}
+
+void JobState::FailWith(Outcome outcome, const std::string& reason,
+                        std::vector<std::string> detail, double now_s, JobActions& out) {
+  if (outcome_ != Outcome::kRunning) return;  // the first failure is the one reported
+  outcome_ = outcome;
+  ledger_.SetJobFailure(reason, std::move(detail));
+  out.push_back(PrintLine{true, absl::StrCat("[dlaunch] ", outcome == Outcome::kInterrupted ? "" : "error: ",
+                                             reason, "; stopping all workers")});
+  StopAll(config_.stop_grace_s, reason, now_s, out);
+}
+
+void JobState::CheckHealth(double now_s, JobActions& out) {
+  if (outcome_ != Outcome::kRunning || !round_ || Restarting()) return;
+  std::vector<Hang> hangs = monitor_.Check(now_s);
+  if (hangs.empty()) return;
+  // A node whose heartbeats stopped cannot report its ranks' progress, and its silence stalls
+  // every peer in the next collective: while any node has missed two heartbeats, a stall waits
+  // for the heartbeat check to lose the node (or for the node to speak again), so a frozen node
+  // is named as such even when health.stall_timeout is no longer than the heartbeat limit.
+  if (hangs.front().kind != HangKind::kExitHang &&
+      nodes_.AnyMemberSilent(now_s, Seconds(liveness_.silent_after()))) {
+    return;
+  }
+  // The first is the rank that fell behind first; the others are named in the event.
+  const Hang& h = hangs.front();
+  Failure f = RankFailure(h.kind == HangKind::kExitHang ? FailureClass::kExitHang
+                                                        : FailureClass::kStall,
+                          h.rank, now_s);
+  f.detail = HangDetail(h);
+  if (hangs.size() > 1) {
+    absl::StrAppend(&f.detail, absl::StrFormat("; %d more rank(s) hung", hangs.size() - 1));
+  }
+  std::vector<int> hung;
+  for (const Hang& other : hangs) {
+    hung.push_back(other.rank);
+    dump_ranks_.push_back(other.rank);
+  }
+  out.push_back(AppendEvent{HangDetectedEvent(current_round(), f, h, now_s, hung)});
+  Fail(Outcome::kFailed, std::move(f), now_s, out);
+}
+
+JobActions JobState::OnHealthCheck(double now_s) {
+  JobActions out;
+  if (finished_) return out;
+  health_armed_at_s_ = -1;
+  AdvanceRestart(now_s, out);
+  CheckHealth(now_s, out);
+  ledger_.Announce(now_s, false, current_round(), out);
+  ArmHealth(out);
+  return out;
+}
+
+void JobState::ArmHealth(JobActions& out) {
+  if (finished_) return;
+  double next = outcome_ == Outcome::kRunning && !Restarting() ? monitor_.NextDeadline() : HUGE_VAL;
+  if (auto at = ledger_.announce_at_s()) next = std::min(next, *at);
+  if (auto at = rounds_.stop_deadline_s()) next = std::min(next, *at);
+  if (auto at = rounds_.restart_at_s()) next = std::min(next, *at);
+  if (!std::isfinite(next) || next > 1e12 || next == health_armed_at_s_) return;
+  health_armed_at_s_ = next;
+  out.push_back(ArmHealthCheck{next});
+}
+
+void JobState::StopAll(double grace_s, const std::string& reason, double now_s, JobActions& out) {
+  // The job's end: a restart in progress is off, and every agent still in session exits,
+  // spares and dismissed nodes too.
+  rounds_.Cancel();
+  SendStop stop{{}, Ms(grace_s), reason, dump_ranks_, current_round(), true,
+                dump_ranks_.empty() ? 0 : Ms(config_.stack_dump_s)};
+  for (const auto& [id, n] : nodes_.all()) {
+    if (!n.open()) continue;
+    stop.nodes.push_back(id);
+    nodes_.at(id).told_to_exit = true;
+  }
+  if (!stop.nodes.empty()) out.push_back(std::move(stop));
+  // Agents still in the rendezvous have no workers yet: stopping their launchers is enough.
+  if (!round_) out.push_back(StopLaunchers{Ms(grace_s)});
+  if (!stop_started_at_s_) {
+    out.push_back(AppendEvent{StopRequestedEvent(current_round(), reason)});
+    stop_started_at_s_ = now_s;
+  }
+  double deadline = now_s + grace_s + Seconds(liveness_.lost_after()) + kStopSlackS +
+                    (dump_ranks_.empty() ? 0 : config_.stack_dump_s);
+  if (!stop_deadline_s_ || deadline < *stop_deadline_s_) {
+    stop_deadline_s_ = deadline;
+    out.push_back(ArmStopDeadline{deadline});
+  }
+  MaybeFinish(now_s, out);
+}
+
+void JobState::MaybeFinish(double now_s, JobActions& out) {
+  if (finished_) return;
+  if (outcome_ == Outcome::kRunning && round_) {
+    int succeeded = 0;
+    for (const auto& [rank, r] : ranks_) succeeded += r.state == v1::WorkerEvent::SUCCEEDED;
+    if (succeeded == round_->world_size) {
+      outcome_ = Outcome::kSucceeded;
+      // Agents that may see another round (restarts, spares) wait until told the job is over.
+      bool waiting = config_.restarts.max_restarts > 0;
+      for (const auto& [id, n] : nodes_.all()) waiting |= n.open() && (n.spare() || n.gone());
+      if (waiting) StopAll(config_.stop_grace_s, "job finished", now_s, out);
+    }
+  }
+  if (outcome_ == Outcome::kRunning || nodes_.AnyOpen()) return;
+  if (launchers_running_ > 0) {
+    // Success: the agents are exiting on their own. Bound the wait as for a stop.
+    if (!stop_started_at_s_) StopAll(config_.stop_grace_s, "job finished", now_s, out);
+    return;
+  }
+  Finish(now_s, out);
+}
+
+JobSummary JobState::Summarize(double now_s) const {
+  JobSummary s;
+  s.job_id = config_.job_id;
+  switch (outcome_) {
+    case Outcome::kSucceeded: s.result = "succeeded"; s.exit_code = kExitOk; break;
+    case Outcome::kLaunchError: s.result = "launch error"; s.exit_code = kExitLaunchError; break;
+    case Outcome::kInterrupted: s.result = "interrupted"; s.exit_code = kExitInterrupted; break;
+    case Outcome::kFailed:
+    case Outcome::kRunning: s.result = "failed"; s.exit_code = kExitJobFailed; break;
+  }
+  s.wall_time_s = now_s;
+  s.restarts = rounds_.restarts_used();
+  s.max_restarts = config_.restarts.max_restarts;
+  s.rounds = current_round() + 1;
+  s.not_restarted = rounds_.gave_up();
+  s.nodes = round_ ? static_cast<int>(round_->nodes.size()) : 0;
+  s.world_size = round_ ? round_->world_size : 0;
+  s.failure = ledger_.job_failure();
+  s.failure_detail = ledger_.job_failure_detail();
+  if (!ledger_.empty() && outcome_ != Outcome::kSucceeded) {
+    RootCauseVerdict verdict = ledger_.Verdict();
+    s.failure = DescribeFailure(verdict.root);
+    s.failure_detail = verdict.root.log_tail;
+    s.root_cause = std::move(verdict.root);
+    s.consequences = std::move(verdict.consequences);
+  }
+  SummarizeRanks(ranks_, &s);
+  return s;
+}
+
+void JobState::Finish(double now_s, JobActions& out) {
+  if (finished_) return;
+  ledger_.Announce(now_s, true, current_round(), out);
+  finished_ = true;
+  const JobSummary s = Summarize(now_s);
+  exit_code_ = s.exit_code;
+  for (auto& line : FinalReport(s, ranks_, nodes_.Hosts())) {
+    out.push_back(PrintLine{s.exit_code != 0, std::move(line)});
+  }
+  out.push_back(WriteSummary{SummaryJson(s)});
+  out.push_back(AppendEvent{JobFinishedEvent(current_round(), s.result, s.exit_code, now_s)});
+  out.push_back(FinishJob{s.exit_code});
+}
+
+}  // namespace dlaunch
