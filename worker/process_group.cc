@@ -49,29 +49,16 @@ c10::intrusive_ptr<c10d::ProcessGroup> WrapBackend(
 }
 #endif
 
-}  // namespace
-
-absl::StatusOr<ProcessGroupHandle> CreateProcessGroup(const DistributedEnv& env,
-                                                      const std::string& backend_flag,
-                                                      bool use_cuda,
-                                                      std::chrono::milliseconds store_timeout,
-                                                      std::chrono::milliseconds collective_timeout) {
-  ProcessGroupHandle handle;
-  handle.backend = backend_flag == "auto" ? (use_cuda ? "nccl" : "gloo") : backend_flag;
-  if (handle.backend == "nccl") {
-#ifndef USE_C10D_NCCL
-    return absl::FailedPreconditionError(
-        "--backend nccl: this dlaunch-worker was built against a LibTorch without NCCL");
-#else
-    if (!use_cuda) return absl::FailedPreconditionError("--backend nccl needs a CUDA device");
-#endif
-  }
-
+// The group's store: a HashStore for one rank asked for no rendezvous, else the TCPStore at
+// MASTER_ADDR:MASTER_PORT (served by rank 0 unless the agent serves it).
+absl::StatusOr<c10::intrusive_ptr<c10d::Store>> MakeStore(const DistributedEnv& env,
+                                                          std::chrono::milliseconds store_timeout) {
   try {
     if (env.world_size == 1 && env.master_port == 0) {
       // Alone and not asked to rendezvous: no port to take.
-      handle.store = c10::make_intrusive<c10d::HashStore>();
-    } else {
+      return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::HashStore>());
+    }
+    {
       const bool serve = env.rank == 0 && !env.use_agent_store;
       if (!serve) {
         if (absl::Status s = WaitForTcpListener(env.master_addr, env.master_port, store_timeout);
@@ -90,8 +77,8 @@ absl::StatusOr<ProcessGroupHandle> CreateProcessGroup(const DistributedEnv& env,
       opts.timeout = store_timeout;
       // The prefix keeps the group's keys apart from a launcher agent's own keys in a shared
       // store, as torch.distributed does.
-      handle.store = c10::make_intrusive<c10d::PrefixStore>(
-          "dlaunch_worker/", c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts));
+      return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::PrefixStore>(
+          "dlaunch_worker/", c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts)));
     }
   } catch (const std::exception& e) {
     return absl::DeadlineExceededError(absl::StrCat(
@@ -100,6 +87,29 @@ absl::StatusOr<ProcessGroupHandle> CreateProcessGroup(const DistributedEnv& env,
         " s (--store-timeout; are MASTER_ADDR/MASTER_PORT right and all ", env.world_size,
         " ranks started?): ", e.what()));
   }
+}
+
+}  // namespace
+
+absl::StatusOr<ProcessGroupHandle> CreateProcessGroup(const DistributedEnv& env,
+                                                      const std::string& backend_flag,
+                                                      bool use_cuda,
+                                                      std::chrono::milliseconds store_timeout,
+                                                      std::chrono::milliseconds collective_timeout) {
+  ProcessGroupHandle handle;
+  handle.backend = backend_flag == "auto" ? (use_cuda ? "nccl" : "gloo") : backend_flag;
+  if (handle.backend == "nccl") {
+#ifndef USE_C10D_NCCL
+    return absl::FailedPreconditionError(
+        "--backend nccl: this dlaunch-worker was built against a LibTorch without NCCL");
+#else
+    if (!use_cuda) return absl::FailedPreconditionError("--backend nccl needs a CUDA device");
+#endif
+  }
+
+  absl::StatusOr<c10::intrusive_ptr<c10d::Store>> store = MakeStore(env, store_timeout);
+  if (!store.ok()) return store.status();
+  handle.store = *std::move(store);
   handle.store->setTimeout(store_timeout);
 
   try {

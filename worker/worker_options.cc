@@ -130,6 +130,28 @@ them it trains alone.
 )";
 }
 
+namespace {
+
+// The rules between flags, once every flag is read; the dataset fixes the image shape.
+absl::Status CheckTogether(bool epochs_given, WorkerOptions* o) {
+  if (o->resume && o->checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError("--resume needs --checkpoint-dir");
+  }
+  if (o->checkpoint_every > 0 && o->checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError("--checkpoint-every needs --checkpoint-dir");
+  }
+  if (epochs_given && o->steps > 0) {
+    return absl::InvalidArgumentError("give --epochs or --steps, not both");
+  }
+  if (o->dataset == "fashion-mnist") o->image_shape = {1, 28, 28};
+  if (o->model == "cnn" && (o->image_shape[1] < 6 || o->image_shape[2] < 6)) {
+    return absl::InvalidArgumentError("--model cnn needs images of at least 6x6 (--image-shape)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>& args) {
   WorkerOptions o;
   bool epochs_given = false;
@@ -196,19 +218,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
     }
     if (absl::Status s = it->second(value); !s.ok()) return s;
   }
-  if (o.resume && o.checkpoint_dir.empty()) {
-    return absl::InvalidArgumentError("--resume needs --checkpoint-dir");
-  }
-  if (o.checkpoint_every > 0 && o.checkpoint_dir.empty()) {
-    return absl::InvalidArgumentError("--checkpoint-every needs --checkpoint-dir");
-  }
-  if (epochs_given && o.steps > 0) {
-    return absl::InvalidArgumentError("give --epochs or --steps, not both");
-  }
-  if (o.dataset == "fashion-mnist") o.image_shape = {1, 28, 28};
-  if (o.model == "cnn" && (o.image_shape[1] < 6 || o.image_shape[2] < 6)) {
-    return absl::InvalidArgumentError("--model cnn needs images of at least 6x6 (--image-shape)");
-  }
+  if (absl::Status s = CheckTogether(epochs_given, &o); !s.ok()) return s;
   return o;
 }
 

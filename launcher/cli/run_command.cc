@@ -163,23 +163,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   JobPlacement placement = PlaceWorkers(*spec, job_id, *dir);
 
   boost::asio::io_context io;
-  JobConfig job;
-  job.job_id = job_id;
-  job.job_dir = dir->path();
-  job.hosts = plan->hosts;
-  job.node_launcher = plan->node_launcher;
-  job.heartbeat_s = spec->heartbeat_interval_s;
-  job.heartbeat_misses = spec->heartbeat_misses;
-  job.stop_grace_s = spec->stop_grace_s;
-  job.summary_interval_s = spec->summary_interval_s;
-  job.progress.exit_timeout_s = spec->exit_timeout_s;
-  job.progress.stall_detection = spec->stall_detection;
-  job.progress.stall_timeout_s = spec->stall_timeout_s;
-  // No start-up limit is an allowance that never runs out.
-  job.progress.startup_timeout_s = spec->startup_timeout_s > 0 ? spec->startup_timeout_s : 1e12;
-  job.restarts = MakeRestartSettings(*spec);
-  job.min_nodes = plan->min_nodes;
-  job.master_port = spec->master_port;
+  const JobConfig job = MakeJobConfig(*spec, *plan, job_id, dir->path());
   // On a terminal the live table stays drawn below the output (docs/live-view.md).
   std::unique_ptr<LiveTerminal> terminal;
   if (isatty(STDOUT_FILENO)) terminal = std::make_unique<LiveTerminal>(STDOUT_FILENO, STDERR_FILENO);

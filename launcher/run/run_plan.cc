@@ -25,6 +25,28 @@ RestartSettings MakeRestartSettings(const JobSpec& spec) {
   return r;
 }
 
+JobConfig MakeJobConfig(const JobSpec& spec, const HostPlan& plan, const std::string& job_id,
+                        const std::string& job_dir) {
+  JobConfig job;
+  job.job_id = job_id;
+  job.job_dir = job_dir;
+  job.hosts = plan.hosts;
+  job.node_launcher = plan.node_launcher;
+  job.heartbeat_s = spec.heartbeat_interval_s;
+  job.heartbeat_misses = spec.heartbeat_misses;
+  job.stop_grace_s = spec.stop_grace_s;
+  job.summary_interval_s = spec.summary_interval_s;
+  job.progress.exit_timeout_s = spec.exit_timeout_s;
+  job.progress.stall_detection = spec.stall_detection;
+  job.progress.stall_timeout_s = spec.stall_timeout_s;
+  // No start-up limit is an allowance that never runs out.
+  job.progress.startup_timeout_s = spec.startup_timeout_s > 0 ? spec.startup_timeout_s : 1e12;
+  job.restarts = MakeRestartSettings(spec);
+  job.min_nodes = plan.min_nodes;
+  job.master_port = spec.master_port;
+  return job;
+}
+
 v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& placement) {
   v1::JoinResponse t;
   t.set_job_id(placement.job_id);

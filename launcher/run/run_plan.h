@@ -8,6 +8,7 @@
 
 #include "dlaunch/control.pb.h"
 #include "launcher/run/allocation.h"
+#include "launcher/run/job_state.h"
 #include "launcher/run/restart_policy.h"
 #include "launcher/spec/job_spec.h"
 #include "rendezvous/rendezvous_state.h"
@@ -20,6 +21,10 @@ RendezvousConfig MakeRendezvousConfig(const JobSpec& spec, const HostPlan& plan)
 
 // max_restarts and the restarts: section.
 RestartSettings MakeRestartSettings(const JobSpec& spec);
+
+// The launcher's decisions' settings (JobState) from the spec and the host plan.
+JobConfig MakeJobConfig(const JobSpec& spec, const HostPlan& plan, const std::string& job_id,
+                        const std::string& job_dir);
 
 // Where the job's files and worker program are, once resolved on the launcher's host.
 struct JobPlacement {

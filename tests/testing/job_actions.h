@@ -57,6 +57,42 @@ inline std::optional<int> ExitCode(const JobActions& actions) {
   return f.back().exit_code;
 }
 
+// Node i as it joins: host n<i>, address 10.0.0.<i>, `slots` slots, worker port 29500 + i.
+inline Participant TestNode(int i, int slots = 1) {
+  Participant p;
+  p.agent_id = "a" + std::to_string(i);
+  p.host = "n" + std::to_string(i);
+  p.addr = "10.0.0." + std::to_string(i);
+  p.slots = slots;
+  p.worker_port = 29500 + i;
+  return p;
+}
+
+// A worker event of `round` from an agent.
+inline v1::AgentMessage WorkerMessage(int round, int rank, v1::WorkerEvent::State state,
+                                      int exit_code = 0, int sig = 0) {
+  v1::AgentMessage m;
+  m.set_round(round);
+  m.mutable_worker()->set_rank(rank);
+  m.mutable_worker()->set_state(state);
+  m.mutable_worker()->set_exit_code(exit_code);
+  m.mutable_worker()->set_signal(sig);
+  return m;
+}
+
+// An agent ended `round`; `port` is its fresh free port for the next.
+inline v1::AgentMessage RoundEndedMessage(int round, int port) {
+  v1::AgentMessage m;
+  m.set_round(round);
+  m.mutable_round_ended()->set_round(round);
+  m.mutable_round_ended()->set_worker_port(port);
+  return m;
+}
+
+inline void Append(JobActions& to, const JobActions& more) {
+  to.insert(to.end(), more.begin(), more.end());
+}
+
 // A job of `nodes` local nodes n0..n<nodes-1>: heartbeat 1 s x 3, stop grace 2 s, a summary
 // line every 5 s.
 inline JobConfig TestJobConfig(int nodes) {

@@ -16,16 +16,6 @@
 namespace dlaunch {
 namespace {
 
-Participant Node(int i, int slots = 2) {
-  Participant p;
-  p.agent_id = "a" + std::to_string(i);
-  p.host = "n" + std::to_string(i);
-  p.addr = "10.0.0." + std::to_string(i);
-  p.slots = slots;
-  p.worker_port = 29500 + i;
-  return p;
-}
-
 v1::AgentMessage Heartbeat(int round, int workers, std::vector<std::pair<int, int64_t>> rank_steps,
                            int64_t total_steps = 0) {
   v1::AgentMessage m;
@@ -56,29 +46,12 @@ v1::AgentMessage PhaseReport(int round, int rank, int64_t step, v1::WorkerReport
   return m;
 }
 
-v1::AgentMessage Worker(int round, int rank, v1::WorkerEvent::State state, int exit_code = 0) {
-  v1::AgentMessage m;
-  m.set_round(round);
-  m.mutable_worker()->set_rank(rank);
-  m.mutable_worker()->set_state(state);
-  m.mutable_worker()->set_exit_code(exit_code);
-  return m;
-}
-
-v1::AgentMessage RoundEnded(int round, int port) {
-  v1::AgentMessage m;
-  m.set_round(round);
-  m.mutable_round_ended()->set_round(round);
-  m.mutable_round_ended()->set_worker_port(port);
-  return m;
-}
-
 // `sizes[i]` slots on node i, the round closed at t=1.
 std::unique_ptr<JobState> Closed(JobConfig c, const std::vector<int>& sizes) {
   auto state = std::make_unique<JobState>(c);
   state->OnStarted(std::vector<std::string>(c.hosts.size(), "dlaunch-agent"), 0);
   std::vector<Participant> nodes;
-  for (size_t i = 0; i < sizes.size(); ++i) nodes.push_back(Node(static_cast<int>(i), sizes[i]));
+  for (size_t i = 0; i < sizes.size(); ++i) nodes.push_back(TestNode(static_cast<int>(i), sizes[i]));
   state->OnRendezvousClosed(AssignRound(0, nodes, 0), 1);
   return state;
 }
@@ -155,9 +128,9 @@ TEST_F(JobSnapshotTest, StatesFollowWorkerEndsAndSessionEnds) {
   state_->OnSessionOpened(0, 10, 1);
   state_->OnSessionOpened(1, 11, 1);
   state_->OnAgentMessage(0, Heartbeat(0, 2, {{0, 5}, {1, 5}}), 2);
-  state_->OnAgentMessage(0, Worker(0, 0, v1::WorkerEvent::SUCCEEDED), 3);
-  state_->OnAgentMessage(0, Worker(0, 1, v1::WorkerEvent::SUCCEEDED), 3);
-  state_->OnAgentMessage(1, Worker(0, 2, v1::WorkerEvent::FAILED, 1), 3);
+  state_->OnAgentMessage(0, WorkerMessage(0, 0, v1::WorkerEvent::SUCCEEDED), 3);
+  state_->OnAgentMessage(0, WorkerMessage(0, 1, v1::WorkerEvent::SUCCEEDED), 3);
+  state_->OnAgentMessage(1, WorkerMessage(0, 2, v1::WorkerEvent::FAILED, 1), 3);
   v1::JobSnapshot s = state_->Snapshot(3);
   EXPECT_EQ(s.nodes(0).state(), "done");
   EXPECT_DOUBLE_EQ(s.nodes(0).samples_per_sec(), 0);  // ended ranks no longer count
@@ -215,7 +188,7 @@ TEST_F(JobSnapshotTest, ThePhaseAwayFromTrainingIsShownForTheNodeAndTheJob) {
 TEST_F(JobSnapshotTest, TheEndIsInTheLastSnapshot) {
   for (int n = 0; n < 2; ++n) state_->OnSessionOpened(n, 10 + n, 1);
   for (int r = 0; r < 4; ++r) {
-    state_->OnAgentMessage(r / 2, Worker(0, r, v1::WorkerEvent::SUCCEEDED), 2);
+    state_->OnAgentMessage(r / 2, WorkerMessage(0, r, v1::WorkerEvent::SUCCEEDED), 2);
   }
   state_->OnSessionEnded(0, 10, 3);
   state_->OnSessionEnded(1, 11, 3);
@@ -235,24 +208,24 @@ TEST(JobSnapshotRestartTest, ARestartShowsTheNewRoundsMembersSlotsAndWorldSize) 
   c.restarts.max_restarts = 2;
   auto state = Closed(c, {1, 1, 1});
   for (int i = 0; i < 3; ++i) state->OnSessionOpened(i, 100 + i, 1);
-  state->OnSpareJoined(Node(3, 2), 3, 1.2);
+  state->OnSpareJoined(TestNode(3, 2), 3, 1.2);
   state->OnSessionOpened(3, 103, 1.3);
   EXPECT_EQ(state->Snapshot(1.4).nodes(3).state(), "spare");
   EXPECT_EQ(state->Snapshot(1.4).nodes(3).slots(), 0);
   EXPECT_EQ(state->Snapshot(1.4).nodes(3).node_rank(), -1);
-  for (int i = 0; i < 3; ++i) state->OnAgentMessage(i, Worker(0, i, v1::WorkerEvent::STARTED), 1.5);
+  for (int i = 0; i < 3; ++i) state->OnAgentMessage(i, WorkerMessage(0, i, v1::WorkerEvent::STARTED), 1.5);
 
   state->OnSessionEnded(1, 101, 2);
-  state->OnAgentMessage(0, RoundEnded(0, 40000), 2.1);
-  state->OnAgentMessage(2, RoundEnded(0, 40002), 2.1);
+  state->OnAgentMessage(0, RoundEndedMessage(0, 40000), 2.1);
+  state->OnAgentMessage(2, RoundEndedMessage(0, 40002), 2.1);
   JobActions a = state->OnHealthCheck(10);
   auto start = All<SendStartRound>(a);
   ASSERT_EQ(start.size(), 1u);
   ASSERT_THAT(start[0].node_ids, ::testing::ElementsAre(0, 2, 3));
-  state->OnAgentMessage(0, Worker(1, 0, v1::WorkerEvent::STARTED), 11);
-  state->OnAgentMessage(2, Worker(1, 1, v1::WorkerEvent::STARTED), 11);
-  state->OnAgentMessage(3, Worker(1, 2, v1::WorkerEvent::STARTED), 11);
-  state->OnAgentMessage(3, Worker(1, 3, v1::WorkerEvent::STARTED), 11);
+  state->OnAgentMessage(0, WorkerMessage(1, 0, v1::WorkerEvent::STARTED), 11);
+  state->OnAgentMessage(2, WorkerMessage(1, 1, v1::WorkerEvent::STARTED), 11);
+  state->OnAgentMessage(3, WorkerMessage(1, 2, v1::WorkerEvent::STARTED), 11);
+  state->OnAgentMessage(3, WorkerMessage(1, 3, v1::WorkerEvent::STARTED), 11);
   state->OnAgentMessage(2, Heartbeat(1, 1, {{1, 7}}), 12);
   state->OnAgentMessage(3, Heartbeat(1, 2, {{2, 7}, {3, 7}}), 12);
   // A late heartbeat of round 0 from node 0: its step belongs to a stopped round.

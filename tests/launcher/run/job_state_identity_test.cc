@@ -13,35 +13,6 @@ namespace {
 
 using ::testing::ElementsAre;
 
-void Append(JobActions& to, const JobActions& more) { to.insert(to.end(), more.begin(), more.end()); }
-
-Participant Node(int i) {
-  Participant p;
-  p.agent_id = "a" + std::to_string(i);
-  p.host = "n" + std::to_string(i);
-  p.addr = "10.0.0." + std::to_string(i);
-  p.slots = 1;
-  p.worker_port = 29500 + i;
-  return p;
-}
-
-v1::AgentMessage Worker(int round, int rank, v1::WorkerEvent::State state, int exit_code = 0) {
-  v1::AgentMessage m;
-  m.set_round(round);
-  m.mutable_worker()->set_rank(rank);
-  m.mutable_worker()->set_state(state);
-  m.mutable_worker()->set_exit_code(exit_code);
-  return m;
-}
-
-v1::AgentMessage RoundEnded(int round, int port) {
-  v1::AgentMessage m;
-  m.set_round(round);
-  m.mutable_round_ended()->set_round(round);
-  m.mutable_round_ended()->set_worker_port(port);
-  return m;
-}
-
 // Rank `rank` reported step `step` (no rank: an empty heartbeat).
 v1::AgentMessage Progress(int round, int rank, int step) {
   v1::AgentMessage m;
@@ -76,7 +47,7 @@ class JobStateIdentityTest : public ::testing::Test {
     state_->OnStarted(std::vector<std::string>(3, "dlaunch-agent"), 0);
     RoundResult r;
     for (int i = 0; i < 3; ++i) {
-      r.nodes.push_back(Node(i));
+      r.nodes.push_back(TestNode(i));
       r.assignments.push_back({i, i, 1});
     }
     r.world_size = 3;
@@ -84,28 +55,28 @@ class JobStateIdentityTest : public ::testing::Test {
     r.master_port = 29500;
     state_->OnRendezvousClosed(r, 1);
     for (int i = 0; i < 3; ++i) state_->OnSessionOpened(i, 100 + i, 1);
-    state_->OnSpareJoined(Node(3), 3, 1.2);
+    state_->OnSpareJoined(TestNode(3), 3, 1.2);
     state_->OnSessionOpened(3, 103, 1.3);
-    for (int i = 0; i < 3; ++i) state_->OnAgentMessage(i, Worker(0, i, v1::WorkerEvent::STARTED), 1.5);
+    for (int i = 0; i < 3; ++i) state_->OnAgentMessage(i, WorkerMessage(0, i, v1::WorkerEvent::STARTED), 1.5);
 
     JobActions a = state_->OnSessionEnded(1, 101, 2);
-    Append(a, state_->OnAgentMessage(0, RoundEnded(0, 40000), 2.1));
-    Append(a, state_->OnAgentMessage(2, RoundEnded(0, 40002), 2.1));
+    Append(a, state_->OnAgentMessage(0, RoundEndedMessage(0, 40000), 2.1));
+    Append(a, state_->OnAgentMessage(2, RoundEndedMessage(0, 40002), 2.1));
     // Long after any wait for the lost node's workers to be gone (no tick: no one goes silent).
     Append(a, state_->OnHealthCheck(10));
     auto start = All<SendStartRound>(a);
     ASSERT_EQ(start.size(), 1u);
     ASSERT_THAT(start[0].node_ids, ElementsAre(0, 2, 3));
-    state_->OnAgentMessage(0, Worker(1, 0, v1::WorkerEvent::STARTED), 11);
-    state_->OnAgentMessage(2, Worker(1, 1, v1::WorkerEvent::STARTED), 11);
-    state_->OnAgentMessage(3, Worker(1, 2, v1::WorkerEvent::STARTED), 11);
+    state_->OnAgentMessage(0, WorkerMessage(1, 0, v1::WorkerEvent::STARTED), 11);
+    state_->OnAgentMessage(2, WorkerMessage(1, 1, v1::WorkerEvent::STARTED), 11);
+    state_->OnAgentMessage(3, WorkerMessage(1, 2, v1::WorkerEvent::STARTED), 11);
   }
   std::unique_ptr<JobState> state_;
 };
 
 TEST_F(JobStateIdentityTest, AFailureNamesTheNodeThatRanTheRankByIdAndRank) {
   std::vector<v1::JobEvent> events =
-      Journal(state_->OnAgentMessage(2, Worker(1, 1, v1::WorkerEvent::FAILED, 3), 12));
+      Journal(state_->OnAgentMessage(2, WorkerMessage(1, 1, v1::WorkerEvent::FAILED, 3), 12));
   bool failed = false, detected = false;
   for (const v1::JobEvent& e : events) {
     EXPECT_EQ(e.round(), 1) << e.DebugString();

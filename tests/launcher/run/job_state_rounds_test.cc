@@ -15,37 +15,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-void Append(JobActions& to, const JobActions& more) { to.insert(to.end(), more.begin(), more.end()); }
-
-Participant Node(int i, int slots) {
-  Participant p;
-  p.agent_id = "a" + std::to_string(i);
-  p.host = "n" + std::to_string(i);
-  p.addr = "10.0.0." + std::to_string(i);
-  p.slots = slots;
-  p.worker_port = 29500 + i;
-  return p;
-}
-
-v1::AgentMessage Worker(int round, int rank, v1::WorkerEvent::State state, int exit_code = 0,
-                        int sig = 0) {
-  v1::AgentMessage m;
-  m.set_round(round);
-  m.mutable_worker()->set_rank(rank);
-  m.mutable_worker()->set_state(state);
-  m.mutable_worker()->set_exit_code(exit_code);
-  m.mutable_worker()->set_signal(sig);
-  return m;
-}
-
-v1::AgentMessage RoundEnded(int round, int port) {
-  v1::AgentMessage m;
-  m.set_round(round);
-  m.mutable_round_ended()->set_round(round);
-  m.mutable_round_ended()->set_worker_port(port);
-  return m;
-}
-
 v1::AgentMessage Heartbeat(int round) {
   v1::AgentMessage m;
   m.set_round(round);
@@ -69,7 +38,7 @@ class JobStateRoundsTest : public ::testing::Test {
     state_->OnStarted(std::vector<std::string>(nodes, "dlaunch-agent"), 0);
     RoundResult r;
     for (int i = 0; i < nodes; ++i) {
-      r.nodes.push_back(Node(i, 2));
+      r.nodes.push_back(TestNode(i, 2));
       r.assignments.push_back({i, 2 * i, 2});
     }
     r.world_size = 2 * nodes;
@@ -84,15 +53,15 @@ class JobStateRoundsTest : public ::testing::Test {
     JobActions out;
     int rank = 0;
     for (int node : nodes) {
-      for (int k = 0; k < 2; ++k) Append(out, state_->OnAgentMessage(node, Worker(round, rank++, state), t));
+      for (int k = 0; k < 2; ++k) Append(out, state_->OnAgentMessage(node, WorkerMessage(round, rank++, state), t));
     }
     return out;
   }
   // Rank `rank` of `node` fails with `code`; every member then ends round `round`.
   JobActions FailAndEnd(int round, int node, int rank, int code, const std::vector<int>& members,
                         double t) {
-    JobActions out = state_->OnAgentMessage(node, Worker(round, rank, v1::WorkerEvent::FAILED, code), t);
-    for (int m : members) Append(out, state_->OnAgentMessage(m, RoundEnded(round, 40000 + 10 * round + m), t + 0.1));
+    JobActions out = state_->OnAgentMessage(node, WorkerMessage(round, rank, v1::WorkerEvent::FAILED, code), t);
+    for (int m : members) Append(out, state_->OnAgentMessage(m, RoundEndedMessage(round, 40000 + 10 * round + m), t + 0.1));
     return out;
   }
   JobActions EndAll(const std::vector<int>& nodes, double t) {
@@ -107,7 +76,7 @@ class JobStateRoundsTest : public ::testing::Test {
 
 TEST_F(JobStateRoundsTest, AFailureWithBudgetStopsTheRoundAndKeepsTheAgents) {
   Begin(2, {.max_restarts = 2});
-  JobActions a = state_->OnAgentMessage(1, Worker(0, 3, v1::WorkerEvent::FAILED, 3), 4);
+  JobActions a = state_->OnAgentMessage(1, WorkerMessage(0, 3, v1::WorkerEvent::FAILED, 3), 4);
   EXPECT_THAT(Printed(a), HasSubstr("[dlaunch] error: worker crash: rank 3 (local 1, node 1, host n1) "
                                     "exited with code 3"));
   auto stop = All<SendStop>(a);
@@ -118,7 +87,7 @@ TEST_F(JobStateRoundsTest, AFailureWithBudgetStopsTheRoundAndKeepsTheAgents) {
   EXPECT_THAT(Events(a), HasSubstr("\"round\":0,\"round_stopping\":"));
   EXPECT_FALSE(ExitCode(a));
   // Nothing starts until every member has ended its round.
-  JobActions one = state_->OnAgentMessage(0, RoundEnded(0, 40000), 4.1);
+  JobActions one = state_->OnAgentMessage(0, RoundEndedMessage(0, 40000), 4.1);
   EXPECT_TRUE(All<SendStartRound>(one).empty());
   // Sessions ending now would be lost nodes, not the job's end: the job is not over.
   EXPECT_FALSE(ExitCode(one));
@@ -126,9 +95,9 @@ TEST_F(JobStateRoundsTest, AFailureWithBudgetStopsTheRoundAndKeepsTheAgents) {
 
 TEST_F(JobStateRoundsTest, TheNextRoundGetsFreshPortsAndTheRestartTimeIsMeasured) {
   Begin(2, {.max_restarts = 2});
-  state_->OnAgentMessage(1, Worker(0, 3, v1::WorkerEvent::FAILED, 3), 4);
-  state_->OnAgentMessage(0, RoundEnded(0, 40000), 4.1);
-  JobActions a = state_->OnAgentMessage(1, RoundEnded(0, 40001), 4.2);
+  state_->OnAgentMessage(1, WorkerMessage(0, 3, v1::WorkerEvent::FAILED, 3), 4);
+  state_->OnAgentMessage(0, RoundEndedMessage(0, 40000), 4.1);
+  JobActions a = state_->OnAgentMessage(1, RoundEndedMessage(0, 40001), 4.2);
   EXPECT_THAT(Printed(a), HasSubstr("[dlaunch] restarting: round 1 (restart 1 of 2), 2 node(s)"));
   auto start = All<SendStartRound>(a);
   ASSERT_EQ(start.size(), 1u);
@@ -154,13 +123,13 @@ TEST_F(JobStateRoundsTest, AFixedMasterPortServesRoundZeroOnly) {
   JobState s(c);
   s.OnStarted({"dlaunch-agent"}, 0);
   RoundResult r;
-  r.nodes.push_back(Node(0, 1));
+  r.nodes.push_back(TestNode(0, 1));
   r.assignments.push_back({0, 0, 1});
   r.world_size = 1;
   s.OnRendezvousClosed(r, 1);
   s.OnSessionOpened(0, 100, 1);
-  s.OnAgentMessage(0, Worker(0, 0, v1::WorkerEvent::FAILED, 1), 2);
-  auto start = All<SendStartRound>(s.OnAgentMessage(0, RoundEnded(0, 41000), 2.1));
+  s.OnAgentMessage(0, WorkerMessage(0, 0, v1::WorkerEvent::FAILED, 1), 2);
+  auto start = All<SendStartRound>(s.OnAgentMessage(0, RoundEndedMessage(0, 41000), 2.1));
   ASSERT_EQ(start.size(), 1u);
   EXPECT_EQ(start[0].round.master_port, 41000) << "a taken fixed port must not fail every round";
 }
@@ -169,15 +138,15 @@ TEST_F(JobStateRoundsTest, MessagesOfAStoppedRoundAreDropped) {
   Begin(2, {.max_restarts = 2});
   FailAndEnd(0, 1, 3, 3, {0, 1}, 4);
   // A late FAILED of round 0 is no failure of round 1.
-  JobActions late = state_->OnAgentMessage(0, Worker(0, 0, v1::WorkerEvent::FAILED, 1), 4.3);
+  JobActions late = state_->OnAgentMessage(0, WorkerMessage(0, 0, v1::WorkerEvent::FAILED, 1), 4.3);
   EXPECT_TRUE(All<SendStop>(late).empty());
   EXPECT_THAT(Events(late), Not(HasSubstr("failure_detected")));
   // A late RoundEnded of round 0 does not end round 1.
   AllRanks(1, {0, 1}, v1::WorkerEvent::STARTED, 4.5);
-  JobActions ended = state_->OnAgentMessage(1, RoundEnded(0, 1), 4.6);
+  JobActions ended = state_->OnAgentMessage(1, RoundEndedMessage(0, 1), 4.6);
   EXPECT_TRUE(ended.empty());
   // Round 1's own failure is seen.
-  JobActions fail = state_->OnAgentMessage(1, Worker(1, 2, v1::WorkerEvent::FAILED, 7), 5);
+  JobActions fail = state_->OnAgentMessage(1, WorkerMessage(1, 2, v1::WorkerEvent::FAILED, 7), 5);
   EXPECT_THAT(Events(fail), HasSubstr("failure_detected"));
   EXPECT_EQ(All<SendStop>(fail).at(0).round, 1);
 }
@@ -266,11 +235,11 @@ TEST_F(JobStateRoundsTest, ConsecutiveFailuresBackOffUnlessTheRoundRanLongEnough
 
 TEST_F(JobStateRoundsTest, AMemberThatNeverEndsItsRoundIsDroppedAndRanksAreCompacted) {
   Begin(2, {.max_restarts = 2});
-  JobActions a = state_->OnAgentMessage(1, Worker(0, 3, v1::WorkerEvent::FAILED, 3), 4);
+  JobActions a = state_->OnAgentMessage(1, WorkerMessage(0, 3, v1::WorkerEvent::FAILED, 3), 4);
   auto arm = All<ArmHealthCheck>(a);
   ASSERT_FALSE(arm.empty());
   EXPECT_DOUBLE_EQ(arm.back().at_s, 4 + 2 + 2);   // grace + slack
-  state_->OnAgentMessage(1, RoundEnded(0, 40001), 4.1);
+  state_->OnAgentMessage(1, RoundEndedMessage(0, 40001), 4.1);
   EXPECT_TRUE(All<SendStartRound>(state_->OnHealthCheck(7.9)).empty());
   JobActions late = state_->OnHealthCheck(8);
   EXPECT_THAT(Events(late), HasSubstr("\"round\":0,\"node_dropped\":{\"node_id\":0"));
@@ -290,7 +259,7 @@ TEST_F(JobStateRoundsTest, AMemberThatNeverEndsItsRoundIsDroppedAndRanksAreCompa
   EXPECT_EQ(start[0].round.master_addr, "10.0.0.1");
   EXPECT_EQ(start[0].round.master_port, 40001);
   // The dropped node's messages are answered with an order to exit, and ignored.
-  JobActions back = state_->OnAgentMessage(0, Worker(0, 0, v1::WorkerEvent::FAILED, 1), 9);
+  JobActions back = state_->OnAgentMessage(0, WorkerMessage(0, 0, v1::WorkerEvent::FAILED, 1), 9);
   EXPECT_THAT(Events(back), Not(HasSubstr("failure_detected")));
 }
 
@@ -302,19 +271,19 @@ TEST_F(JobStateRoundsTest, AMemberLateToOpenItsSessionIsStoppedNotDropped) {
   JobState s(c);
   s.OnStarted({"dlaunch-agent", "dlaunch-agent"}, 0);
   RoundResult r;
-  r.nodes = {Node(0, 1), Node(1, 1)};
+  r.nodes = {TestNode(0, 1), TestNode(1, 1)};
   r.assignments = {{0, 0, 1}, {1, 1, 1}};
   r.world_size = 2;
   s.OnRendezvousClosed(r, 1);
   s.OnSessionOpened(1, 101, 1);
-  s.OnAgentMessage(1, Worker(0, 1, v1::WorkerEvent::FAILED, 1), 1.1);
+  s.OnAgentMessage(1, WorkerMessage(0, 1, v1::WorkerEvent::FAILED, 1), 1.1);
   // Node 0 opens its session only now: it hears the round's stop, and the round waits for it.
   JobActions opened = s.OnSessionOpened(0, 100, 1.2);
   auto stop = All<SendStop>(opened);
   ASSERT_EQ(stop.size(), 1u);
   EXPECT_FALSE(stop[0].exit);
-  s.OnAgentMessage(1, RoundEnded(0, 40001), 1.3);
-  JobActions start = s.OnAgentMessage(0, RoundEnded(0, 40000), 1.4);
+  s.OnAgentMessage(1, RoundEndedMessage(0, 40001), 1.3);
+  JobActions start = s.OnAgentMessage(0, RoundEndedMessage(0, 40000), 1.4);
   ASSERT_EQ(All<SendStartRound>(start).size(), 1u);
   EXPECT_THAT(All<SendStartRound>(start)[0].node_ids, ElementsAre(0, 1));
 }
@@ -324,8 +293,8 @@ TEST_F(JobStateRoundsTest, ALostAgentLeavesTheJobWhileNodesMinRemain) {
   JobActions a = state_->OnSessionEnded(2, 102, 4);
   EXPECT_THAT(Printed(a), HasSubstr("agent lost: node 2"));
   EXPECT_THAT(All<SendStop>(a).at(0).nodes, ElementsAre(0, 1));
-  state_->OnAgentMessage(0, RoundEnded(0, 40000), 4.1);
-  JobActions b = state_->OnAgentMessage(1, RoundEnded(0, 40001), 4.2);
+  state_->OnAgentMessage(0, RoundEndedMessage(0, 40000), 4.1);
+  JobActions b = state_->OnAgentMessage(1, RoundEndedMessage(0, 40001), 4.2);
   // The lost agent's stream ended at 4: its workers are gone a grace (2 s) + 0.5 s later.
   EXPECT_TRUE(All<SendStartRound>(b).empty());
   EXPECT_THAT(Printed(b), HasSubstr("restarting: round 1 (restart 1 of 2) in 2.3 s, 2 node(s), "
@@ -338,14 +307,14 @@ TEST_F(JobStateRoundsTest, ALostAgentLeavesTheJobWhileNodesMinRemain) {
   // One more lost: below nodes.min.
   AllRanks(1, {0, 1}, v1::WorkerEvent::STARTED, 7);
   state_->OnSessionEnded(1, 101, 8);
-  JobActions c = state_->OnAgentMessage(0, RoundEnded(1, 40010), 8.1);
+  JobActions c = state_->OnAgentMessage(0, RoundEndedMessage(1, 40010), 8.1);
   EXPECT_THAT(Printed(c), HasSubstr("not restarting: only 1 node(s) left, fewer than nodes.min (2)"));
   EXPECT_EQ(ExitCode(EndAll({0}, 9)), kExitJobFailed);
 }
 
 TEST_F(JobStateRoundsTest, ASpareTakesALostNodesPlace) {
   Begin(2, {.max_restarts = 2});
-  Participant spare = Node(7, 2);
+  Participant spare = TestNode(7, 2);
   JobActions joined = state_->OnSpareJoined(spare, 2, 1.5);
   EXPECT_THAT(Printed(joined), HasSubstr("spare joined: n7 (10.0.0.7), node 2"));
   EXPECT_THAT(Events(joined), HasSubstr("\"spare_joined\":{\"node_id\":2"));
@@ -356,7 +325,7 @@ TEST_F(JobStateRoundsTest, ASpareTakesALostNodesPlace) {
   EXPECT_THAT(All<SendPing>(tick).at(0).nodes, ElementsAre(0, 1, 2));
 
   state_->OnSessionEnded(1, 101, 4);
-  JobActions a = state_->OnAgentMessage(0, RoundEnded(0, 40000), 4.1);
+  JobActions a = state_->OnAgentMessage(0, RoundEndedMessage(0, 40000), 4.1);
   EXPECT_THAT(Printed(a), HasSubstr("spare node 2 (n7) takes a lost node's place"));
   EXPECT_THAT(Events(a), HasSubstr("\"round\":1,\"spare_promoted\":{\"node_id\":2"));
   EXPECT_TRUE(All<SendStartRound>(a).empty()) << "node 1's stream ended at 4: grace + 0.5 s";
@@ -372,7 +341,7 @@ TEST_F(JobStateRoundsTest, ASpareTakesALostNodesPlace) {
 
 TEST_F(JobStateRoundsTest, AnIdleSpareIsToldToExitWhenTheJobEnds) {
   Begin(1, {.max_restarts = 0});
-  state_->OnSpareJoined(Node(5, 1), 1, 1.5);
+  state_->OnSpareJoined(TestNode(5, 1), 1, 1.5);
   state_->OnSessionOpened(1, 101, 1.6);
   JobActions done = AllRanks(0, {0}, v1::WorkerEvent::SUCCEEDED, 3);
   auto stop = All<SendStop>(done);
@@ -383,7 +352,7 @@ TEST_F(JobStateRoundsTest, AnIdleSpareIsToldToExitWhenTheJobEnds) {
 
 TEST_F(JobStateRoundsTest, ASilentSpareIsDroppedWithoutFailingTheJob) {
   Begin(1, {.max_restarts = 1});
-  state_->OnSpareJoined(Node(5, 1), 1, 1);
+  state_->OnSpareJoined(TestNode(5, 1), 1, 1);
   state_->OnSessionOpened(1, 101, 1);
   state_->OnAgentMessage(0, Heartbeat(0), 4.5);
   JobActions tick = state_->OnTick(4.5);
@@ -426,7 +395,7 @@ TEST_F(JobStateRoundsTest, ANodeTheJobCannotDoWithoutIsNotExcluded) {
 
 TEST_F(JobStateRoundsTest, WithoutRestartsTheFinalStopTellsAgentsToExit) {
   Begin(2, {.max_restarts = 0});
-  JobActions a = state_->OnAgentMessage(1, Worker(0, 3, v1::WorkerEvent::FAILED, 3), 4);
+  JobActions a = state_->OnAgentMessage(1, WorkerMessage(0, 3, v1::WorkerEvent::FAILED, 3), 4);
   auto stop = All<SendStop>(a);
   ASSERT_EQ(stop.size(), 1u);
   EXPECT_TRUE(stop[0].exit);
@@ -441,14 +410,14 @@ TEST_F(JobStateRoundsTest, AHangAtExitIsNotRestarted) {
   JobState s(c);
   s.OnStarted({"dlaunch-agent"}, 0);
   RoundResult r;
-  r.nodes.push_back(Node(0, 2));
+  r.nodes.push_back(TestNode(0, 2));
   r.assignments.push_back({0, 0, 2});
   r.world_size = 2;
   s.OnRendezvousClosed(r, 1);
   s.OnSessionOpened(0, 100, 1);
-  s.OnAgentMessage(0, Worker(0, 0, v1::WorkerEvent::STARTED), 1);
-  s.OnAgentMessage(0, Worker(0, 1, v1::WorkerEvent::STARTED), 1);
-  s.OnAgentMessage(0, Worker(0, 0, v1::WorkerEvent::SUCCEEDED), 2);
+  s.OnAgentMessage(0, WorkerMessage(0, 0, v1::WorkerEvent::STARTED), 1);
+  s.OnAgentMessage(0, WorkerMessage(0, 1, v1::WorkerEvent::STARTED), 1);
+  s.OnAgentMessage(0, WorkerMessage(0, 0, v1::WorkerEvent::SUCCEEDED), 2);
   s.OnAgentMessage(0, Heartbeat(0), 7);
   JobActions a = s.OnHealthCheck(7.1);
   EXPECT_THAT(Printed(a), HasSubstr("hang at exit"));

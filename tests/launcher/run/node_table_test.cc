@@ -4,25 +4,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/testing/job_actions.h"
+
 namespace dlaunch {
 namespace {
 
 using ::testing::ElementsAre;
 
-Participant P(int i, int slots = 1) {
-  Participant p;
-  p.agent_id = "a" + std::to_string(i);
-  p.host = "n" + std::to_string(i);
-  p.addr = "10.0.0." + std::to_string(i);
-  p.slots = slots;
-  p.worker_port = 29500 + i;
-  return p;
-}
-
 NodeTable ThreeAndASpare() {
   NodeTable t;
-  t.AddRound0(AssignRound(0, {P(0), P(1), P(2)}, 0), 1);
-  t.AddSpare(3, P(3, 2), 1.5);
+  t.AddRound0(AssignRound(0, {TestNode(0), TestNode(1), TestNode(2)}, 0), 1);
+  t.AddSpare(3, TestNode(3, 2), 1.5);
   return t;
 }
 

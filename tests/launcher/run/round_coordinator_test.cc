@@ -6,27 +6,19 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/testing/job_actions.h"
+
 namespace dlaunch {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-Participant P(int i, int slots = 1) {
-  Participant p;
-  p.agent_id = "a" + std::to_string(i);
-  p.host = "n" + std::to_string(i);
-  p.addr = "10.0.0." + std::to_string(i);
-  p.slots = slots;
-  p.worker_port = 29500 + i;
-  return p;
-}
-
 // Nodes 0..2 in session, spare 3 (two slots) in session.
 NodeTable Table() {
   NodeTable t;
-  t.AddRound0(AssignRound(0, {P(0), P(1), P(2)}, 0), 1);
-  t.AddSpare(3, P(3, 2), 1);
+  t.AddRound0(AssignRound(0, {TestNode(0), TestNode(1), TestNode(2)}, 0), 1);
+  t.AddSpare(3, TestNode(3, 2), 1);
   for (int i = 0; i < 4; ++i) t.OpenSession(i, 10 + i, 1);
   return t;
 }
@@ -66,7 +58,7 @@ TEST(RoundCoordinatorTest, TheStopIsOverWhenEveryMemberEndedOrAtTheDeadline) {
 
 TEST(RoundCoordinatorTest, MembersThatDidNotEndSayWhy) {
   NodeTable t;
-  t.AddRound0(AssignRound(0, {P(0), P(1), P(2)}, 0), 1);
+  t.AddRound0(AssignRound(0, {TestNode(0), TestNode(1), TestNode(2)}, 0), 1);
   t.OpenSession(0, 10, 1);
   t.OpenSession(1, 11, 1);
   t.EndSession(1, 11, 2);
@@ -107,7 +99,7 @@ TEST(RoundCoordinatorTest, SparesFillOnlyUpToTheFirstRoundsSize) {
 
 TEST(RoundCoordinatorTest, ExclusionNeverLeavesFewerThanNodesMin) {
   NodeTable t;
-  t.AddRound0(AssignRound(0, {P(0), P(1)}, 0), 1);
+  t.AddRound0(AssignRound(0, {TestNode(0), TestNode(1)}, 0), 1);
   for (int i = 0; i < 2; ++i) t.OpenSession(i, 10 + i, 1);
   for (int i = 0; i < 2; ++i) t.at(i).ended_round = 0;
   RestartSettings s = Restarts(5);

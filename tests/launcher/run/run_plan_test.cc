@@ -41,6 +41,28 @@ TEST(RunPlanTest, RendezvousFollowsThePlanWithShortHostNames) {
   EXPECT_EQ(rc.master_port, 29500);
 }
 
+TEST(RunPlanTest, JobConfigTakesTheSpecsTimingAndThePlansNodes) {
+  HostPlan plan;
+  plan.hosts = {"nid001", "nid002"};
+  plan.node_launcher = "srun";
+  plan.min_nodes = 1;
+  JobSpec spec = Spec();
+  spec.heartbeat_misses = 4;
+  spec.startup_timeout_s = 0;  // no limit
+  JobConfig c = MakeJobConfig(spec, plan, "job-7", "runs/job-7");
+  EXPECT_EQ(c.job_id, "job-7");
+  EXPECT_EQ(c.job_dir, "runs/job-7");
+  EXPECT_THAT(c.hosts, ElementsAre("nid001", "nid002"));
+  EXPECT_EQ(c.node_launcher, "srun");
+  EXPECT_EQ(c.heartbeat_s, 0.5);
+  EXPECT_EQ(c.heartbeat_misses, 4);
+  EXPECT_EQ(c.stop_grace_s, 3);
+  EXPECT_GT(c.progress.startup_timeout_s, 1e9);
+  EXPECT_EQ(c.restarts.max_restarts, 1);
+  EXPECT_EQ(c.min_nodes, 1);
+  EXPECT_EQ(c.master_port, 29500);
+}
+
 TEST(RunPlanTest, JoinResponseIsTheTemplatePlusTheNodesPlace) {
   JobPlacement place{"job-1", "/runs/job-1", {"/bin/train", "--x"}, "/work"};
   v1::JoinResponse t = MakeJoinTemplate(Spec(), place);
