@@ -80,13 +80,13 @@ std::string ShownState(const v1::NodeSnapshot& n) {
 }
 
 void NodeRows(const v1::JobSnapshot& s, bool gpus, std::vector<std::string>* out) {
-  std::string header = absl::StrFormat("%4s  %-16s %-7s %7s %8s %10s %9s", "NODE", "HOST", "STATE",
+  std::string header = absl::StrFormat("%4s  %-16s %-13s %7s %8s %10s %9s", "NODE", "HOST", "STATE",
                                        "WORKERS", "STEP", "SAMPLES/S", "HEARTBEAT");
   if (gpus) absl::StrAppendFormat(&header, " %5s %15s", "GPU%", "GPU MEM GiB");
   out->push_back(header);
   for (const v1::NodeSnapshot& n : s.nodes()) {
     std::string row = absl::StrFormat(
-        "%4d  %-16s %-7s %7s %8d %10.1f %9s", n.node(), n.host().substr(0, 16), ShownState(n),
+        "%4d  %-16s %-13s %7s %8d %10.1f %9s", n.node(), n.host().substr(0, 16), ShownState(n),
         absl::StrCat(n.workers_running(), "/", n.slots()), n.step(), n.samples_per_sec(),
         HeartbeatAge(n));
     GpuTotals g = SumGpus(n);
