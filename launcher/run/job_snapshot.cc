@@ -20,10 +20,11 @@ struct NodeRanks {
   v1::WorkerReport::Phase phase = v1::WorkerReport::PHASE_UNSPECIFIED;
 };
 
-NodeRanks RanksOf(int id, const std::map<int, RankProgress>& ranks) {
-  NodeRanks out;
+// Every node's ranks in one pass over the ranks.
+std::map<int, NodeRanks> RanksByNode(const std::map<int, RankProgress>& ranks) {
+  std::map<int, NodeRanks> by_node;
   for (const auto& [rank, r] : ranks) {
-    if (r.node != id) continue;
+    NodeRanks& out = by_node[r.node];
     out.any = true;
     out.all_succeeded = out.all_succeeded && r.state == v1::WorkerEvent::SUCCEEDED;
     out.failed = out.failed || r.state == v1::WorkerEvent::FAILED;
@@ -36,7 +37,7 @@ NodeRanks RanksOf(int id, const std::map<int, RankProgress>& ranks) {
       out.phase = r.phase;
     }
   }
-  return out;
+  return by_node;
 }
 
 std::string NodeState(const NodeRecord& n, const NodeRanks& r, double since_heard_s,
@@ -78,8 +79,10 @@ v1::JobSnapshot BuildJobSnapshot(const SnapshotInputs& in, double now_s) {
   s.set_round(in.round ? in.round->round : 0);
   s.set_total_steps(in.steps->total_steps());
   s.set_step(in.steps->step());
+  const std::map<int, NodeRanks> by_node = RanksByNode(*in.ranks);
   for (const auto& [id, n] : in.nodes->all()) {
-    const NodeRanks r = RanksOf(id, *in.ranks);
+    auto found = by_node.find(id);
+    const NodeRanks r = found == by_node.end() ? NodeRanks{} : found->second;
     const int node_rank = in.nodes->NodeRankOf(id);
     const bool member = node_rank >= 0 && in.round && node_rank < static_cast<int>(in.round->assignments.size());
     const double since = n.session_state == SessionState::kNotOpened ? -1 : now_s - n.last_seen_s;

@@ -146,7 +146,7 @@ void JobState::HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, 
   nodes_.at(node).workers_running = hb.workers_running();
   for (const auto& r : hb.reports()) HandleReport(node, r, now_s, out);
   for (const auto& [rank, lines] : hb.output_lines()) {
-    RankProgress& rs = ranks_[rank];
+    RankProgress& rs = RankOf(rank, node);
     if (lines > rs.output_lines) monitor_.OnProgress(rank, -1, now_s);
     rs.output_lines = std::max<int64_t>(rs.output_lines, lines);
   }
@@ -155,8 +155,7 @@ void JobState::HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, 
 
 void JobState::HandleReport(int node, const v1::WorkerReport& r, double now_s, JobActions& out) {
   monitor_.OnProgress(r.rank(), static_cast<long>(r.step()), now_s);
-  RankProgress& rs = ranks_[r.rank()];
-  rs.node = node;
+  RankProgress& rs = RankOf(r.rank(), node);
   rs.step = std::max<int64_t>(rs.step, r.step());
   if (r.phase() != v1::WorkerReport::PHASE_UNSPECIFIED) rs.phase = r.phase();
   steps_.Note(r.step(), r.total_steps(), now_s);
@@ -177,10 +176,8 @@ void JobState::HandleReport(int node, const v1::WorkerReport& r, double now_s, J
 
 void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now_s,
                                  JobActions& out) {
-  RankProgress& rs = ranks_[ev.rank()];
-  rs.node = node;
-  rs.state = ev.state();
-  if (ev.pid() != 0) rs.pid = ev.pid();
+  SetState(RankOf(ev.rank(), node), ev.state());
+  if (ev.pid() != 0) ranks_[ev.rank()].pid = ev.pid();
   if (auto e = WorkerLifecycleEvent(current_round(), nodes_.PlaceOf(node), ev)) {
     out.push_back(AppendEvent{*std::move(e)});
   }
@@ -214,10 +211,26 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
   MaybeFinish(now_s, out);
 }
 
+RankProgress& JobState::RankOf(int rank, int node) {
+  auto [it, inserted] = ranks_.try_emplace(rank);
+  if (inserted) {  // a rank outside the round's places: counted with the node that sent it
+    it->second.node = node;
+    ++unfinished_by_node_[node];
+  }
+  return it->second;
+}
+
+void JobState::SetState(RankProgress& rs, v1::WorkerEvent::State state) {
+  const v1::WorkerEvent::State before = rs.state;
+  rs.state = state;
+  started_ += before == v1::WorkerEvent::STATE_UNSPECIFIED && state != before;
+  succeeded_ += (state == v1::WorkerEvent::SUCCEEDED) - (before == v1::WorkerEvent::SUCCEEDED);
+  unfinished_by_node_[rs.node] += Finished(before) - Finished(state);
+}
+
 void JobState::NoteAllStarted(double now_s, JobActions& out) {
   if (!round_ || all_started_reported_) return;
-  int started = 0;
-  for (const auto& [rank, r] : ranks_) started += r.state != v1::WorkerEvent::STATE_UNSPECIFIED;
+  const int started = started_;
   if (started != round_->world_size) return;
   all_started_reported_ = true;
   rounds_.NoteRoundRunning(now_s);
@@ -254,11 +267,7 @@ JobActions JobState::OnSessionEnded(int node, int session, double now_s) {
     MaybeFinish(now_s, out);
     return out;
   }
-  bool unfinished = false;
-  for (const auto& [rank, r] : ranks_) {
-    if (r.node == node && !Finished(r.state)) unfinished = true;
-  }
-  if (unfinished) {
+  if (auto it = unfinished_by_node_.find(node); it != unfinished_by_node_.end() && it->second > 0) {
     NodeLost(node, FailureClass::kAgentLost,
              "its agent's session ended with workers unaccounted for", now_s, out);
   } else if (outcome_ == Outcome::kRunning && config_.restarts.max_restarts > 0 &&

@@ -102,6 +102,10 @@ class JobState {
   void HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, JobActions& out);
   void HandleWorkerEvent(int node, const v1::WorkerEvent& event, double now_s, JobActions& out);
   void HandleReport(int node, const v1::WorkerReport& report, double now_s, JobActions& out);
+  // The rank's progress, created for `node` when the round did not place it.
+  RankProgress& RankOf(int rank, int node);
+  // Moves a rank to `state`, keeping the round's counts.
+  void SetState(RankProgress& rank, v1::WorkerEvent::State state);
   // Every worker of the round has started: say so once per round.
   void NoteAllStarted(double now_s, JobActions& out);
   // A rank reported stopped that died of a SIGKILL no agent had sent yet.
@@ -155,6 +159,10 @@ class JobState {
 
   NodeTable nodes_;
   std::map<int, RankProgress> ranks_;   // the current round's, by global rank
+  // Counts kept as ranks change state, so no message walks every rank.
+  int started_ = 0;                     // ranks that reported any state
+  int succeeded_ = 0;
+  std::map<int, int> unfinished_by_node_;  // ranks not yet succeeded, failed or stopped
   StepClock steps_;
   FailureLedger ledger_;
   RoundCoordinator rounds_;

@@ -208,9 +208,7 @@ void JobState::StopAll(double grace_s, const std::string& reason, double now_s, 
 void JobState::MaybeFinish(double now_s, JobActions& out) {
   if (finished_) return;
   if (outcome_ == Outcome::kRunning && round_) {
-    int succeeded = 0;
-    for (const auto& [rank, r] : ranks_) succeeded += r.state == v1::WorkerEvent::SUCCEEDED;
-    if (succeeded == round_->world_size) {
+    if (succeeded_ == round_->world_size) {
       outcome_ = Outcome::kSucceeded;
       // Agents that may see another round (restarts, spares) wait until told the job is over.
       bool waiting = config_.restarts.max_restarts > 0;

@@ -14,6 +14,7 @@ void NodeTable::AddRound0(const RoundResult& round, double now_s) {
     n.worker_port = round.nodes[i].worker_port;
     n.status = NodeStatus::kMember;
     if (n.session_state == SessionState::kNotOpened) n.last_seen_s = now_s;
+    rank_of_[static_cast<int>(i)] = static_cast<int>(members_.size());
     members_.push_back(static_cast<int>(i));
   }
 }
@@ -34,6 +35,8 @@ void NodeTable::SetMembers(std::vector<int> ids) {
     if (n.status == NodeStatus::kSpare) n.status = NodeStatus::kMember;
   }
   members_ = std::move(ids);
+  rank_of_.clear();
+  for (size_t i = 0; i < members_.size(); ++i) rank_of_[members_[i]] = static_cast<int>(i);
 }
 
 const NodeRecord* NodeTable::Find(int id) const {
@@ -43,6 +46,7 @@ const NodeRecord* NodeTable::Find(int id) const {
 
 void NodeTable::OpenSession(int id, int session, double now_s) {
   NodeRecord& n = nodes_[id];
+  if (!n.open()) ++open_;
   n.session = session;
   n.session_state = SessionState::kOpen;
   n.last_seen_s = now_s;
@@ -52,6 +56,7 @@ bool NodeTable::EndSession(int id, int session, double now_s) {
   NodeRecord& n = nodes_[id];
   if (n.session != session || n.session_state != SessionState::kOpen) return false;
   n.session_state = SessionState::kEnded;
+  --open_;
   n.session_ended_at_s = now_s;
   n.workers_running = 0;
   return true;
@@ -65,8 +70,8 @@ bool NodeTable::MarkGone(int id) {
 }
 
 int NodeTable::NodeRankOf(int id) const {
-  auto it = std::find(members_.begin(), members_.end(), id);
-  return it == members_.end() ? -1 : static_cast<int>(it - members_.begin());
+  auto it = rank_of_.find(id);
+  return it == rank_of_.end() ? -1 : it->second;
 }
 
 NodePlace NodeTable::PlaceOf(int id) const {
@@ -105,13 +110,6 @@ int NodeTable::WorkersRunning() const {
 bool NodeTable::AnyMemberSilent(double now_s, double after_s) const {
   for (const auto& [id, n] : nodes_) {
     if (n.status == NodeStatus::kMember && n.open() && now_s - n.last_seen_s > after_s) return true;
-  }
-  return false;
-}
-
-bool NodeTable::AnyOpen() const {
-  for (const auto& [id, n] : nodes_) {
-    if (n.open()) return true;
   }
   return false;
 }

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "dlaunch/control.pb.h"
@@ -43,6 +44,8 @@ struct NodeRecord {
   bool spare() const { return status == NodeStatus::kSpare; }
 };
 
+// Lookups by node id and the questions asked per message are O(log nodes) or O(1); only the
+// periodic ones (liveness, the summary line, the snapshot) walk the table.
 class NodeTable {
  public:
   // Round 0 closed: node i of the round gets node id i.
@@ -51,7 +54,8 @@ class NodeTable {
   // The next round's members in node-rank order; spares among them become members.
   void SetMembers(std::vector<int> ids);
 
-  // Ids not known yet are created (a message can outrun its join).
+  // Ids not known yet are created (a message can outrun its join). Change sessions and status
+  // through the methods below, which keep the counts.
   NodeRecord& at(int id) { return nodes_[id]; }
   const NodeRecord* Find(int id) const;
   const std::map<int, NodeRecord>& all() const { return nodes_; }
@@ -75,13 +79,15 @@ class NodeTable {
   int WorkersRunning() const;
   // A member in session has not been heard from for longer than `after_s`.
   bool AnyMemberSilent(double now_s, double after_s) const;
-  bool AnyOpen() const;
+  bool AnyOpen() const { return open_ > 0; }
   // Not gone, with an open session (the nodes a restart can use).
   int Available() const;
 
  private:
   std::map<int, NodeRecord> nodes_;
   std::vector<int> members_;  // node ids of the current round, in node-rank order
+  std::unordered_map<int, int> rank_of_;  // node id -> its index in members_
+  int open_ = 0;              // nodes whose session is open
 };
 
 }  // namespace dlaunch

@@ -14,8 +14,21 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 
 void ProgressMonitor::StartRound(const std::vector<int>& ranks, double now) {
   running_.clear();
+  by_since_[0].clear();
+  by_since_[1].clear();
   first_success_at_ = -1;
-  for (int r : ranks) running_[r] = RankProgress{now, false, -1};
+  for (int r : ranks) {
+    running_[r] = RankProgress{now, false, -1};
+    Index(r, running_[r]);
+  }
+}
+
+void ProgressMonitor::Index(int rank, const RankProgress& p) {
+  by_since_[p.any_progress].insert({p.since, rank});
+}
+
+void ProgressMonitor::Unindex(int rank, const RankProgress& p) {
+  by_since_[p.any_progress].erase({p.since, rank});
 }
 
 void ProgressMonitor::OnProgress(int rank, long step, double now) {
@@ -27,13 +40,19 @@ void ProgressMonitor::OnProgress(int rank, long step, double now) {
     RecordInterval(now - p.since);
   }
   if (step >= 0 && step < p.last_step) return;   // an old report arriving late is not progress
+  Unindex(rank, p);
   p.since = now;
   p.any_progress = true;
   if (step >= 0) p.last_step = step;
+  Index(rank, p);
 }
 
 void ProgressMonitor::OnExit(int rank, bool succeeded, double now) {
-  running_.erase(rank);
+  auto it = running_.find(rank);
+  if (it != running_.end()) {
+    Unindex(rank, it->second);
+    running_.erase(it);
+  }
   if (succeeded && first_success_at_ < 0) first_success_at_ = now;
 }
 
@@ -41,15 +60,18 @@ void ProgressMonitor::RecordInterval(double seconds) {
   if (seconds < 0) return;
   intervals_.push_back(seconds);
   if (intervals_.size() > kMaxIntervals) intervals_.pop_front();
+  stall_limit_.reset();
 }
 
 double ProgressMonitor::StallLimit() const {
   if (settings_.stall_timeout_s > 0) return settings_.stall_timeout_s;
   if (intervals_.empty()) return settings_.stall_floor_s;
+  if (stall_limit_) return *stall_limit_;
   std::vector<double> sorted(intervals_.begin(), intervals_.end());
   size_t idx = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(sorted.size()))) - 1;
   std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(idx), sorted.end());
-  return std::max(settings_.stall_floor_s, settings_.stall_multiple * sorted[idx]);
+  stall_limit_ = std::max(settings_.stall_floor_s, settings_.stall_multiple * sorted[idx]);
+  return *stall_limit_;
 }
 
 Hang ProgressMonitor::Judge(int rank, const RankProgress& p, double now) const {
@@ -89,13 +111,14 @@ std::vector<Hang> ProgressMonitor::Check(double now) const {
 }
 
 double ProgressMonitor::NextDeadline() const {
-  double next = kNever;
-  for (const auto& [rank, p] : running_) {
-    Hang h = Judge(rank, p, 0);
-    if (h.limit_s == kNever) continue;
-    double start = h.kind == HangKind::kExitHang ? first_success_at_ : p.since;
-    next = std::min(next, start + h.limit_s);
+  if (running_.empty()) return kNever;
+  if (first_success_at_ >= 0 && settings_.exit_timeout_s > 0) {
+    return first_success_at_ + settings_.exit_timeout_s;
   }
+  if (!settings_.stall_detection) return kNever;
+  double next = kNever;
+  if (!by_since_[0].empty()) next = by_since_[0].begin()->first + settings_.startup_timeout_s;
+  if (!by_since_[1].empty()) next = std::min(next, by_since_[1].begin()->first + StallLimit());
   return next;
 }
 

@@ -6,6 +6,9 @@
 
 #include <deque>
 #include <map>
+#include <optional>
+#include <set>
+#include <utility>
 #include <vector>
 
 namespace dlaunch {
@@ -50,7 +53,7 @@ class ProgressMonitor {
   // reporting first is the likely cause.
   std::vector<Hang> Check(double now) const;
   // The earliest time at which Check could report something new (for arming a timer); a large
-  // value when nothing is running.
+  // value when nothing is running. O(log ranks): the launcher asks after every heartbeat.
   double NextDeadline() const;
   // The silence limit a rank that has made progress gets now.
   double StallLimit() const;
@@ -63,11 +66,18 @@ class ProgressMonitor {
   };
   void RecordInterval(double seconds);
   Hang Judge(int rank, const RankProgress& p, double now) const;
+  // Keeps `by_since_` in step with a rank's entry.
+  void Index(int rank, const RankProgress& p);
+  void Unindex(int rank, const RankProgress& p);
 
   ProgressSettings settings_;
   std::map<int, RankProgress> running_;
+  // The running ranks by their last progress, apart for those with and without any: the oldest
+  // of each sets the next deadline.
+  std::set<std::pair<double, int>> by_since_[2];
   double first_success_at_ = -1;
   std::deque<double> intervals_;   // recent intervals between progress events, all ranks
+  mutable std::optional<double> stall_limit_;  // StallLimit() until the next interval
 };
 
 }  // namespace dlaunch
