@@ -25,6 +25,7 @@ RoundCoordinator::RoundCoordinator(RestartSettings settings, int target_nodes, i
 void RoundCoordinator::BeginStop(double now_s, double wait_s) {
   detected_at_s_ = now_s;
   stop_deadline_s_ = now_s + wait_s;
+  stop_cursor_ = 0;
 }
 
 void RoundCoordinator::Cancel() {
@@ -34,14 +35,16 @@ void RoundCoordinator::Cancel() {
 
 bool RoundCoordinator::TakeStopOver(const NodeTable& nodes, int round, double now_s) {
   if (!stop_deadline_s_) return false;
-  bool all_ended = true;
-  for (int id : nodes.members()) {
-    const NodeRecord* n = nodes.Find(id);
+  // Members are checked in order from the first not yet seen ending: each message of the stop
+  // moves the cursor on instead of walking every member again.
+  const std::vector<int>& members = nodes.members();
+  while (stop_cursor_ < members.size()) {
+    const NodeRecord* n = nodes.Find(members[stop_cursor_]);
     // A member whose session has not opened yet may still: it is waited for until the deadline.
-    all_ended &= !n || n->gone() || n->session_state == SessionState::kEnded ||
-                 n->ended_round == round;
+    if (n && !n->gone() && n->session_state != SessionState::kEnded && n->ended_round != round) break;
+    ++stop_cursor_;
   }
-  if (!all_ended && now_s < *stop_deadline_s_) return false;
+  if (stop_cursor_ < members.size() && now_s < *stop_deadline_s_) return false;
   stop_deadline_s_.reset();
   return true;
 }

@@ -91,6 +91,7 @@ class RoundCoordinator {
   const int target_nodes_;
   const int min_nodes_;
   std::optional<double> stop_deadline_s_;  // members not ended by then are lost
+  size_t stop_cursor_ = 0;                 // members before it were seen ending the round
   std::optional<double> restart_at_s_;     // back-off: the next round starts then
   std::vector<int> next_;                  // decided, waiting for the back-off
   double workers_gone_by_s_ = 0;
