@@ -223,6 +223,7 @@ int NodeAgent::ReportStarts(const std::vector<ChildSupervisor::StartRequest>& re
     ++ok;
     pid_t pid = *started[i];
     rank_of_pid_[pid] = rank;
+    oom_.OnStarted(pid);
     ev->set_state(v1::WorkerEvent::STARTED);
     ev->set_pid(pid);
     client_->Send(std::move(msg));
@@ -392,6 +393,14 @@ void NodeAgent::ReportWorkerExit(const SendWorkerExit& ev) {
   w->set_pid(e.pid);
   if (WIFEXITED(e.wait_status)) w->set_exit_code(WEXITSTATUS(e.wait_status));
   if (WIFSIGNALED(e.wait_status)) w->set_signal(WTERMSIG(e.wait_status));
+  if (WIFSIGNALED(e.wait_status) && WTERMSIG(e.wait_status) == SIGKILL) {
+    if (auto oom = oom_.OnKilled(e.pid)) {
+      w->set_out_of_memory(*oom);
+      Log(absl::StrCat("rank ", e.rank, " (pid ", e.pid, ") was killed for memory: ", *oom));
+    }
+  } else {
+    oom_.Forget(e.pid);
+  }
   w->set_state(ToProto(ev.outcome));
   if (ev.outcome == WorkerOutcome::kFailed) {
     for (const auto& l : e.tail) w->add_last_lines(l);

@@ -22,6 +22,7 @@
 #include "agent/gpu_discovery.h"
 #include "agent/gpu_monitor.h"
 #include "agent/local_rank_plan.h"
+#include "agent/oom_detector.h"
 #include "agent/report_server.h"
 #include "agent/stack_dumper.h"
 #include "common/child_supervisor.h"
@@ -99,6 +100,7 @@ class NodeAgent {
   AgentOptions options_;
   AsioTimerClock clock_;
   std::unique_ptr<GpuMonitor> gpu_monitor_;
+  OomDetector oom_;  // names a worker the kernel's OOM killer took
   std::unique_ptr<StackDumper> stack_dumper_;
   std::optional<AgentState> state_;   // from the JoinResponse on
   std::unique_ptr<ControlClient> client_;

@@ -14,6 +14,7 @@ std::string FailureClassName(FailureClass c) {
     case FailureClass::kStall: return "stall";
     case FailureClass::kExitHang: return "hang at exit";
     case FailureClass::kLaunchError: return "launch error";
+    case FailureClass::kOutOfMemory: return "out of memory";
   }
   return "failure";
 }

@@ -15,6 +15,7 @@ enum class FailureClass {
   kStall,         // a worker alive but making no progress
   kExitHang,      // a worker still running long after another exited 0
   kLaunchError,   // a node launcher or a worker could not be started
+  kOutOfMemory,   // the kernel's OOM killer ended a worker (its cgroup's limit, or the node's)
 };
 
 // "worker crash", "agent lost", ... as shown to users and written to events.jsonl.

@@ -20,6 +20,11 @@ bool Finished(v1::WorkerEvent::State s) {
          s == v1::WorkerEvent::STOPPED;
 }
 
+// A rank that died on its own: out of memory when its agent found the OOM killer's mark.
+FailureClass CrashClass(const v1::WorkerEvent& ev) {
+  return ev.out_of_memory().empty() ? FailureClass::kWorkerCrash : FailureClass::kOutOfMemory;
+}
+
 int Ms(double seconds) { return static_cast<int>(seconds * 1000); }
 double Seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
 
@@ -188,9 +193,10 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
     NoteAllStarted(now_s, out);
   } else if (ev.state() == v1::WorkerEvent::FAILED) {
     out.push_back(AppendEvent{WorkerFailedEvent(current_round(), nodes_.PlaceOf(node), ev)});
-    Failure f = RankFailure(FailureClass::kWorkerCrash, ev.rank(), now_s);
+    Failure f = RankFailure(CrashClass(ev), ev.rank(), now_s);
     f.exit_code = ev.signal() != 0 ? -1 : ev.exit_code();
     f.signal = ev.signal();
+    f.detail = ev.out_of_memory();
     f.log_tail.assign(ev.last_lines().begin(), ev.last_lines().end());
     // An agent reports FAILED only for a rank that ended before it heard of a stop (one that
     // ends after is STOPPED), so such a failure is never a mere consequence of the stop, even
@@ -201,10 +207,12 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
     // Its agent heard the stop before it reaped the rank, but nothing here had sent SIGKILL
     // yet: the rank was killed from outside (OOM killer, a user, the scheduler), most likely
     // before the failure that stopped the job.
-    Failure f = RankFailure(FailureClass::kWorkerCrash, ev.rank(), now_s);
+    Failure f = RankFailure(CrashClass(ev), ev.rank(), now_s);
     f.signal = ev.signal();
     f.after_stop = false;
-    f.detail = "killed while the job was stopping, before any kill was sent";
+    f.detail = ev.out_of_memory().empty()
+                   ? "killed while the job was stopping, before any kill was sent"
+                   : ev.out_of_memory();
     Fail(Outcome::kFailed, std::move(f), now_s, out);
   }
   ArmHealth(out);

@@ -30,6 +30,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 extern char** environ;
 
@@ -121,6 +122,8 @@ int main(int argc, char** argv) {
   std::string env_dir;
   bool barrier = false, report = false;
   int fail_rank = -1, exit_code = 3, kill_rank = -1, stop_rank = -1, stop_after = 3;
+  int alloc_rank = -1;
+  long alloc_mb = 0;
   bool peer_fail = false;
   double sleep_s = 0, report_every_s = 0;
   for (int i = 1; i < argc; ++i) {
@@ -132,6 +135,8 @@ int main(int argc, char** argv) {
     else if (a == "--exit-code" && i + 1 < argc) exit_code = std::atoi(argv[++i]);
     else if (a == "--sleep" && i + 1 < argc) sleep_s = std::atof(argv[++i]);
     else if (a == "--kill-rank" && i + 1 < argc) kill_rank = std::atoi(argv[++i]);
+    else if (a == "--alloc-rank" && i + 1 < argc) alloc_rank = std::atoi(argv[++i]);
+    else if (a == "--alloc-mb" && i + 1 < argc) alloc_mb = std::atol(argv[++i]);
     else if (a == "--peer-fail") peer_fail = g_keep_connections = true;
     else if (a == "--report-every" && i + 1 < argc) report_every_s = std::atof(argv[++i]);
     else if (a == "--stop-rank" && i + 1 < argc) stop_rank = std::atoi(argv[++i]);
@@ -170,6 +175,18 @@ int main(int argc, char** argv) {
   if (rank == kill_rank) {
     std::cout << "probe: rank " << rank << " kills itself" << std::endl;
     raise(SIGKILL);
+  }
+  if (rank == alloc_rank) {
+    // Touches alloc_mb MB a page at a time: past a memory limit, the OOM killer takes it.
+    std::cout << "probe: rank " << rank << " allocates " << alloc_mb << " MB" << std::endl;
+    std::vector<char*> blocks;
+    for (long mb = 0; mb < alloc_mb; ++mb) {
+      char* block = static_cast<char*>(std::malloc(1 << 20));
+      if (block == nullptr) return 6;
+      for (size_t off = 0; off < (1 << 20); off += 4096) block[off] = 1;
+      blocks.push_back(block);
+    }
+    std::cout << "probe: rank " << rank << " holds " << alloc_mb << " MB" << std::endl;
   }
   if (peer_fail && rank == 0 && g_peer_fds.count(kill_rank)) {
     char byte;
