@@ -129,7 +129,7 @@ def ParseTime(s):
     return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 
 
-def ReadEvents(path):
+def ReadEvents(path, lost_node):
     out = {"workers_started": {}, "last_success": None, "node_lost": None, "finished": None,
            "job_started": None, "rendezvous_closed": None, "detected": None, "first_success": None, "lines": 0}
     try:
@@ -153,7 +153,8 @@ def ReadEvents(path):
                 out["workers_started"][rnd] = (t, d["workers_started"])
             elif "node_lost" in d and out["node_lost"] is None:
                 out["node_lost"] = t
-            elif "failure_detected" in d and out["detected"] is None:
+            elif ("failure_detected" in d and out["detected"] is None and
+                  d["failure_detected"].get("failure", {}).get("node_id") == lost_node):
                 out["detected"] = t
             elif "worker_ended" in d and d["worker_ended"].get("state") == "succeeded":
                 out["last_success"] = t
@@ -202,7 +203,7 @@ def RunOne(args, dlaunch, load_agents, n):
         t_exit = time.time()
         sampler.stop.set()
         sampler.join()
-    ev = ReadEvents(os.path.join(job_dir, "events.jsonl"))
+    ev = ReadEvents(os.path.join(job_dir, "events.jsonl"), n - 1)  # load_agents loses the last
     row = {"n": n, "rc": rc, "timed_out": timed_out, "wall_s": t_exit - t_start, "work": work,
            "command": shlex.join(cmd)}
     if ev["job_started"] and ev["rendezvous_closed"]:
@@ -234,7 +235,8 @@ def RunOne(args, dlaunch, load_agents, n):
         row["generator"] = "(no summary: load_agents did not finish)"
     m = re.search(r"lost at unix ([0-9.]+)", row["generator"])
     if m and float(m.group(1)) > 0 and ev["detected"]:
-        # The lost session's end to the launcher's failure_detected: its event loop's backlog.
+        # The lost session's end to the launcher's failure_detected for that node (another node's
+        # failure may come first): mostly the backlog of the launcher's event loop.
         row["detect_s"] = ev["detected"] - float(m.group(1))
     with open(log_path, errors="replace") as f:
         lines = [l.rstrip("\n") for l in f]
