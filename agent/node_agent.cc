@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "agent/host_monitor.h"
 #include "agent/report_merge.h"
 #include "agent/worker_env.h"
 #include "agent/worker_launch.h"
@@ -377,6 +378,8 @@ void NodeAgent::Heartbeat() {
   pending_reports_.clear();
   for (const auto& [rank, n] : output_lines_) (*hb->mutable_output_lines())[rank] = n;
   AddGpuSamples(gpu_monitor_->Sample(), hb);
+  // The job directory is known once the agent has a place (a spare's comes with its round).
+  *hb->mutable_host() = HostMonitor({job_.job_dir(), "/tmp"}).Sample();
   client_->Send(std::move(msg));
 }
 

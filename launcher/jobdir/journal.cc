@@ -1,5 +1,7 @@
 #include "launcher/jobdir/journal.h"
 
+#include <algorithm>
+
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -247,6 +249,11 @@ MetricJournal ParseMetricJournal(absl::string_view text) {
     ParseMetricLine(line, j);
   }
   flush();
+  // Host lines apart: every reader of reports finds only reports in `metrics`.
+  auto host = std::stable_partition(j.metrics.begin(), j.metrics.end(),
+                                    [](const v1::MetricLine& m) { return !m.has_host(); });
+  j.hosts.assign(std::make_move_iterator(host), std::make_move_iterator(j.metrics.end()));
+  j.metrics.erase(host, j.metrics.end());
   return j;
 }
 

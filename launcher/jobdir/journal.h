@@ -31,7 +31,8 @@ struct EventJournal {
 };
 
 struct MetricJournal {
-  std::vector<v1::MetricLine> metrics;
+  std::vector<v1::MetricLine> metrics;  // rank reports (MetricLine.report)
+  std::vector<v1::MetricLine> hosts;    // host health (MetricLine.host), every few s per node
   int bad_lines = 0;
 };
 

@@ -26,6 +26,11 @@ struct AppendMetric {
   v1::WorkerReport report;
   int round = 0;
 };
+struct AppendHostSample {  // a node's health into metrics.jsonl, every summary interval at most
+  int node = 0;   // node id
+  v1::HostSample host;
+  int round = 0;
+};
 struct SendStop {
   std::vector<int> nodes;  // node ids
   int grace_ms = 0;
@@ -59,7 +64,7 @@ struct WriteSummary {
 struct FinishJob {
   int exit_code = 0;
 };
-using JobAction = std::variant<PrintLine, AppendEvent, AppendMetric, SendStop, SendStartRound, SendPing,
+using JobAction = std::variant<PrintLine, AppendEvent, AppendMetric, AppendHostSample, SendStop, SendStartRound, SendPing,
                                StopLaunchers, KillLaunchers, ArmStopDeadline, ArmHealthCheck, WriteSummary,
                                FinishJob>;
 using JobActions = std::vector<JobAction>;

@@ -134,6 +134,9 @@ void JobController::Apply(const JobActions& actions) {
           } else if constexpr (std::is_same_v<T, AppendMetric>) {
             ReportJournalError(
                 journal_.AppendMetric(MetricLineOf(NowRfc3339(), a.node, a.round, a.report)));
+          } else if constexpr (std::is_same_v<T, AppendHostSample>) {
+            ReportJournalError(
+                journal_.AppendMetric(HostLineOf(NowRfc3339(), a.node, a.round, a.host)));
           } else if constexpr (std::is_same_v<T, dlaunch::SendStop>) {
             SendStop(a);
           } else if constexpr (std::is_same_v<T, dlaunch::SendStartRound>) {

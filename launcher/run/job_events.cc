@@ -38,6 +38,16 @@ v1::FailureRecord FailureRecordOf(const Failure& f) {
   return r;
 }
 
+v1::MetricLine HostLineOf(const std::string& time, int node_id, int round,
+                          const v1::HostSample& host) {
+  v1::MetricLine m;
+  m.set_time(time);
+  m.set_node_id(node_id);
+  m.set_round(round);
+  *m.mutable_host() = host;
+  return m;
+}
+
 v1::MetricLine MetricLineOf(const std::string& time, int node_id, int round,
                             const v1::WorkerReport& report) {
   v1::MetricLine m;

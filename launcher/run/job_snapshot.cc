@@ -95,6 +95,7 @@ v1::JobSnapshot BuildJobSnapshot(const SnapshotInputs& in, double now_s) {
     ns->set_slots(member ? in.round->assignments[node_rank].local_world_size : 0);
     ns->set_since_heartbeat_s(since);
     for (const v1::GpuSample& g : n.gpus) *ns->add_gpus() = g;
+    if (n.health.mem_total_kb() > 0) *ns->mutable_health() = n.health;
     ns->set_step(r.step);
     ns->set_samples_per_sec(r.rate);
     ns->set_phase(PhaseName(r.phase));

@@ -123,8 +123,8 @@ JobActions JobState::OnAgentMessage(int node, const v1::AgentMessage& msg, doubl
   JobActions out;
   NodeRecord& n = nodes_.at(node);
   n.last_seen_s = now_s;
-  // GPU samples describe the node, whatever round the message belongs to.
-  if (msg.has_heartbeat()) n.gpus.assign(msg.heartbeat().gpus().begin(), msg.heartbeat().gpus().end());
+  // GPU and host samples describe the node, whatever round the message belongs to.
+  if (msg.has_heartbeat()) NoteHostHealth(node, msg.heartbeat(), now_s, out);
   if (DropStale(node, msg, out)) return out;
   switch (msg.body_case()) {
     case v1::AgentMessage::kRoundEnded:
@@ -145,6 +145,16 @@ JobActions JobState::OnAgentMessage(int node, const v1::AgentMessage& msg, doubl
       break;
   }
   return out;
+}
+
+void JobState::NoteHostHealth(int node, const v1::Heartbeat& hb, double now_s, JobActions& out) {
+  NodeRecord& n = nodes_.at(node);
+  n.gpus.assign(hb.gpus().begin(), hb.gpus().end());
+  if (!hb.has_host()) return;
+  n.health = hb.host();
+  if (n.health_logged_at_s >= 0 && now_s - n.health_logged_at_s < config_.summary_interval_s) return;
+  n.health_logged_at_s = now_s;
+  out.push_back(AppendHostSample{node, hb.host(), current_round()});
 }
 
 void JobState::HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, JobActions& out) {

@@ -99,6 +99,8 @@ class JobState {
   enum class Outcome { kRunning, kSucceeded, kFailed, kLaunchError, kInterrupted };
 
   // Messages in (job_state.cc).
+  // A heartbeat's GPU and host samples; the host's into metrics.jsonl every summary interval.
+  void NoteHostHealth(int node, const v1::Heartbeat& hb, double now_s, JobActions& out);
   void HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, JobActions& out);
   void HandleWorkerEvent(int node, const v1::WorkerEvent& event, double now_s, JobActions& out);
   void HandleReport(int node, const v1::WorkerReport& report, double now_s, JobActions& out);

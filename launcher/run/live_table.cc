@@ -79,9 +79,23 @@ std::string ShownState(const v1::NodeSnapshot& n) {
                                                                                   : n.state();
 }
 
+// The node's load and memory: "  2.1/16   22.9/23.5    0%" (PSI "-" where the kernel has none).
+std::string HostColumns(const v1::NodeSnapshot& n) {
+  if (!n.has_health()) return absl::StrFormat(" %8s %13s %4s", "-", "-", "-");
+  const v1::HostSample& h = n.health();
+  std::string psi = h.mem_pressure_pct() < 0 ? "-" : absl::StrFormat("%.0f%%", h.mem_pressure_pct());
+  return absl::StrFormat(" %8s %13s %4s", absl::StrFormat("%.1f/%d", h.load1(), h.cpus()),
+                         absl::StrFormat("%.1f/%.1f", h.mem_available_kb() / 1048576.0,
+                                         h.mem_total_kb() / 1048576.0),
+                         psi);
+}
+
 void NodeRows(const v1::JobSnapshot& s, bool gpus, std::vector<std::string>* out) {
+  bool hosts = false;
+  for (const v1::NodeSnapshot& n : s.nodes()) hosts = hosts || n.has_health();
   std::string header = absl::StrFormat("%4s  %-16s %-13s %7s %8s %10s %9s", "NODE", "HOST", "STATE",
                                        "WORKERS", "STEP", "SAMPLES/S", "HEARTBEAT");
+  if (hosts) absl::StrAppendFormat(&header, " %8s %13s %4s", "LOAD", "MEM FREE GiB", "PSI");
   if (gpus) absl::StrAppendFormat(&header, " %5s %15s", "GPU%", "GPU MEM GiB");
   out->push_back(header);
   for (const v1::NodeSnapshot& n : s.nodes()) {
@@ -89,6 +103,7 @@ void NodeRows(const v1::JobSnapshot& s, bool gpus, std::vector<std::string>* out
         "%4d  %-16s %-13s %7s %8d %10.1f %9s", n.node(), n.host().substr(0, 16), ShownState(n),
         absl::StrCat(n.workers_running(), "/", n.slots()), n.step(), n.samples_per_sec(),
         HeartbeatAge(n));
+    if (hosts) row += HostColumns(n);
     GpuTotals g = SumGpus(n);
     if (gpus && g.count > 0) {
       absl::StrAppendFormat(&row, " %4.0f%% %15s", g.util_pct,

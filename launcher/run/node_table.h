@@ -38,6 +38,8 @@ struct NodeRecord {
   bool told_to_exit = false;
   int ended_round = -1;        // the latest round it reported ended (RoundEnded)
   std::vector<v1::GpuSample> gpus;  // its latest heartbeat's
+  v1::HostSample health;            // its latest heartbeat's host sample
+  double health_logged_at_s = -1;   // when its health last went into metrics.jsonl
 
   bool open() const { return session_state == SessionState::kOpen; }
   bool gone() const { return status == NodeStatus::kGone; }

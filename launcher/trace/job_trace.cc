@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "common/file_io.h"
 #include "launcher/jobdir/journal.h"
+#include "launcher/trace/host_counters.h"
 #include "launcher/trace/json_lines.h"
 
 namespace dlaunch {
@@ -26,7 +27,9 @@ absl::StatusOr<TraceInput> LoadTraceInput(const std::string& job_dir) {
   // A job that never got a worker to report has no metrics yet: an empty journal is right.
   absl::StatusOr<MetricJournal> metrics = ReadMetricJournal(job_dir);
   if (!metrics.ok()) return metrics.status();
+  std::vector<v1::MetricLine> hosts = std::move(metrics->hosts);
   TraceInput in = MakeTraceInput(*std::move(events), *std::move(metrics));
+  in.hosts = std::move(hosts);
 
   std::error_code ec;
   for (fs::directory_iterator it(job_dir + "/trace", ec), end; !ec && it != end; it.increment(ec)) {
@@ -52,7 +55,12 @@ absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, size_t l
 
 absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, const TraceInput& input,
                                             size_t limit_bytes) {
-  RenderedTrace trace = RenderTrace(BuildTraceParts(input), limit_bytes);
+  TraceParts parts = BuildTraceParts(input);
+  // Counters are sampled with the other instants when the trace is over its limit.
+  for (TraceEvent& c : HostCounters(input.hosts, parts.origin_unix_us)) {
+    parts.instants.push_back(std::move(c));
+  }
+  RenderedTrace trace = RenderTrace(parts, limit_bytes);
   // Not synced: the trace can always be built again from the journal.
   absl::Status st = WriteFileAtomically(TracePath(job_dir), trace.json, WriteOptions{0644, false});
   if (!st.ok()) return st;

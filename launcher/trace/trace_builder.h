@@ -22,7 +22,8 @@ namespace dlaunch {
 struct TraceInput {
   std::vector<v1::JobEvent> events;      // events.jsonl (launcher/jobdir/journal.h)
   int events_bad_lines = 0;
-  std::vector<v1::MetricLine> metrics;   // metrics.jsonl
+  std::vector<v1::MetricLine> metrics;   // metrics.jsonl: rank reports
+  std::vector<v1::MetricLine> hosts;     // metrics.jsonl: the nodes' health (counter tracks)
   int metrics_bad_lines = 0;
   std::map<int, RankStepTrace> rank_steps;  // trace/rank-N.jsonl by rank
 };

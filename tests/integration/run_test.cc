@@ -11,9 +11,11 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "dlaunch/control.grpc.pb.h"
+#include "launcher/jobdir/journal.h"
 #include "tests/integration/test_process.h"
 
 namespace dlaunch::testing {
@@ -338,6 +340,28 @@ TEST_F(RunTest, WorkerReportsReachTheLauncher) {
   EXPECT_NE(metrics.find("\"samples\":\"64\""), std::string::npos) << metrics;
   EXPECT_NE(ReadFile(job_dir_ + "/summary.json").find("\"samples\":128"), std::string::npos);
   EXPECT_NE(run->Stdout().find("throughput:"), std::string::npos) << run->Stdout();
+}
+
+TEST_F(RunTest, HeartbeatsCarryEachNodesHealthIntoTheJournalAndTheTrace) {
+  auto run = Start(2, 1, {"--report", "--sleep", "1"});
+  auto code = run->Wait(seconds(60));
+  ASSERT_TRUE(code.has_value());
+  ASSERT_EQ(*code, 0) << run->Stderr();
+  absl::StatusOr<MetricJournal> metrics = ReadMetricJournal(job_dir_);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  std::set<int> nodes;
+  for (const v1::MetricLine& m : metrics->hosts) {
+    nodes.insert(m.node_id());
+    EXPECT_GT(m.host().mem_total_kb(), 0);
+    EXPECT_GT(m.host().cpus(), 0);
+    ASSERT_GE(m.host().disks_size(), 1);
+    // The job directory, as the launcher resolved it.
+    EXPECT_TRUE(absl::EndsWith(m.host().disks(0).path(), job_dir_.substr(job_dir_.rfind('/'))))
+        << m.host().disks(0).path();
+  }
+  EXPECT_EQ(nodes, (std::set<int>{0, 1}));
+  EXPECT_EQ(metrics->metrics.size(), 2u);  // the two reports, apart from the host lines
+  EXPECT_NE(ReadFile(job_dir_ + "/trace.json").find("memory available (GiB)"), std::string::npos);
 }
 
 TEST_F(RunTest, JoinTimeoutNamesTheMissingNodes) {

@@ -71,6 +71,23 @@ TEST(LiveTableTest, GpuColumnsOnlyWhenANodeHasGpus) {
   EXPECT_THAT(lines[3], Not(HasSubstr("%")));
 }
 
+TEST(LiveTableTest, HostColumnsOnlyWhenANodeSentItsHealth) {
+  v1::JobSnapshot s = TwoNodes();
+  EXPECT_THAT(RenderLiveTable(s, 160, 40)[1], Not(HasSubstr("LOAD")));
+  v1::HostSample* h = s.mutable_nodes(0)->mutable_health();
+  h->set_load1(2.14);
+  h->set_cpus(16);
+  h->set_mem_total_kb(24 * 1048576L);
+  h->set_mem_available_kb(3 * 1048576L / 2);
+  h->set_mem_pressure_pct(12);
+  std::vector<std::string> lines = RenderLiveTable(s, 160, 40);
+  EXPECT_THAT(lines[1], AllOf(HasSubstr("LOAD"), HasSubstr("MEM FREE GiB"), HasSubstr("PSI")));
+  EXPECT_THAT(lines[2], AllOf(HasSubstr("2.1/16"), HasSubstr("1.5/24.0"), HasSubstr("12%")));
+  EXPECT_THAT(lines[3], Not(HasSubstr("/24.0")));  // node 1 sent none yet
+  h->set_mem_pressure_pct(-1);                     // no PSI on this kernel
+  EXPECT_THAT(RenderLiveTable(s, 160, 40)[2], Not(HasSubstr("%")));
+}
+
 TEST(LiveTableTest, ProgressBarAndEtaWhenTheTotalIsKnown) {
   v1::JobSnapshot s = TwoNodes();
   s.set_total_steps(100);
