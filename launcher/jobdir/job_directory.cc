@@ -70,7 +70,17 @@ absl::Status JobJournal::Open(const JobDirectory& dir) {
   if (!events_) return ErrnoStatus(errno, "cannot open", events_path_);
   metrics_.open(metrics_path_, std::ios::app);
   if (!metrics_) return ErrnoStatus(errno, "cannot open", metrics_path_);
+  writer_ = std::thread([this] { WriteMetrics(); });
   return absl::OkStatus();
+}
+
+JobJournal::~JobJournal() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
+  }
+  wake_.notify_all();
+  if (writer_.joinable()) writer_.join();
 }
 
 absl::Status JobJournal::AppendEvent(const v1::JobEvent& event) {
@@ -78,9 +88,58 @@ absl::Status JobJournal::AppendEvent(const v1::JobEvent& event) {
   return line.ok() ? Append(events_, events_path_, *line) : line.status();
 }
 
-absl::Status JobJournal::AppendMetric(const v1::MetricLine& metric) {
-  absl::StatusOr<std::string> line = MetricJournalLine(metric);
-  return line.ok() ? Append(metrics_, metrics_path_, *line) : line.status();
+absl::Status JobJournal::AppendMetric(v1::MetricLine metric) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pending_.size() >= kMaxPendingMetrics) {
+    ++dropped_;
+  } else {
+    pending_.push_back(std::move(metric));
+    if (pending_.size() == 1) wake_.notify_one();
+  }
+  return write_error_;
+}
+
+void JobJournal::FlushMetrics() {
+  std::unique_lock<std::mutex> lock(mu_);
+  drained_.wait(lock, [this] { return (pending_.empty() && !writing_) || !writer_.joinable(); });
+}
+
+int64_t JobJournal::dropped_metrics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_;
+}
+
+void JobJournal::WriteMetrics() {
+  std::vector<v1::MetricLine> batch;
+  std::string text;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      writing_ = false;
+      drained_.notify_all();
+      wake_.wait(lock, [this] { return closing_ || !pending_.empty(); });
+      if (pending_.empty()) return;  // closing, nothing left
+      batch.swap(pending_);
+      writing_ = true;
+    }
+    text.clear();
+    absl::Status st;
+    for (const v1::MetricLine& m : batch) {
+      absl::StatusOr<std::string> line = MetricJournalLine(m);
+      if (!line.ok()) {
+        st = line.status();
+        continue;
+      }
+      absl::StrAppend(&text, *line, "\n");
+    }
+    batch.clear();
+    metrics_ << text << std::flush;
+    if (!metrics_) st = absl::DataLossError(absl::StrCat("cannot append to ", metrics_path_));
+    if (!st.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      write_error_ = st;
+    }
+  }
 }
 
 }  // namespace dlaunch

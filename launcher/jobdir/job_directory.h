@@ -3,8 +3,12 @@
 // and the append-only events.jsonl and metrics.jsonl. Every write reports its error.
 #pragma once
 
+#include <condition_variable>
+#include <cstdint>
 #include <fstream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -40,18 +44,43 @@ class JobDirectory {
   std::string path_;
 };
 
-// events.jsonl and metrics.jsonl, opened for appending; each line is flushed as written, so
-// `dlaunch status` and `logs --follow` see it at once.
+// events.jsonl and metrics.jsonl, opened for appending. An event line is written and flushed
+// at once, so `dlaunch status` and `logs --follow` see it. Metric lines (one per rank report,
+// tens of thousands a second at 10,000 nodes) are turned into JSON and written by a writer
+// thread in batches, each batch flushed, so the launcher's loop never waits for them; past
+// kMaxPendingMetrics waiting lines the newest are dropped and counted.
 class JobJournal {
  public:
+  static constexpr size_t kMaxPendingMetrics = 200000;
+
+  JobJournal() = default;
+  ~JobJournal();
+  JobJournal(const JobJournal&) = delete;
+  JobJournal& operator=(const JobJournal&) = delete;
+
   absl::Status Open(const JobDirectory& dir);
   // One line each, as journal.h writes them.
   absl::Status AppendEvent(const v1::JobEvent& event);
-  absl::Status AppendMetric(const v1::MetricLine& metric);
+  // Queued for the writer; the status of the latest write that failed, if any.
+  absl::Status AppendMetric(v1::MetricLine metric);
+  // Returns once every queued metric line is written.
+  void FlushMetrics();
+  // Metric lines dropped because the writer fell behind.
+  int64_t dropped_metrics() const;
 
  private:
+  void WriteMetrics();
+
   std::string events_path_, metrics_path_;
   std::ofstream events_, metrics_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_, drained_;
+  std::vector<v1::MetricLine> pending_;  // guarded by mu_
+  bool writing_ = false;                 // a batch is being written
+  bool closing_ = false;
+  int64_t dropped_ = 0;
+  absl::Status write_error_;
+  std::thread writer_;
 };
 
 }  // namespace dlaunch

@@ -214,7 +214,13 @@ void JobController::ArmHealthCheck(double at_s) {
 
 void JobController::Tick() {
   if (finished_) return;
-  Apply(state_.OnTick(Now()));
+  // How late this tick runs is how long a message received when it was due may still wait in
+  // the loop's queue: no node is lost for a heartbeat that arrived but is not handled yet.
+  const double lag_s = std::max(
+      0.0, std::chrono::duration<double>(std::chrono::steady_clock::now() - tick_timer_.expiry())
+               .count());
+  Apply(state_.OnTick(Now(), first_tick_ ? 0 : lag_s));
+  first_tick_ = false;
   tick_timer_.expires_after(
       std::chrono::microseconds(static_cast<int64_t>(state_.tick_interval_s() * 1e6)));
   tick_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -240,6 +246,12 @@ void JobController::Finish(int exit_code) {
   if (finished_) return;
   finished_ = true;
   exit_code_ = exit_code;
+  // The trace and `dlaunch status` read metrics.jsonl next: every queued line is written first.
+  journal_.FlushMetrics();
+  if (int64_t dropped = journal_.dropped_metrics(); dropped > 0) {
+    err_ << "[dlaunch] metrics.jsonl: " << dropped
+         << " report line(s) dropped: the journal's writer fell behind the agents\n";
+  }
   tick_timer_.cancel();
   stop_deadline_.cancel();
   health_check_.cancel();

@@ -93,6 +93,7 @@ class JobController final : public ControlHandler {
   boost::asio::steady_timer health_check_;   // stalls, hangs at exit, a held-back root cause
   std::map<int, OpenSession> sessions_;  // by node id
   bool journal_error_reported_ = false;
+  bool first_tick_ = true;  // the first tick is called directly, not by the timer
   bool finished_ = false;
   int exit_code_ = 0;
 };

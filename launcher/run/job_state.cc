@@ -323,11 +323,11 @@ JobActions JobState::OnLauncherExited(int index, int wait_status,
   return out;
 }
 
-JobActions JobState::OnTick(double now_s) {
+JobActions JobState::OnTick(double now_s, double loop_lag_s) {
   JobActions out;
   if (finished_) return out;
   if (round_) {
-    CheckLiveness(now_s, out);
+    CheckLiveness(now_s, loop_lag_s, out);
     AdvanceRestart(now_s, out);
     CheckHealth(now_s, out);
     ledger_.Announce(now_s, false, current_round(), out);
@@ -341,9 +341,10 @@ JobActions JobState::OnTick(double now_s) {
   return out;
 }
 
-void JobState::CheckLiveness(double now_s, JobActions& out) {
-  // The one rule: silent past LivenessPolicy::lost_after() is lost (docs/restarts.md).
-  const double lost_after = Seconds(liveness_.lost_after());
+void JobState::CheckLiveness(double now_s, double loop_lag_s, JobActions& out) {
+  // The one rule: silent past LivenessPolicy::lost_after() is lost (docs/restarts.md), counted
+  // from what the launcher could have handled by now.
+  const double lost_after = Seconds(liveness_.lost_after()) + loop_lag_s;
   SendPing ping;
   ping.nodes = nodes_.Reachable();
   for (const auto& [id, n] : nodes_.all()) {

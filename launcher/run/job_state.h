@@ -78,8 +78,10 @@ class JobState {
   // Node launcher `index` (the order of JobConfig::launcher_programs) exited.
   JobActions OnLauncherExited(int index, int wait_status, const std::vector<std::string>& tail,
                               double now_s);
-  // Periodic: pings, lost nodes (missed heartbeats), the summary line.
-  JobActions OnTick(double now_s);
+  // Periodic: pings, lost nodes (missed heartbeats), the summary line. `loop_lag_s`: how late the
+  // tick runs behind its due time (the shell's queue delay); messages received within it may not
+  // be handled yet, so the loss rule allows for it.
+  JobActions OnTick(double now_s, double loop_lag_s = 0);
   // SIGINT/SIGTERM/SIGHUP: the first stops gracefully, the second kills now.
   JobActions OnSignal(int signal, double now_s);
   // The armed stop deadline passed (a timer may fire late or for an older deadline).
@@ -112,7 +114,7 @@ class JobState {
   void NoteAllStarted(double now_s, JobActions& out);
   // A rank reported stopped that died of a SIGKILL no agent had sent yet.
   bool KilledByOthers(const v1::WorkerEvent& ev, double now_s) const;
-  void CheckLiveness(double now_s, JobActions& out);
+  void CheckLiveness(double now_s, double loop_lag_s, JobActions& out);
   void Say(const std::string& line, JobActions& out) const;
 
   // Failures and the job's end (job_state_end.cc).

@@ -98,6 +98,7 @@ TEST(JobDirectoryTest, JournalAppendsOneLinePerRecord) {
   metric.set_node_id(1);
   metric.mutable_report()->set_rank(4);
   ASSERT_TRUE(journal.AppendMetric(metric).ok());
+  journal.FlushMetrics();  // metric lines are written by the journal's writer thread
   absl::StatusOr<EventJournal> events = ReadEventJournal(dir->path());
   ASSERT_TRUE(events.ok()) << events.status();
   ASSERT_EQ(events->events.size(), 2u);
@@ -108,6 +109,35 @@ TEST(JobDirectoryTest, JournalAppendsOneLinePerRecord) {
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   ASSERT_EQ(metrics->metrics.size(), 1u);
   EXPECT_EQ(metrics->metrics[0].report().rank(), 4);
+}
+
+TEST(JobDirectoryTest, ManyMetricLinesAreWrittenInOrderAndClosingWritesTheRest) {
+  ScratchDir tmp;
+  auto dir = JobDirectory::Create(tmp.path() + "/j");
+  ASSERT_TRUE(dir.ok());
+  {
+    JobJournal journal;
+    ASSERT_TRUE(journal.Open(*dir).ok());
+    for (int i = 0; i < 20000; ++i) {
+      v1::MetricLine metric;
+      metric.set_node_id(i % 7);
+      metric.mutable_report()->set_rank(i);
+      ASSERT_TRUE(journal.AppendMetric(std::move(metric)).ok());
+    }
+    journal.FlushMetrics();
+    EXPECT_EQ(journal.dropped_metrics(), 0);
+    absl::StatusOr<MetricJournal> metrics = ReadMetricJournal(dir->path());
+    ASSERT_TRUE(metrics.ok());
+    ASSERT_EQ(metrics->metrics.size(), 20000u);
+    for (int i = 0; i < 20000; ++i) ASSERT_EQ(metrics->metrics[i].report().rank(), i);
+    v1::MetricLine last;
+    last.mutable_report()->set_rank(-5);
+    ASSERT_TRUE(journal.AppendMetric(last).ok());
+  }  // closing the journal writes what is queued
+  absl::StatusOr<MetricJournal> metrics = ReadMetricJournal(dir->path());
+  ASSERT_TRUE(metrics.ok());
+  ASSERT_EQ(metrics->metrics.size(), 20001u);
+  EXPECT_EQ(metrics->metrics.back().report().rank(), -5);
 }
 
 }  // namespace

@@ -221,6 +221,18 @@ TEST_F(JobStateTest, SilentNodeIsLostAfterMissedHeartbeats) {
   EXPECT_TRUE(Has<SendStop>(lost));
 }
 
+TEST_F(JobStateTest, ATickRunningLateAllowsForHeartbeatsStillInTheQueue) {
+  Begin(2, 1);
+  state_->OnAgentMessage(0, Heartbeat(1), 4.0);  // node 0 beats; node 1 is silent from t=1
+  // 3.5 s of silence against a 3 s limit, but the tick ran 1 s after it was due: a heartbeat
+  // that arrived in that second may still be waiting behind it.
+  JobActions late = state_->OnTick(4.5, 1.0);
+  EXPECT_FALSE(Has<SendStop>(late)) << Printed(late);
+  JobActions on_time = state_->OnTick(4.6, 0);
+  EXPECT_TRUE(Has<SendStop>(on_time));
+  EXPECT_THAT(Printed(on_time, true), HasSubstr("node silent: node 1 (host n1)"));
+}
+
 TEST_F(JobStateTest, AgentThatNeverOpensItsSessionIsLost) {
   JobState s(TestJobConfig(2));
   s.OnStarted({"a", "b"}, 0);
