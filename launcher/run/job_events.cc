@@ -38,22 +38,28 @@ v1::FailureRecord FailureRecordOf(const Failure& f) {
   return r;
 }
 
-v1::MetricLine HostLineOf(const std::string& time, int node_id, int round,
-                          const v1::HostSample& host) {
+namespace {
+
+v1::MetricLine MetricLineAt(const std::string& time, int node_id, int round) {
   v1::MetricLine m;
   m.set_time(time);
   m.set_node_id(node_id);
   m.set_round(round);
+  return m;
+}
+
+}  // namespace
+
+v1::MetricLine HostLineOf(const std::string& time, int node_id, int round,
+                          const v1::HostSample& host) {
+  v1::MetricLine m = MetricLineAt(time, node_id, round);
   *m.mutable_host() = host;
   return m;
 }
 
 v1::MetricLine MetricLineOf(const std::string& time, int node_id, int round,
                             const v1::WorkerReport& report) {
-  v1::MetricLine m;
-  m.set_time(time);
-  m.set_node_id(node_id);
-  m.set_round(round);
+  v1::MetricLine m = MetricLineAt(time, node_id, round);
   *m.mutable_report() = report;
   return m;
 }
