@@ -69,6 +69,14 @@ std::string SummaryLine(double elapsed_s, int nodes_up, int nodes, int workers_r
   return line;
 }
 
+namespace {
+
+// A final report lists every rank up to this many, else only the slowest.
+constexpr size_t kMaxRankRows = 64;
+constexpr size_t kSlowestRankRows = 8;
+
+}  // namespace
+
 std::vector<std::string> FinalReport(const JobSummary& s, const std::map<int, RankProgress>& ranks,
                                      const std::map<int, std::string>& hosts) {
   std::vector<std::string> lines;
@@ -98,11 +106,25 @@ std::vector<std::string> FinalReport(const JobSummary& s, const std::map<int, Ra
   if (s.samples <= 0) return lines;
   lines.push_back(absl::StrFormat("[dlaunch]   %4s %4s %-16s %10s %11s %8s %9s", "rank", "node",
                                   "host", "samples", "samples/s", "step", "loss"));
-  for (const auto& [rank, r] : ranks) {
-    auto host = hosts.find(r.node);
-    lines.push_back(absl::StrFormat("[dlaunch]   %4d %4d %-16s %10d %11.1f %8d %9.4f", rank, r.node,
-                                    host == hosts.end() ? "?" : host->second, r.samples,
-                                    r.busy_s > 0 ? r.samples / r.busy_s : 0.0, r.step, r.loss));
+  // Every rank of a small job; of a large one, the slowest (one line per rank of 40,000 ranks
+  // would bury the result), the rest being in metrics.jsonl.
+  const auto rate = [](const RankProgress& r) { return r.busy_s > 0 ? r.samples / r.busy_s : 0.0; };
+  std::vector<std::pair<int, const RankProgress*>> shown;
+  for (const auto& [rank, r] : ranks) shown.emplace_back(rank, &r);
+  if (shown.size() > kMaxRankRows) {
+    std::stable_sort(shown.begin(), shown.end(),
+                     [&](const auto& a, const auto& b) { return rate(*a.second) < rate(*b.second); });
+    shown.resize(kSlowestRankRows);
+  }
+  for (const auto& [rank, r] : shown) {
+    auto host = hosts.find(r->node);
+    lines.push_back(absl::StrFormat("[dlaunch]   %4d %4d %-16s %10d %11.1f %8d %9.4f", rank, r->node,
+                                    host == hosts.end() ? "?" : host->second, r->samples, rate(*r),
+                                    r->step, r->loss));
+  }
+  if (shown.size() < ranks.size()) {
+    lines.push_back(absl::StrFormat("[dlaunch]   (the %d slowest of %d ranks; every rank's reports "
+                                    "are in metrics.jsonl)", shown.size(), ranks.size()));
   }
   std::string throughput = absl::StrFormat(
       "[dlaunch] reported throughput: %.1f samples/s total, %.1f per rank", s.samples_per_sec,

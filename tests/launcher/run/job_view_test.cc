@@ -89,6 +89,24 @@ TEST(JobViewTest, FinalReportShowsTheFailureAndTheTable) {
   EXPECT_EQ(lines.back(), "[dlaunch] reported throughput: 400.0 samples/s total, 200.0 per rank, test accuracy 91.00%");
 }
 
+TEST(JobViewTest, AFinalReportOfManyRanksListsOnlyTheSlowest) {
+  std::map<int, RankProgress> ranks;
+  for (int r = 0; r < 100; ++r) {
+    ranks[r].node = r / 4;
+    ranks[r].samples = 640;
+    ranks[r].busy_s = r == 37 ? 10 : 1;  // rank 37 is ten times slower
+  }
+  JobSummary s;
+  s.job_id = "j";
+  s.result = "succeeded";
+  s.samples = 64000;
+  s.world_size = 100;
+  std::vector<std::string> lines = FinalReport(s, ranks, {});
+  ASSERT_EQ(lines.size(), 1u + 1 + 8 + 1 + 1);  // head, header, 8 rows, the note, throughput
+  EXPECT_THAT(lines[2], ::testing::HasSubstr("  37 "));
+  EXPECT_THAT(lines[10], ::testing::HasSubstr("the 8 slowest of 100 ranks"));
+}
+
 TEST(JobViewTest, FinalReportOfASuccessWithoutReportsIsOneLine) {
   JobSummary s;
   s.job_id = "j";
