@@ -122,6 +122,23 @@ std::string NameList(const std::vector<std::string>& names) {
   return text;
 }
 
+// The nodes with the least memory available, lowest first, when nodes sent their health.
+void LowestMemoryRow(const v1::JobSnapshot& s, std::vector<std::string>* out) {
+  std::vector<const v1::NodeSnapshot*> with;
+  for (const v1::NodeSnapshot& n : s.nodes()) {
+    if (n.has_health() && n.health().mem_total_kb() > 0) with.push_back(&n);
+  }
+  if (with.empty()) return;
+  std::stable_sort(with.begin(), with.end(), [](const auto* a, const auto* b) {
+    return a->health().mem_available_kb() < b->health().mem_available_kb();
+  });
+  std::vector<std::string> names;
+  for (const auto* n : with) {
+    names.push_back(absl::StrFormat("%s %.1f GiB", NodeName(*n), n->health().mem_available_kb() / 1048576.0));
+  }
+  out->push_back("least memory free: " + NameList(names));
+}
+
 void CollapsedRows(const v1::JobSnapshot& s, std::vector<std::string>* out) {
   std::map<std::string, int> by_state;
   std::vector<const v1::NodeSnapshot*> running, silent;
@@ -162,6 +179,7 @@ void CollapsedRows(const v1::JobSnapshot& s, std::vector<std::string>* out) {
     names.push_back(absl::StrFormat("%s %.1fs", NodeName(*n), n->since_heartbeat_s()));
   }
   if (!names.empty()) out->push_back("silent: " + NameList(names));
+  LowestMemoryRow(s, out);
 }
 
 }  // namespace

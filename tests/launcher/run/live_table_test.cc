@@ -204,6 +204,17 @@ TEST(LiveTableTest, CollapsedGpusAreSummed) {
               HasSubstr("GPUs: 200, mean utilisation 50%, memory 200.0/400.0 GiB"));
 }
 
+TEST(LiveTableTest, CollapsedRowsNameTheNodesWithTheLeastMemoryFree) {
+  v1::JobSnapshot s = WideJob();
+  EXPECT_THAT(Text(RenderLiveTable(s, 200, 50)), Not(HasSubstr("least memory")));
+  for (int i = 0; i < 200; ++i) {
+    v1::HostSample* h = s.mutable_nodes(i)->mutable_health();
+    h->set_mem_total_kb(64 * 1048576L);
+    h->set_mem_available_kb((i == 17 ? 1 : 40) * 1048576L);
+  }
+  EXPECT_THAT(Text(RenderLiveTable(s, 200, 50)), HasSubstr("least memory free: host17 (n17) 1.0 GiB"));
+}
+
 TEST(LiveTableTest, Durations) {
   EXPECT_EQ(FormatClock(0), "0s");
   EXPECT_EQ(FormatClock(59.4), "59s");
