@@ -3,6 +3,7 @@
 // job's end. Plain data, so JobState's parts can add to one list without knowing the shell.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <variant>
 #include <vector>
@@ -12,6 +13,10 @@
 #include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
+
+// The actions carry milliseconds (SendStop.grace_ms); JobState reckons in seconds.
+inline int MillisOf(double seconds) { return static_cast<int>(seconds * 1000); }
+inline double SecondsOf(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
 
 // Actions. Lines are complete ("[dlaunch] ..." or "[rank N] ..."), without the newline.
 struct PrintLine {

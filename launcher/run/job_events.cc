@@ -3,19 +3,23 @@
 #include "absl/strings/ascii.h"
 #include "dlaunch/journal.pb.h"
 #include "launcher/jobdir/journal.h"
+#include "launcher/run/job_view.h"
 
 namespace dlaunch {
 namespace {
+
+v1::MetricLine MetricLineAt(const std::string& time, int node_id, int round) {
+  v1::MetricLine m;
+  m.set_time(time);
+  m.set_node_id(node_id);
+  m.set_round(round);
+  return m;
+}
 
 v1::JobEvent InRound(int round) {
   v1::JobEvent e;
   e.set_round(round);
   return e;
-}
-
-bool Finished(v1::WorkerEvent::State s) {
-  return s == v1::WorkerEvent::SUCCEEDED || s == v1::WorkerEvent::FAILED ||
-         s == v1::WorkerEvent::STOPPED;
 }
 
 }  // namespace
@@ -37,18 +41,6 @@ v1::FailureRecord FailureRecordOf(const Failure& f) {
   for (const auto& line : f.log_tail) r.add_log_tail(line);
   return r;
 }
-
-namespace {
-
-v1::MetricLine MetricLineAt(const std::string& time, int node_id, int round) {
-  v1::MetricLine m;
-  m.set_time(time);
-  m.set_node_id(node_id);
-  m.set_round(round);
-  return m;
-}
-
-}  // namespace
 
 v1::MetricLine HostLineOf(const std::string& time, int node_id, int round,
                           const v1::HostSample& host) {
@@ -136,7 +128,7 @@ std::optional<v1::JobEvent> WorkerLifecycleEvent(int round, const NodePlace& nod
     s->set_pid(ev.pid());
     return e;
   }
-  if (!Finished(ev.state())) return std::nullopt;
+  if (!WorkerEnded(ev.state())) return std::nullopt;
   auto* d = e.mutable_worker_ended();
   d->set_rank(ev.rank());
   d->set_node_id(node.node_id);

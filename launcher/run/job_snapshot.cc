@@ -5,11 +5,6 @@
 namespace dlaunch {
 namespace {
 
-bool Ended(v1::WorkerEvent::State s) {
-  return s == v1::WorkerEvent::SUCCEEDED || s == v1::WorkerEvent::FAILED ||
-         s == v1::WorkerEvent::STOPPED;
-}
-
 // The node's ranks, as its row shows them.
 struct NodeRanks {
   bool any = false;
@@ -29,7 +24,7 @@ std::map<int, NodeRanks> RanksByNode(const std::map<int, RankProgress>& ranks) {
     out.all_succeeded = out.all_succeeded && r.state == v1::WorkerEvent::SUCCEEDED;
     out.failed = out.failed || r.state == v1::WorkerEvent::FAILED;
     out.step = std::max(out.step, r.step);
-    if (Ended(r.state)) continue;
+    if (WorkerEnded(r.state)) continue;
     out.rate += r.recent_rate;
     // A rank away from training (evaluating, checkpointing) is what the row shows.
     if (r.phase != v1::WorkerReport::PHASE_UNSPECIFIED &&

@@ -15,18 +15,11 @@
 namespace dlaunch {
 namespace {
 
-bool Finished(v1::WorkerEvent::State s) {
-  return s == v1::WorkerEvent::SUCCEEDED || s == v1::WorkerEvent::FAILED ||
-         s == v1::WorkerEvent::STOPPED;
-}
-
 // A rank that died on its own: out of memory when its agent found the OOM killer's mark.
 FailureClass CrashClass(const v1::WorkerEvent& ev) {
   return ev.out_of_memory().empty() ? FailureClass::kWorkerCrash : FailureClass::kOutOfMemory;
 }
 
-int Ms(double seconds) { return static_cast<int>(seconds * 1000); }
-double Seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
 
 // An agent that joined is lost if its session has not opened this long after the silence limit.
 constexpr double kSessionOpenSlackS = 5;
@@ -35,11 +28,11 @@ constexpr double kSessionOpenSlackS = 5;
 
 JobState::JobState(JobConfig config)
     : config_(std::move(config)),
-      liveness_(std::chrono::milliseconds(Ms(config_.heartbeat_s)), config_.heartbeat_misses),
+      liveness_(std::chrono::milliseconds(MillisOf(config_.heartbeat_s)), config_.heartbeat_misses),
       rounds_(config_.restarts, static_cast<int>(config_.hosts.size()), config_.min_nodes),
       monitor_(config_.progress) {}
 
-double JobState::tick_interval_s() const { return Seconds(liveness_.ping_interval()); }
+double JobState::tick_interval_s() const { return SecondsOf(liveness_.ping_interval()); }
 
 void JobState::Say(const std::string& line, JobActions& out) const {
   out.push_back(PrintLine{false, "[dlaunch] " + line});
@@ -53,7 +46,7 @@ v1::JobSnapshot JobState::Snapshot(double now_s) const {
   in.nodes = &nodes_;
   in.ranks = &ranks_;
   in.steps = &steps_;
-  in.silent_after_s = Seconds(liveness_.silent_after());
+  in.silent_after_s = SecondsOf(liveness_.silent_after());
   if (finished_) in.exit_code = exit_code_;
   return BuildJobSnapshot(in, now_s);
 }
@@ -109,12 +102,12 @@ JobActions JobState::OnSessionOpened(int node, int session, double now_s) {
   NodeRecord& n = nodes_.at(node);
   if (outcome_ != Outcome::kRunning || n.gone()) {
     n.told_to_exit = true;
-    out.push_back(SendStop{{node}, Ms(config_.stop_grace_s),
+    out.push_back(SendStop{{node}, MillisOf(config_.stop_grace_s),
                            n.gone() ? "no longer in the job" : ledger_.job_failure(), {},
                            current_round(), true});
   } else if (rounds_.stopping() && nodes_.NodeRankOf(node) >= 0) {
     // A member late to open its session while its round stops: it is to stop too.
-    out.push_back(SendStop{{node}, Ms(config_.stop_grace_s), "restarting", {}, current_round(), false});
+    out.push_back(SendStop{{node}, MillisOf(config_.stop_grace_s), "restarting", {}, current_round(), false});
   }
   return out;
 }
@@ -196,7 +189,7 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
   if (auto e = WorkerLifecycleEvent(current_round(), nodes_.PlaceOf(node), ev)) {
     out.push_back(AppendEvent{*std::move(e)});
   }
-  if (Finished(ev.state())) {
+  if (WorkerEnded(ev.state())) {
     monitor_.OnExit(ev.rank(), ev.state() == v1::WorkerEvent::SUCCEEDED, now_s);
   }
   if (ev.state() == v1::WorkerEvent::STARTED) {
@@ -243,7 +236,7 @@ void JobState::SetState(RankProgress& rs, v1::WorkerEvent::State state) {
   rs.state = state;
   started_ += before == v1::WorkerEvent::STATE_UNSPECIFIED && state != before;
   succeeded_ += (state == v1::WorkerEvent::SUCCEEDED) - (before == v1::WorkerEvent::SUCCEEDED);
-  unfinished_by_node_[rs.node] += Finished(before) - Finished(state);
+  unfinished_by_node_[rs.node] += WorkerEnded(before) - WorkerEnded(state);
 }
 
 void JobState::NoteAllStarted(double now_s, JobActions& out) {
@@ -344,7 +337,7 @@ JobActions JobState::OnTick(double now_s, double loop_lag_s) {
 void JobState::CheckLiveness(double now_s, double loop_lag_s, JobActions& out) {
   // The one rule: silent past LivenessPolicy::lost_after() is lost (docs/restarts.md), counted
   // from what the launcher could have handled by now.
-  const double lost_after = Seconds(liveness_.lost_after()) + loop_lag_s;
+  const double lost_after = SecondsOf(liveness_.lost_after()) + loop_lag_s;
   SendPing ping;
   ping.nodes = nodes_.Reachable();
   for (const auto& [id, n] : nodes_.all()) {

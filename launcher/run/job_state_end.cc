@@ -16,9 +16,6 @@
 namespace dlaunch {
 namespace {
 
-int Ms(double seconds) { return static_cast<int>(seconds * 1000); }
-double Seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
-
 // Beyond the grace, a stop waits for the agents' own watchdogs (heartbeat x misses) and 5 s of
 // slack before the launcher kills what is left.
 constexpr double kStopSlackS = 5;
@@ -135,7 +132,7 @@ void JobState::CheckHealth(double now_s, JobActions& out) {
   // for the heartbeat check to lose the node (or for the node to speak again), so a frozen node
   // is named as such even when health.stall_timeout is no longer than the heartbeat limit.
   if (hangs.front().kind != HangKind::kExitHang &&
-      nodes_.AnyMemberSilent(now_s, Seconds(liveness_.silent_after()))) {
+      nodes_.AnyMemberSilent(now_s, SecondsOf(liveness_.silent_after()))) {
     return;
   }
   // The first is the rank that fell behind first; the others are named in the event.
@@ -182,8 +179,8 @@ void JobState::StopAll(double grace_s, const std::string& reason, double now_s, 
   // The job's end: a restart in progress is off, and every agent still in session exits,
   // spares and dismissed nodes too.
   rounds_.Cancel();
-  SendStop stop{{}, Ms(grace_s), reason, dump_ranks_, current_round(), true,
-                dump_ranks_.empty() ? 0 : Ms(config_.stack_dump_s)};
+  SendStop stop{{}, MillisOf(grace_s), reason, dump_ranks_, current_round(), true,
+                dump_ranks_.empty() ? 0 : MillisOf(config_.stack_dump_s)};
   for (const auto& [id, n] : nodes_.all()) {
     if (!n.open()) continue;
     stop.nodes.push_back(id);
@@ -191,12 +188,12 @@ void JobState::StopAll(double grace_s, const std::string& reason, double now_s, 
   }
   if (!stop.nodes.empty()) out.push_back(std::move(stop));
   // Agents still in the rendezvous have no workers yet: stopping their launchers is enough.
-  if (!round_) out.push_back(StopLaunchers{Ms(grace_s)});
+  if (!round_) out.push_back(StopLaunchers{MillisOf(grace_s)});
   if (!stop_started_at_s_) {
     out.push_back(AppendEvent{StopRequestedEvent(current_round(), reason)});
     stop_started_at_s_ = now_s;
   }
-  double deadline = now_s + grace_s + Seconds(liveness_.lost_after()) + kStopSlackS +
+  double deadline = now_s + grace_s + SecondsOf(liveness_.lost_after()) + kStopSlackS +
                     (dump_ranks_.empty() ? 0 : config_.stack_dump_s);
   if (!stop_deadline_s_ || deadline < *stop_deadline_s_) {
     stop_deadline_s_ = deadline;

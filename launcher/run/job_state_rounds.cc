@@ -13,8 +13,6 @@
 namespace dlaunch {
 namespace {
 
-int Ms(double seconds) { return static_cast<int>(seconds * 1000); }
-
 // A member that has not sent RoundEnded this long after the stop's grace counts as lost.
 constexpr double kRoundEndSlackS = 2;
 
@@ -41,8 +39,8 @@ void JobState::BeginRoundStop(double now_s, JobActions& out) {
   // Agents record hung ranks' stacks before they stop them, within config_.stack_dump_s.
   const double dump_s = dump_ranks_.empty() ? 0 : config_.stack_dump_s;
   rounds_.BeginStop(now_s, config_.stop_grace_s + kRoundEndSlackS + dump_s);
-  SendStop stop{{}, Ms(config_.stop_grace_s), "restarting", dump_ranks_, current_round(), false,
-                Ms(dump_s)};
+  SendStop stop{{}, MillisOf(config_.stop_grace_s), "restarting", dump_ranks_, current_round(), false,
+                MillisOf(dump_s)};
   for (int id : nodes_.members()) {
     if (nodes_.at(id).open()) stop.nodes.push_back(id);
   }
@@ -83,7 +81,7 @@ void JobState::Dismiss(int node, const std::string& event, const std::string& wh
   out.push_back(AppendEvent{NodeDismissedEvent(current_round(), event, node, n.host, why)});
   if (n.open() && !n.told_to_exit) {
     n.told_to_exit = true;
-    out.push_back(SendStop{{node}, Ms(config_.stop_grace_s), why, {}, current_round(), true});
+    out.push_back(SendStop{{node}, MillisOf(config_.stop_grace_s), why, {}, current_round(), true});
   }
 }
 
@@ -112,9 +110,9 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
   ledger_.Announce(now_s, true, current_round(), out);
   // Members that did not end their round in time, or whose session broke, leave the job; the
   // next round waits for their workers to be surely stopped.
-  const std::chrono::milliseconds grace(Ms(config_.stop_grace_s));
+  const std::chrono::milliseconds grace(MillisOf(config_.stop_grace_s));
   rounds_.NoteWorkersMayRun(nodes_, current_round(), rendezvous_closed_at_s_,
-                            std::chrono::duration<double>(liveness_.workers_gone_after(grace)).count(),
+                            SecondsOf(liveness_.workers_gone_after(grace)),
                             config_.stop_grace_s);
   for (const auto& [id, why] : RoundCoordinator::MembersThatDidNotEnd(nodes_, current_round())) {
     Dismiss(id, "node_dropped", why, out);

@@ -41,10 +41,7 @@ std::string PhaseName(v1::WorkerReport::Phase phase) {
 
 std::string JobPhase(const std::map<int, RankProgress>& ranks) {
   for (const auto& [rank, r] : ranks) {
-    if (r.state == v1::WorkerEvent::SUCCEEDED || r.state == v1::WorkerEvent::FAILED ||
-        r.state == v1::WorkerEvent::STOPPED) {
-      continue;
-    }
+    if (WorkerEnded(r.state)) continue;
     if (r.phase != v1::WorkerReport::PHASE_UNSPECIFIED && r.phase != v1::WorkerReport::TRAINING) {
       return PhaseName(r.phase);
     }

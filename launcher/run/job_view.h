@@ -15,6 +15,12 @@
 
 namespace dlaunch {
 
+// A rank whose worker has ended: succeeded, failed or stopped.
+inline bool WorkerEnded(v1::WorkerEvent::State s) {
+  return s == v1::WorkerEvent::SUCCEEDED || s == v1::WorkerEvent::FAILED ||
+         s == v1::WorkerEvent::STOPPED;
+}
+
 // What the launcher knows about one rank, from its worker events and reports.
 struct RankProgress {
   int node = -1;
