@@ -12,20 +12,19 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "agent/host_monitor.h"
 #include "common/file_io.h"
 
 namespace dlaunch {
 namespace {
 
-// The value of `key` in "key value" lines (memory.events, /proc/meminfo's "Key:   123 kB").
+// The value of `key` in "key value" lines (memory.events, memory.oom_control).
 std::optional<int64_t> Field(const std::string& text, const std::string& key) {
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     std::vector<absl::string_view> parts = absl::StrSplit(line, ' ', absl::SkipWhitespace());
     if (parts.size() < 2) continue;
-    absl::string_view name = parts[0];
-    absl::ConsumeSuffix(&name, ":");
     int64_t v = 0;
-    if (name == key && absl::SimpleAtoi(parts[1], &v)) return v;
+    if (parts[0] == key && absl::SimpleAtoi(parts[1], &v)) return v;
   }
   return std::nullopt;
 }
@@ -137,10 +136,12 @@ std::string OomDetector::Figures(const std::optional<MemoryCgroup>& cg) const {
     parts.push_back(text);
   }
   if (auto meminfo = read_("/proc/meminfo"); meminfo.ok()) {
-    auto total = Field(*meminfo, "MemTotal"), avail = Field(*meminfo, "MemAvailable");
-    if (total && avail) {
-      parts.push_back(absl::StrFormat("node: %.1f of %.1f GiB available", *avail / 1048576.0,
-                                      *total / 1048576.0));
+    v1::HostSample host;
+    ParseMeminfo(*meminfo, &host);
+    if (host.mem_total_kb() > 0) {
+      parts.push_back(absl::StrFormat("node: %.1f of %.1f GiB available",
+                                      host.mem_available_kb() / 1048576.0,
+                                      host.mem_total_kb() / 1048576.0));
     }
   }
   return absl::StrJoin(parts, "; ");
