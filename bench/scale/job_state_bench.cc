@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "launcher/run/job_state.h"
+#include "tests/testing/job_actions.h"  // the agents' messages, as the JobState tests build them
 
 namespace dlaunch {
 namespace {
@@ -34,14 +35,6 @@ Participant Place(int i) {
   p.slots = kSlots;
   p.worker_port = 30000 + i % 30000;
   return p;
-}
-
-v1::AgentMessage Worker(int round, int rank, v1::WorkerEvent::State state) {
-  v1::AgentMessage m;
-  m.set_round(round);
-  m.mutable_worker()->set_rank(rank);
-  m.mutable_worker()->set_state(state);
-  return m;
 }
 
 v1::AgentMessage Heartbeat(int round, int first_rank, int64_t step) {
@@ -96,7 +89,7 @@ Row Run(int n) {
   take(state.OnRendezvousClosed(AssignRound(0, places, 0), 1));
   for (int i = 0; i < n; ++i) take(state.OnSessionOpened(i, i, 1));
   for (int r = 0; r < n * kSlots; ++r) {
-    take(state.OnAgentMessage(r / kSlots, Worker(0, r, v1::WorkerEvent::STARTED), 1.5));
+    take(state.OnAgentMessage(r / kSlots, WorkerMessage(0, r, v1::WorkerEvent::STARTED), 1.5));
   }
   row.start_s = Since(t0);
 
@@ -119,23 +112,17 @@ Row Run(int n) {
   // Node n-1's agent dies; the others end the round; the next round starts without it.
   t0 = Clock::now();
   take(state.OnSessionEnded(n - 1, n - 1, now));
-  for (int i = 0; i < n - 1; ++i) {
-    v1::AgentMessage ended;
-    ended.set_round(0);
-    ended.mutable_round_ended()->set_round(0);
-    ended.mutable_round_ended()->set_worker_port(40000);
-    take(state.OnAgentMessage(i, ended, now + 0.1));
-  }
+  for (int i = 0; i < n - 1; ++i) take(state.OnAgentMessage(i, RoundEndedMessage(0, 40000), now + 0.1));
   take(state.OnHealthCheck(now + 60));
   row.restart_s = Since(t0);
   now += 61;
 
   t0 = Clock::now();
   for (int r = 0; r < (n - 1) * kSlots; ++r) {
-    take(state.OnAgentMessage(r / kSlots, Worker(1, r, v1::WorkerEvent::STARTED), now));
+    take(state.OnAgentMessage(r / kSlots, WorkerMessage(1, r, v1::WorkerEvent::STARTED), now));
   }
   for (int r = 0; r < (n - 1) * kSlots; ++r) {
-    take(state.OnAgentMessage(r / kSlots, Worker(1, r, v1::WorkerEvent::SUCCEEDED), now + 1));
+    take(state.OnAgentMessage(r / kSlots, WorkerMessage(1, r, v1::WorkerEvent::SUCCEEDED), now + 1));
   }
   for (int i = 0; i < n - 1; ++i) take(state.OnSessionEnded(i, i, now + 2));
   take(state.OnLauncherExited(0, 0, {}, now + 3));
