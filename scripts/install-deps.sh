@@ -11,7 +11,7 @@ GROUP[build]="build-essential cmake ninja-build pkg-config git ca-certificates c
   libboost-dev libyaml-cpp-dev libkainjow-mustache-dev procps libhwloc-dev hwloc-nox"
 GROUP[worker]="libtorch-dev libgloo-dev zlib1g-dev dataset-fashion-mnist"
 GROUP[test]="libgtest-dev libgmock-dev python3 python3-torch gdb gnuplot-nox
-  chromium-headless-shell"
+  chromium-headless-shell lmod mmdebstrap"
 GROUP[cluster]="iproute2 util-linux munge slurmctld slurmd slurm-client openmpi-bin mpich"
 GROUP[bench]="python3-torch hyperfine"
 # The PyTorch 2.x build of dlaunch-worker (scripts/torch-venv.sh, scripts/test-torch2.sh): a venv

@@ -32,13 +32,15 @@ class Dlaunch(CMakePackage):
     depends_on("abseil-cpp@20220623:")
     depends_on("boost@1.74:")     # header-only parts (Asio); no compiled Boost library is used
     depends_on("yaml-cpp@0.7:")
+    depends_on("hwloc@2:")        # the agent reads the node's topology for placement (hwloc.pc)
+    # The worker's LibTorch-free core (checkpoint files) is built with or without +worker.
+    depends_on("zlib-api")
     depends_on("googletest@1.12: +gmock", type="test")
 
     # The worker links LibTorch through Torch's CMake package, which py-torch installs under
     # its site-packages. A site LibTorch (e.g. from a framework module) can instead be declared
     # as an external py-torch in packages.yaml.
     depends_on("py-torch@1.13: +distributed", when="+worker")
-    depends_on("zlib-api", when="+worker")
 
     # The batch-script renderer uses kainjow/mustache (one header, Boost licence), which has no
     # Spack package: fetch it next to the sources and put it on the include path.
