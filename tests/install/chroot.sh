@@ -9,16 +9,29 @@ CHROOT_CACHE=${DLAUNCH_CHROOT_CACHE:-/var/cache/dlaunch/chroot}
 CHROOT_RECIPE="minbase no-recommends opt/dlaunch work etc/hosts v1"
 
 # The Debian packages that hold the shared libraries the given binaries load (ldd), one line.
+# dpkg knows a file by the path its package installed, which since the /usr merge may be the
+# /lib or the /usr/lib spelling of what ldd prints, so each library is asked for in every
+# spelling, all in one dpkg call.
 runtime_packages() {
-  local libs lib pkg pkgs=()
+  local libs lib owners pkg pkgs=()
   libs=$(ldd "$@" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u) || return 1
+  owners=$(for lib in $libs; do spellings "$lib"; spellings "$(readlink -f "$lib")"; done |
+           sort -u | xargs dpkg -S 2>/dev/null || true)
   for lib in $libs; do
-    pkg=$( { dpkg -S "$lib" || dpkg -S "$(readlink -f "$lib")" || dpkg -S "/usr$lib" ||
-             dpkg -S "${lib#/usr}"; } 2>/dev/null | head -n 1 | cut -d: -f1) || true
+    pkg=$(awk -F': ' -v a="$(spellings "$lib" "$(readlink -f "$lib")" | tr '\n' ' ')" \
+            'index(" " a, " " $2 " ") {sub(/[:,].*/, "", $1); print $1; exit}' <<<"$owners")
     [ -n "$pkg" ] || { echo "runtime_packages: no Debian package holds $lib" >&2; return 1; }
     pkgs+=("$pkg")
   done
   printf '%s\n' "${pkgs[@]}" | sort -u | tr '\n' ' '
+}
+
+# A path in its /usr and its non-/usr spelling.
+spellings() {
+  local p
+  for p in "$@"; do
+    case $p in /usr/*) printf '%s\n%s\n' "$p" "${p#/usr}" ;; *) printf '%s\n%s\n' "$p" "/usr$p" ;; esac
+  done
 }
 
 # Prints the path of a chroot holding exactly these packages (and Debian's minbase), made with
@@ -35,7 +48,7 @@ cached_chroot() {
     flock 9
     [ -e "$root/.dlaunch-chroot" ] && exit 0
     rm -rf "$root.new"
-    echo "making $root: minbase + $list" >&2
+    echo "making $root: minbase + $(wc -w <<<"$list") packages" >&2
     mmdebstrap --quiet --variant=minbase --aptopt='APT::Install-Recommends "false"' \
       --include="$(tr ' ' ',' <<<"$list")" --skip=essential/unlink \
       --setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
