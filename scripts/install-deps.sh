@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dlaunch needs. Idempotent: when everything is present it
 # only runs dpkg-query and returns in well under a second.
-#   scripts/install-deps.sh [build] [worker] [test] [cluster] [bench] [study] [torch2]
-#   (default: all but torch2)
+#   scripts/install-deps.sh [build] [worker] [test] [cluster] [bench] [study] [torch2] [fuzz]
+#   (default: all but torch2 and fuzz)
 set -euo pipefail
 
 declare -A GROUP
@@ -18,6 +18,8 @@ GROUP[bench]="python3-torch hyperfine"
 # for the wheel, binutils for the linkage check, curl and xz for scripts/nvml-library.sh. Not part
 # of the default set.
 GROUP[torch2]="python3-venv binutils curl xz-utils"
+# scripts/fuzz.sh: clang with libFuzzer and the sanitizers' runtimes. Not part of the default set.
+GROUP[fuzz]="clang libclang-rt-dev"
 # `dlaunch scale` draws its plots with gnuplot (pngcairo and svg terminals, no X).
 GROUP[study]="gnuplot-nox"
 
