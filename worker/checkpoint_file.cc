@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_io.h"
@@ -93,10 +94,13 @@ absl::StatusOr<std::vector<CheckpointEntry>> ListCheckpoints(const std::string& 
     }
     const std::string_view digits =
         name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
-    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    // A step too large for int64 is no checkpoint of ours (std::stoll threw on it).
+    int64_t step = 0;
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        !absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &step)) {
       continue;
     }
-    out.push_back({std::stoll(std::string(digits)), absl::StrCat(dir, "/", std::string(name))});
+    out.push_back({step, absl::StrCat(dir, "/", std::string(name))});
   }
   ::closedir(d);
   std::sort(out.begin(), out.end(),

@@ -79,6 +79,17 @@ TEST(CheckpointFileTest, AtomicWriteListAndPrune) {
   EXPECT_EQ(*UnframeCheckpoint(*bytes), "s");
 }
 
+TEST(CheckpointFileTest, AStepBeyondInt64IsNotACheckpoint) {
+  // Found by fuzzing: the listing threw std::out_of_range and took the worker down.
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomically(CheckpointPath(dir, 7), FrameCheckpoint("s")).ok());
+  std::ofstream(dir + "/ckpt-99999999999999999999.dlck") << "x";
+  absl::StatusOr<std::vector<CheckpointEntry>> list = ListCheckpoints(dir);
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].step, 7);
+}
+
 TEST(CheckpointFileTest, MissingDirectoryListsEmpty) {
   absl::StatusOr<std::vector<CheckpointEntry>> list = ListCheckpoints("/nonexistent/dlaunch/ckpt");
   ASSERT_TRUE(list.ok());
