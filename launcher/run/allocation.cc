@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -29,12 +30,33 @@ std::string FirstSet(const EnvLookup& env, std::initializer_list<const char*> na
   return "";
 }
 
+// A nodefile lists one host name per line. A line of several words (an MPI hostfile's
+// "host slots=4", or a torn file) names no host a launcher can reach: its line, 1-based.
+std::optional<std::string> NodefileProblem(absl::string_view text) {
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    const absl::string_view host = absl::StripAsciiWhitespace(line);
+    for (char c : host) {
+      const auto u = static_cast<unsigned char>(c);
+      if (absl::ascii_isspace(u) || absl::ascii_iscntrl(u)) {
+        return absl::StrCat("line ", line_number, ": \"", absl::CHexEscape(host.substr(0, 80)),
+                            "\" is not a host name (a nodefile lists one host per line)");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<Allocation> FromNodefile(const char* variable, const std::string& path,
                                         const FileReader& read_file) {
   absl::StatusOr<std::string> text = read_file(path);
   if (!text.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot read ", variable, "=", path, ": ", text.status().message()));
+  }
+  if (std::optional<std::string> problem = NodefileProblem(*text)) {
+    return absl::FailedPreconditionError(absl::StrCat(variable, "=", path, " ", *problem));
   }
   Allocation allocation;
   allocation.hosts = ParseNodefile(*text);

@@ -138,6 +138,21 @@ TEST(DetectAllocationTest, BrokenAllocationsNameTheVariable) {
             "SLURM_JOB_NODELIST: bad hostlist \"nid[001-\": '[' at offset 3 has no matching ']'");
 }
 
+TEST(DetectAllocationTest, ANodefileLineOfSeveralWordsIsNoHost) {
+  // Found by fuzzing: "n1 slots=4" went on as one host name, spaces and all.
+  FakeNode node;
+  node.env = {{"PBS_NODEFILE", "/nodefile"}};
+  node.files = {{"/nodefile", "n0\n n1 slots=4\n"}};
+  absl::StatusOr<Allocation> bad = node.Detect();
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(bad.status().message(),
+            "PBS_NODEFILE=/nodefile line 2: \"n1 slots=4\" is not a host name (a nodefile lists "
+            "one host per line)");
+  node.files = {{"/nodefile", "n0\r\n\tn1\t\r\n\n"}};  // CRLF and surrounding blanks are fine
+  ASSERT_TRUE(node.Detect().ok());
+  EXPECT_THAT(node.Detect()->hosts, ElementsAre("n0", "n1"));
+}
+
 TEST(DetectAllocationTest, ReadsARealNodefile) {
   const std::string path = testing::TempDir() + "/allocation_test_nodefile";
   std::ofstream(path) << "h1\nh1\nh2\n";
