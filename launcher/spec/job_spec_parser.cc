@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,7 +17,7 @@ namespace dlaunch {
 absl::StatusOr<JobSpec> ParseJobSpec(const std::string& yaml_text, const std::string& file_name) {
   JobSpec spec;
   spec.source_path = file_name;
-  if (absl::Status single = CheckSingleDocument(yaml_text, file_name); !single.ok()) {
+  if (absl::Status single = CheckYamlDocument(yaml_text, file_name); !single.ok()) {
     return single;
   }
   YAML::Node document;
@@ -56,9 +55,15 @@ absl::StatusOr<JobSpec> LoadJobSpec(const std::string& path) {
     return absl::NotFoundError(
         absl::StrCat("cannot read job file '", path, "': ", std::strerror(errno)));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseJobSpec(text.str(), path);
+  // One byte past the bound is enough to refuse a file too large, without reading all of it.
+  std::string text(kMaxYamlBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxYamlBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": more than the ", kMaxYamlBytes, " bytes (",
+                                                   kMaxYamlBytes >> 10, " KiB) a job file may hold"));
+  }
+  return ParseJobSpec(text, path);
 }
 
 }  // namespace dlaunch

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/eventhandler.h>
 
+#include <algorithm>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -10,24 +12,78 @@
 namespace dlaunch {
 namespace {
 
-// Sees only where documents start. yaml-cpp 0.7's LoadAll never returns on some malformed
-// input (a stray ',' in block context yields an empty document forever, allocating as it goes).
-class DocumentStarts : public YAML::EventHandler {
+// Thrown out of the event handler to stop the parse at the first bound passed.
+struct OverBound {
+  YAML::Mark mark;
+  std::string message;
+};
+
+// Sees where documents start, how deep they nest and how many values they hold once aliases
+// are expanded (each anchor's expanded size is remembered for its aliases). yaml-cpp 0.7's
+// LoadAll never returns on some malformed input (a stray ',' in block context yields an empty
+// document forever, allocating as it goes).
+class DocumentShape : public YAML::EventHandler {
  public:
   std::vector<YAML::Mark> starts;
 
-  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    starts.push_back(mark);
+    open_.clear();
+    anchor_values_.clear();
+  }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Add(mark, 1, anchor); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    const auto found = anchor_values_.find(anchor);
+    Add(mark, found == anchor_values_.end() ? 1 : found->second, 0);
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string&) override {
+    Add(mark, 1, anchor);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Open(mark, anchor);
+  }
+  void OnSequenceEnd() override { Close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Open(mark, anchor);
+  }
+  void OnMapEnd() override { Close(); }
+
+ private:
+  struct Collection {
+    YAML::Mark mark;
+    YAML::anchor_t anchor;
+    size_t values;  // itself and everything in it, aliases expanded
+  };
+
+  void Open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (open_.size() >= static_cast<size_t>(kMaxYamlDepth)) {
+      throw OverBound{mark, absl::StrCat("lists and mappings nest more than ", kMaxYamlDepth,
+                                         " levels deep")};
+    }
+    open_.push_back({mark, anchor, 1});
+  }
+  void Close() {
+    if (open_.empty()) return;
+    const Collection done = open_.back();
+    open_.pop_back();
+    Add(done.mark, done.values, done.anchor);
+  }
+  // A value of `values` values (1 for a scalar) ends at `mark`.
+  void Add(const YAML::Mark& mark, size_t values, YAML::anchor_t anchor) {
+    if (anchor != 0) anchor_values_[anchor] = values;
+    const size_t total = open_.empty() ? values : (open_.back().values += values);
+    if (total > kMaxYamlValues) {
+      throw OverBound{mark, absl::StrCat("the document holds more than ", kMaxYamlValues,
+                                         " values once its aliases are expanded")};
+    }
+  }
+
+  std::vector<Collection> open_;
+  std::map<YAML::anchor_t, size_t> anchor_values_;
 };
 
 }  // namespace
@@ -46,11 +102,17 @@ absl::Status YamlExceptionStatus(const std::string& file_name, const YAML::Excep
   return absl::InvalidArgumentError(absl::StrCat(YamlPosition(file_name, e.mark), e.msg));
 }
 
-absl::Status CheckSingleDocument(const std::string& yaml_text, const std::string& file_name) {
+absl::Status CheckYamlDocument(const std::string& yaml_text, const std::string& file_name,
+                               const std::string& what) {
+  if (yaml_text.size() > kMaxYamlBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file_name, ": ", yaml_text.size(), " bytes is more than the ", kMaxYamlBytes,
+        " bytes (", kMaxYamlBytes >> 10, " KiB) ", what, " may hold"));
+  }
   try {
     std::istringstream stream(yaml_text);
     YAML::Parser parser(stream);
-    DocumentStarts documents;
+    DocumentShape documents;
     // Two documents are enough to know the file is wrong; a document that starts where the
     // previous one did means the parser is stuck on a character it cannot use.
     while (documents.starts.size() < 3 && parser.HandleNextDocument(documents)) {
@@ -66,8 +128,11 @@ absl::Status CheckSingleDocument(const std::string& yaml_text, const std::string
     if (documents.starts.size() > 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           YamlPosition(file_name, documents.starts[1]),
-          "a job file holds one YAML document, found a second one here"));
+          what, " holds one YAML document, found a second one here"));
     }
+  } catch (const OverBound& over) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlPosition(file_name, over.mark), over.message));
   } catch (const YAML::Exception& e) {
     return YamlExceptionStatus(file_name, e);
   }

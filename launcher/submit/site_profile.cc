@@ -267,6 +267,10 @@ void CompleteProfile(ProfileReader& r, const YAML::Node& root, SiteProfile* p) {
 absl::StatusOr<SiteProfile> ParseSiteProfile(const std::string& yaml_text,
                                              const std::string& name,
                                              const std::string& file_name) {
+  if (absl::Status bounded = CheckYamlDocument(yaml_text, file_name, "a site profile");
+      !bounded.ok()) {
+    return bounded;
+  }
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);

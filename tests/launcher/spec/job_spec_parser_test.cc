@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -410,6 +412,46 @@ TEST(ParseJobSpecTest, YamlSyntaxAndShape) {
   EXPECT_EQ(Errors("command: [x]\n---\n, b\n"),
             "job.yaml:2:1: a job file holds one YAML document, found a second one here");
   EXPECT_THAT(Errors("command: [x]\n\"a\": &x\n  b: *y\n"), HasSubstr("job.yaml:"));
+}
+
+// Ten aliases of ten aliases ... `levels` deep: 10^levels values once expanded.
+std::string AliasBomb(int levels) {
+  std::string text = "x0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < levels; ++i) {
+    text += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) text += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    text += "]\n";
+  }
+  return text + "command: [x]\n";
+}
+
+TEST(ParseJobSpecTest, WhatAFileMayCostIsBounded) {
+  EXPECT_EQ(Errors("command: [x]\n" + std::string(2 << 20, '#')),
+            "job.yaml: 2097165 bytes is more than the 262144 bytes (256 KiB) a job file may hold");
+  EXPECT_EQ(Errors(AliasBomb(9)),
+            "job.yaml:5:55: the document holds more than 100000 values once its aliases are "
+            "expanded");
+  EXPECT_THAT(Errors(AliasBomb(4)), HasSubstr("unknown key 'x0'"));  // 10^4 values: just read
+  EXPECT_EQ(Errors("command: " + std::string(100000, '[') + std::string(100000, ']') + "\n"),
+            "job.yaml:1:73: lists and mappings nest more than 64 levels deep");
+  std::string map = "1";
+  for (int i = 0; i < 100; ++i) map = "{k: " + map + "}";
+  EXPECT_EQ(Errors("command: [x]\nenv: " + map + "\n"),
+            "job.yaml:2:258: lists and mappings nest more than 64 levels deep");
+}
+
+TEST(LoadJobSpecTest, AFileOf100MBIsRefusedWithoutReadingIt) {
+  char path[] = "/tmp/dlaunch-huge-job-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 100 << 20), 0);  // sparse: nothing written
+  close(fd);
+  absl::StatusOr<JobSpec> spec = LoadJobSpec(path);
+  std::remove(path);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(),
+            std::string(path) + ": more than the 262144 bytes (256 KiB) a job file may hold");
 }
 
 TEST(ParseJobSpecTest, ErrorsUseTheGivenFileName) {

@@ -187,5 +187,25 @@ TEST(SiteProfile, WalltimesUseTheJobSpecGrammarAndMustBePositive) {
               HasSubstr("x.yaml:4:24: 'max_walltime' must be positive"));
 }
 
+TEST(SiteProfile, WhatAProfileMayCostIsBounded) {
+  // The job file's bounds (launcher/spec/yaml_guard.h) hold for profiles too.
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 6; ++i) {
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) bomb += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  absl::StatusOr<SiteProfile> p = ParseSiteProfile(bomb, "x", "x.yaml");
+  EXPECT_EQ(p.status().message(),
+            "x.yaml:5:55: the document holds more than 100000 values once its aliases are "
+            "expanded");
+  p = ParseSiteProfile("scheduler: pbs\n" + std::string(300 << 10, '#'), "x", "x.yaml");
+  EXPECT_EQ(p.status().message(),
+            "x.yaml: 307215 bytes is more than the 262144 bytes (256 KiB) a site profile may hold");
+  p = ParseSiteProfile("scheduler: pbs\n---\nscheduler: slurm\n", "x", "x.yaml");
+  EXPECT_EQ(p.status().message(),
+            "x.yaml:2:1: a site profile holds one YAML document, found a second one here");
+}
+
 }  // namespace
 }  // namespace dlaunch
