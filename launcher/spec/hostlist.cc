@@ -1,5 +1,6 @@
 #include "launcher/spec/hostlist.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 
@@ -14,7 +15,10 @@ namespace dlaunch {
 namespace {
 
 absl::Status BadHostlist(absl::string_view hostlist, absl::string_view reason) {
-  return absl::InvalidArgumentError(absl::StrCat("bad hostlist \"", hostlist, "\": ", reason));
+  // A hostlist can be megabytes long; the message quotes its start.
+  const bool cut = hostlist.size() > 200;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "bad hostlist \"", hostlist.substr(0, 200), cut ? "...\": " : "\": ", reason));
 }
 
 bool AllDigits(absl::string_view s) {
@@ -54,6 +58,9 @@ absl::StatusOr<std::vector<absl::string_view>> SplitItems(absl::string_view host
     } else if (c == ',' && !in_bracket) {
       items.push_back(hostlist.substr(start, i - start));
       start = i + 1;
+      if (items.size() >= kMaxHostlistHosts) {
+        return BadHostlist(hostlist, absl::StrCat("more than ", kMaxHostlistHosts, " hosts"));
+      }
     }
   }
   if (in_bracket) {
@@ -93,8 +100,36 @@ absl::StatusOr<std::vector<std::string>> ExpandRanges(absl::string_view hostlist
   return out;
 }
 
+// The longest name `item` expands to: its literal text and, per bracket group, the widest
+// number a range in it writes (the item's brackets are balanced, SplitItems checked).
+size_t LongestName(absl::string_view item) {
+  size_t length = 0;
+  size_t i = 0;
+  while (i < item.size()) {
+    if (item[i] != '[') {
+      ++length;
+      ++i;
+      continue;
+    }
+    const size_t close = item.find(']', i);
+    size_t widest = 0;
+    for (absl::string_view number : absl::StrSplit(item.substr(i + 1, close - i - 1),
+                                                   absl::ByAnyChar(",-"))) {
+      widest = std::max(widest, number.size());
+    }
+    length += widest;
+    i = close + 1;
+  }
+  return length;
+}
+
 absl::Status ExpandItem(absl::string_view hostlist, absl::string_view item,
                         std::vector<std::string>* hosts) {
+  if (LongestName(item) > kMaxHostNameLength) {
+    return BadHostlist(hostlist, absl::StrCat("'", item.substr(0, 40),
+                                              "...' names a host of more than ",
+                                              kMaxHostNameLength, " characters"));
+  }
   // Product of the literal pieces and bracket groups, leftmost group varying slowest.
   std::vector<std::string> partial = {""};
   size_t i = 0;
@@ -120,6 +155,9 @@ absl::Status ExpandItem(absl::string_view hostlist, absl::string_view item,
       for (std::string& prefix : partial) absl::StrAppend(&prefix, literal);
       i = next_bracket;
     }
+  }
+  if (hosts->size() + partial.size() > kMaxHostlistHosts) {
+    return BadHostlist(hostlist, absl::StrCat("more than ", kMaxHostlistHosts, " hosts"));
   }
   for (std::string& host : partial) hosts->push_back(std::move(host));
   return absl::OkStatus();

@@ -14,12 +14,16 @@ namespace dlaunch {
 // a bracket holds comma-separated numbers and lo-hi ranges, zero padding follows the low end
 // ("[08-10]" gives 08, 09, 10); several bracket groups in one item multiply, leftmost slowest,
 // as Slurm does. Malformed input (unbalanced or nested brackets, empty items, decreasing or
-// non-numeric ranges, more than kMaxHostlistHosts hosts) is InvalidArgument naming the problem.
+// non-numeric ranges, more than kMaxHostlistHosts hosts, a name longer than
+// kMaxHostNameLength) is InvalidArgument naming the problem.
 absl::StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view hostlist);
 
 // Upper bound on one expansion, so a typo like "n[0-999999999]" fails fast instead of
 // exhausting memory.
 inline constexpr size_t kMaxHostlistHosts = 1000000;
+// A host name longer than DNS allows is a mistake; with kMaxHostlistHosts it also bounds an
+// expansion's memory (a long name times a large range).
+inline constexpr size_t kMaxHostNameLength = 255;
 
 
 }  // namespace dlaunch

@@ -60,8 +60,9 @@ absl::StatusOr<JobSpec> LoadJobSpec(const std::string& path) {
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxYamlBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": more than the ", kMaxYamlBytes, " bytes (",
-                                                   kMaxYamlBytes >> 10, " KiB) a job file may hold"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": more than the ", kMaxYamlBytes,
+                                                   " bytes (", kMaxYamlBytes >> 10,
+                                                   " KiB) a job file may hold"));
   }
   return ParseJobSpec(text, path);
 }

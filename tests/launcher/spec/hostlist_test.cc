@@ -77,5 +77,26 @@ TEST(ExpandHostlistTest, MalformedInputNamesTheProblem) {
   EXPECT_THAT(ExpandError("n[1-99999999999999999999]"), HasSubstr("out of range"));
 }
 
+TEST(ExpandHostlistTest, WhatAnExpansionMayCostIsBounded) {
+  // A long name times a large range was gigabytes: 1000 characters x 10^6 hosts.
+  const std::string long_name(1000, 'n');
+  EXPECT_EQ(ExpandError("a," + long_name + "[0-999999]"),
+            "bad hostlist \"a," + std::string(198, 'n') +
+                "...\": 'nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn...' names a host of more than "
+                "255 characters");
+  EXPECT_THAT(ExpandError(std::string(255, 'n') + "[0-9]"), HasSubstr("more than 255 characters"));
+  ASSERT_TRUE(ExpandHostlist(std::string(253, 'n') + "[00-99]").ok());
+  // Plain names count against the bound as ranges do, and a list of millions stops early.
+  std::string many;
+  for (int i = 0; i < 1000001; ++i) many += "n,";
+  EXPECT_THAT(ExpandError(many + "n"), HasSubstr("more than 1000000 hosts"));
+  many.resize(2000000);  // exactly 10^6 names, the last without its comma
+  many.pop_back();
+  absl::StatusOr<std::vector<std::string>> all = ExpandHostlist(many);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 1000000u);
+  EXPECT_THAT(ExpandError(many + ",m"), HasSubstr("more than 1000000 hosts"));
+}
+
 }  // namespace
 }  // namespace dlaunch
