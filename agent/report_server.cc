@@ -40,7 +40,14 @@ class ReportServer::Connection : public std::enable_shared_from_this<Connection>
     auto self = shared_from_this();
     boost::asio::async_read_until(
         socket_, buffer_, '\n', [self](const boost::system::error_code& ec, size_t n) {
-          if (ec) {  // the worker closed its end (or exited)
+          if (ec == boost::asio::error::not_found) {  // the buffer is full, no newline in it
+            self->server_->on_bad_line_(
+                self->peer_rank_, absl::StrCat("a report line longer than ", kMaxReportLineBytes,
+                                               " bytes without a newline; connection closed"));
+            boost::system::error_code ignored;
+            self->socket_.close(ignored);
+          }
+          if (ec) {  // the worker closed its end (or exited), or its line was too long
             if (ec != boost::asio::error::operation_aborted) {
               --self->server_->open_;
               if (self->server_->on_closed_) self->server_->on_closed_();
@@ -69,7 +76,7 @@ class ReportServer::Connection : public std::enable_shared_from_this<Connection>
 
   ReportServer* server_;
   boost::asio::local::stream_protocol::socket socket_;
-  boost::asio::streambuf buffer_{1 << 20};
+  boost::asio::streambuf buffer_{kMaxReportLineBytes};
   int peer_rank_ = -1;
 };
 

@@ -51,6 +51,11 @@ class ReportServer {
   int open_ = 0;
 };
 
+// A report line longer than this (without its newline) is refused and its connection closed:
+// reports are a few hundred bytes, and a worker writing without newlines must not grow the
+// agent's memory.
+inline constexpr size_t kMaxReportLineBytes = 1 << 20;
+
 // Parses one report line (protobuf JSON mapping; unknown fields ignored).
 absl::Status ParseReportLine(const std::string& line, v1::WorkerReport* out);
 
