@@ -27,7 +27,11 @@ absl::StatusOr<IdxArray> ParseIdx(std::string_view bytes, std::string_view what)
     const uint32_t dim = (uint32_t{byte(o)} << 24) | (uint32_t{byte(o + 1)} << 16) |
                          (uint32_t{byte(o + 2)} << 8) | uint32_t{byte(o + 3)};
     out.dims.push_back(dim);
-    count *= dim;
+    // Dimensions whose product wraps past 2^64 could promise exactly the bytes present.
+    if (__builtin_mul_overflow(count, uint64_t{dim}, &count)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(what), ": idx dimensions multiply past 2^64"));
+    }
   }
   if (bytes.size() - header != count) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": header promises ", count,

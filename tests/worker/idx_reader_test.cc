@@ -21,6 +21,15 @@ TEST(IdxReaderTest, RejectsBadMagicTypeAndLength) {
   EXPECT_NE(short_data.status().message().find("name.idx"), absl::string_view::npos);
 }
 
+TEST(IdxReaderTest, DimensionsWhoseProductWrapsAreRefused) {
+  // 65536^4 wrapped to 0, and a file of no data read as a 4-d array of 2^64 bytes.
+  std::string bytes("\0\0\x08\x04", 4);
+  for (int d = 0; d < 4; ++d) bytes += std::string("\0\x01\0\0", 4);
+  absl::StatusOr<IdxArray> a = ParseIdx(bytes, "wrapped.idx");
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().message(), "wrapped.idx: idx dimensions multiply past 2^64");
+}
+
 TEST(IdxReaderTest, ReadsRealFashionMnistLabels) {
   const std::string path = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
   absl::StatusOr<IdxArray> a = ReadIdxFile(path);
