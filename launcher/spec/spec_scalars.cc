@@ -15,10 +15,11 @@ namespace dlaunch {
 namespace {
 
 // Shortest plain decimal (no exponent, which durations do not accept) that reads back as
-// exactly `value`.
+// exactly `value`. The smallest doubles need over a thousand decimals (a duration of 1e-46 s
+// was written as 0 with 40).
 std::string ShortestDecimal(double value) {
   std::string text;
-  for (int precision = 0; precision <= 40; ++precision) {
+  for (int precision = 0; precision <= 1100; ++precision) {
     text = absl::StrFormat("%.*f", precision, value);
     double back = 0;
     if (absl::SimpleAtod(text, &back) && back == value) break;
@@ -242,6 +243,10 @@ absl::StatusOr<std::vector<std::string>> SplitCommandLine(std::string_view text_
   return words;
 }
 
+// Linux numbers at most 8192 CPUs; larger ids are typos, and a range of them ("0-2147483647")
+// would take gigabytes and overflow the loop that expands it.
+constexpr int kMaxCpuId = 65535;
+
 absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view std_text) {
   const absl::string_view text(std_text.data(), std_text.size());
   // Digits only: SimpleAtoi alone would take "+3" and " 3".
@@ -264,6 +269,11 @@ absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view std_text) {
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat(
           "\"", text, "\" is not a CPU list (CPU ids and ranges such as \"0-7,32-39\")"));
+    }
+    if (last > kMaxCpuId || cpus.size() + static_cast<size_t>(last - first) >= kMaxCpuId + 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", text.substr(0, 80), "\" names CPU ids past ", kMaxCpuId,
+                       " or more than ", kMaxCpuId + 1, " CPUs"));
     }
     for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
   }

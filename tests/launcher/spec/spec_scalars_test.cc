@@ -53,6 +53,15 @@ TEST(DurationTest, FormatsReadBackExactly) {
   }
 }
 
+TEST(DurationTest, TheSmallestDurationsReadBackToo) {
+  // Found by fuzzing: 1e-46 s was written as "0.000...0s" (40 decimals), which reads as 0.
+  for (double value : {1e-46, 5e-324, 1.2345678901234567e-300}) {
+    absl::StatusOr<double> back = ParseDuration(FormatDuration(value));
+    ASSERT_TRUE(back.ok()) << FormatDuration(value);
+    EXPECT_EQ(*back, value) << FormatDuration(value);
+  }
+}
+
 TEST(WalltimeTest, ParsesSchedulerForms) {
   EXPECT_EQ(*ParseWalltime("01:00:00"), 3600);
   EXPECT_EQ(*ParseWalltime("1:02:03"), 3723);
@@ -121,6 +130,15 @@ TEST(CpuListTest, TasksetFormsParseAndFormatBack) {
   EXPECT_EQ(FormatCpuList({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
   EXPECT_EQ(FormatCpuList({9, 4}), "9,4");
   EXPECT_EQ(FormatCpuList({}), "");
+}
+
+TEST(CpuListTest, IdsAndCountsAreBounded) {
+  // "0-2147483647" overflowed the expanding loop (and wanted 8 GB on the way).
+  EXPECT_EQ(ParseCpuList("0-2147483647").status().message(),
+            "\"0-2147483647\" names CPU ids past 65535 or more than 65536 CPUs");
+  EXPECT_EQ(ParseCpuList("65536").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseCpuList("0-65535")->size(), 65536u);
+  EXPECT_EQ(ParseCpuList("0-65535,0").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SplitCommandLineTest, QuotesAndEscapes) {
