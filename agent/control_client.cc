@@ -22,6 +22,18 @@ ControlClient::ControlClient(const std::string& target, std::string token)
 
 ControlClient::~ControlClient() { Close(std::chrono::milliseconds(0)); }
 
+absl::StatusOr<v1::PreflightPlan> ControlClient::Preflight(const v1::PreflightRequest& request,
+                                                           std::chrono::milliseconds timeout) {
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(kTokenMetadataKey, token_);
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  ctx.set_wait_for_ready(true);  // the launcher may still be starting its server
+  v1::PreflightPlan plan;
+  grpc::Status s = stub_->Preflight(&ctx, request, &plan);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return plan;
+}
+
 absl::StatusOr<v1::JoinResponse> ControlClient::Join(const v1::JoinRequest& request,
                                                      std::chrono::milliseconds timeout) {
   grpc::ClientContext ctx;

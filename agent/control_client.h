@@ -27,6 +27,9 @@ class ControlClient {
   ControlClient(const std::string& target, std::string token);
   ~ControlClient();
 
+  // What the node must check before it joins; waits for the launcher's server up to `timeout`.
+  absl::StatusOr<v1::PreflightPlan> Preflight(const v1::PreflightRequest& request,
+                                              std::chrono::milliseconds timeout);
   absl::StatusOr<v1::JoinResponse> Join(const v1::JoinRequest& request,
                                         std::chrono::milliseconds timeout);
 

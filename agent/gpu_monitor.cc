@@ -37,6 +37,7 @@ std::unique_ptr<GpuMonitor> GpuMonitor::Load(const std::vector<std::string>& vis
     Resolve(lib, "nvmlDeviceGetUtilizationRates", &api.utilization);
     Resolve(lib, "nvmlDeviceGetMemoryInfo", &api.memory);
     Resolve(lib, "nvmlErrorString", &api.error_string);
+    Resolve(lib, "nvmlDeviceGetComputeRunningProcesses_v2", &api.processes);
   }
   return std::make_unique<GpuMonitor>(api, visible, lib);
 }
@@ -84,6 +85,30 @@ std::vector<GpuReading> GpuMonitor::Sample() const {
     readings.push_back(GpuReading{entry, static_cast<double>(util.gpu), mem.used, mem.total});
   }
   return readings;
+}
+
+std::optional<std::vector<GpuProcess>> GpuMonitor::Processes(std::string* why) const {
+  if (!unavailable_.empty()) {
+    *why = unavailable_;
+    return std::nullopt;
+  }
+  if (api_.processes == nullptr) {
+    *why = "this NVML lacks nvmlDeviceGetComputeRunningProcesses_v2";
+    return std::nullopt;
+  }
+  std::vector<GpuProcess> out;
+  for (const auto& [entry, device] : devices_) {
+    NvmlApi::ProcessInfo infos[64];
+    unsigned int count = 64;
+    if (const int rc = api_.processes(device, &count, infos); rc != kNvmlSuccess) {
+      *why = "GPU " + entry + ": NVML error " + std::to_string(rc);
+      return std::nullopt;
+    }
+    for (unsigned int i = 0; i < count && i < 64; ++i) {
+      out.push_back(GpuProcess{entry, static_cast<int>(infos[i].pid), infos[i].used_gpu_memory});
+    }
+  }
+  return out;
 }
 
 void AddGpuSamples(const std::vector<GpuReading>& readings, v1::Heartbeat* heartbeat) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,13 @@ struct GpuReading {
   double utilization_pct = 0;    // NVML's busy share over its last sample period
   uint64_t memory_used_bytes = 0;
   uint64_t memory_total_bytes = 0;
+};
+
+// One process NVML lists on a GPU (a compute context).
+struct GpuProcess {
+  std::string device;      // the GpuInventory entry
+  int pid = 0;
+  uint64_t used_bytes = 0;
 };
 
 // The NVML entry points the monitor uses, with nvml.h's signatures (declared here so that no
@@ -41,6 +49,14 @@ struct NvmlApi {
   int (*by_uuid)(const char*, Device*) = nullptr;       // nvmlDeviceGetHandleByUUID
   int (*utilization)(Device, Utilization*) = nullptr;   // nvmlDeviceGetUtilizationRates
   int (*memory)(Device, Memory*) = nullptr;             // nvmlDeviceGetMemoryInfo
+  struct ProcessInfo {  // nvmlProcessInfo_v2_t
+    unsigned int pid;
+    unsigned long long used_gpu_memory;
+    unsigned int gpu_instance_id;
+    unsigned int compute_instance_id;
+  };
+  // nvmlDeviceGetComputeRunningProcesses_v2 (optional: older drivers lack it)
+  int (*processes)(Device, unsigned int*, ProcessInfo*) = nullptr;
   const char* (*error_string)(int) = nullptr;           // nvmlErrorString (optional)
 };
 
@@ -64,6 +80,8 @@ class GpuMonitor {
   const std::string& unavailable() const { return unavailable_; }
   // One reading per open device that answered now.
   std::vector<GpuReading> Sample() const;
+  // The compute processes on the open devices; nullopt (with *why) when NVML cannot list them.
+  std::optional<std::vector<GpuProcess>> Processes(std::string* why) const;
 
  private:
   NvmlApi api_;

@@ -9,7 +9,10 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "agent/host_monitor.h"
+#include "agent/preflight.h"
 #include "agent/report_merge.h"
 #include "agent/worker_env.h"
 #include "agent/worker_launch.h"
@@ -17,6 +20,7 @@
 #include "common/file_io.h"
 #include "common/host_identity.h"
 #include "common/process.h"
+#include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
 namespace {
@@ -68,8 +72,28 @@ absl::Status NodeAgent::Start() {
   if (!gpus_.visible.empty() && !gpu_monitor_->unavailable().empty()) {
     Log(absl::StrCat("no GPU health in heartbeats: ", gpu_monitor_->unavailable()));
   }
-  auto joined = Join(gpus_);
+  client_ = std::make_unique<ControlClient>(options_.control, options_.token);
+  v1::PreflightRequest asked;
+  asked.set_agent_id(agent_id_);
+  asked.set_host(options_.host);
+  auto checks = PreflightThisNode(*client_, asked, gpus_, *gpu_monitor_, JoinTimeout());
+  if (!checks.ok()) return checks.status();
+  const std::vector<std::string> failed = FailedChecks(*checks);
+  if (!checks->empty() && failed.empty()) {
+    double slowest = 0;
+    for (const v1::CheckResult& c : *checks) slowest = std::max(slowest, c.seconds());
+    Log(absl::StrFormat("preflight passed (%d checks, %.2f s)", checks->size(), slowest));
+  }
+  auto joined = Join(gpus_, *checks);
+  if (!joined.ok() && !failed.empty() &&
+      joined.status().code() == absl::StatusCode::kFailedPrecondition) {
+    // Not an error of this agent's: it found its node unfit and told the launcher, which goes
+    // on without it (or stops the job, naming it).
+    Log(absl::StrCat("left out of the job: its preflight failed: ", absl::StrJoin(failed, "; ")));
+    return absl::OkStatus();
+  }
   if (!joined.ok()) return joined.status();
+  if (joined->checks_only()) return absl::OkStatus();  // `dlaunch doctor`
   job_ = *std::move(joined);
   node_id_ = job_.node_id();
   state_.emplace(AgentConfig{milliseconds(job_.heartbeat_ms()), milliseconds(job_.grace_ms()),
@@ -152,9 +176,14 @@ void NodeAgent::ReportRoundEnded(int round) {
   client_->Send(std::move(msg));
 }
 
-absl::StatusOr<v1::JoinResponse> NodeAgent::Join(const GpuInventory& gpus) {
-  client_ = std::make_unique<ControlClient>(options_.control, options_.token);
+std::chrono::milliseconds NodeAgent::JoinTimeout() const {
+  return milliseconds(static_cast<int64_t>(options_.join_timeout_s * 1000) + 5000);
+}
+
+absl::StatusOr<v1::JoinResponse> NodeAgent::Join(const GpuInventory& gpus,
+                                                 const std::vector<v1::CheckResult>& checks) {
   v1::JoinRequest join;
+  for (const v1::CheckResult& c : checks) *join.add_checks() = c;
   join.set_agent_id(agent_id_);
   join.set_host(options_.host);
   join.set_addr(options_.addr);
@@ -162,8 +191,7 @@ absl::StatusOr<v1::JoinResponse> NodeAgent::Join(const GpuInventory& gpus) {
   join.set_gpus(gpus.count());
   join.set_pid(getpid());
   join.set_worker_port(FreePort(options_.addr));
-  auto timeout = milliseconds(static_cast<int64_t>(options_.join_timeout_s * 1000) + 5000);
-  return client_->Join(join, timeout);
+  return client_->Join(join, JoinTimeout());
 }
 
 void NodeAgent::WatchSignals() {

@@ -55,7 +55,10 @@ class NodeAgent {
   int exit_code() const { return exit_code_; }
 
  private:
-  absl::StatusOr<v1::JoinResponse> Join(const GpuInventory& gpus);
+  // How long the agent waits for the launcher's answer to its preflight and its Join.
+  std::chrono::milliseconds JoinTimeout() const;
+  absl::StatusOr<v1::JoinResponse> Join(const GpuInventory& gpus,
+                                        const std::vector<v1::CheckResult>& checks);
   void WatchSignals();
   absl::Status StartReportServer(const std::string& socket_path);
   absl::Status OpenSession();

@@ -59,6 +59,13 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, d
   // group (Ctrl-C reaches it) and outlives nothing.
   options.new_process_group = false;
   options.parent_death_signal = 0;
+  return RunCommandWith(std::move(options), timeout_s);
+}
+
+absl::StatusOr<CommandResult> RunCommandWith(SpawnOptions options, double timeout_s) {
+  options.capture_output = true;
+  options.stdin_null = true;
+  const std::vector<std::string> argv = options.argv;
   absl::StatusOr<PendingProcess> pending = ForkProcess(options);
   if (!pending.ok()) return pending.status();
   absl::StatusOr<SpawnedProcess> child = AwaitExec(*std::move(pending));
@@ -68,7 +75,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, d
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   CommandResult result;
   const bool finished = DrainUntil(*child, deadline, &result);
-  if (!finished) ::kill(child->pid, SIGKILL);
+  if (!finished) ::kill(options.new_process_group ? -child->pid : child->pid, SIGKILL);
   int status = 0;
   while (::waitpid(child->pid, &status, 0) < 0 && errno == EINTR) {
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/process.h"
 
 namespace dlaunch {
 
@@ -22,6 +23,10 @@ struct CommandResult {
 // Unavailable when the program cannot be started; DeadlineExceeded when it is still running
 // after `timeout_s` (it is then killed).
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, double timeout_s);
+// The same with the environment, working directory and process group `options` give (its
+// capture_output and stdin_null are set here). A new process group is killed whole at the
+// deadline.
+absl::StatusOr<CommandResult> RunCommandWith(SpawnOptions options, double timeout_s);
 
 // RunCommand behind a function type, so the code that decides what to run is tested with
 // recorded output instead of real programs.

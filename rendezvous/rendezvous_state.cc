@@ -24,7 +24,20 @@ std::string FormatSeconds(double s) {
   return absl::StrCat(s);
 }
 
+std::string NeedText(const RendezvousConfig& config) {
+  return config.min_nodes == config.max_nodes ? absl::StrCat(config.min_nodes)
+                                              : absl::StrCat("at least ", config.min_nodes);
+}
+
 }  // namespace
+
+std::vector<std::string> FailedChecks(const std::vector<v1::CheckResult>& checks) {
+  std::vector<std::string> reasons;
+  for (const v1::CheckResult& c : checks) {
+    if (c.verdict() == v1::CheckResult::FAILED) reasons.push_back(c.name() + ": " + c.detail());
+  }
+  return reasons;
+}
 
 const char* RendezvousPhaseName(RendezvousPhase phase) {
   switch (phase) {
@@ -62,6 +75,16 @@ absl::Status RendezvousState::Join(const Participant& p, double now_s) {
   }
   // Time may have run out since the last Poll; a late joiner must see the outcome.
   Poll(now_s);
+  if (std::vector<std::string> reasons = UnfitReasons(p); !reasons.empty()) {
+    // Counted while the round is open, so the round knows not to wait for this agent.
+    if (phase_ == RendezvousPhase::kWaiting || phase_ == RendezvousPhase::kLastCall) {
+      unfit_.push_back(p);
+      Poll(now_s);
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "host ", p.host, " is left out of the job: its preflight failed: ",
+        absl::StrJoin(reasons, "; ")));
+  }
   if (phase_ == RendezvousPhase::kClosed) {
     return absl::FailedPreconditionError(
         absl::StrCat("rendezvous round ", round_, " is closed with ", joined(),
@@ -105,7 +128,16 @@ void RendezvousState::Leave(const std::string& agent_id, double now_s) {
 RendezvousPhase RendezvousState::Poll(double now_s) {
   if (phase_ == RendezvousPhase::kClosed || phase_ == RendezvousPhase::kFailed) return phase_;
   bool quorum = joined() >= config_.min_nodes;
-  if (quorum && last_call_deadline_s_ && now_s >= *last_call_deadline_s_) {
+  const bool all_answered = config_.expected_agents > 0 &&
+                            joined() + static_cast<int>(unfit_.size()) >= config_.expected_agents;
+  if (all_answered && !unfit_.empty()) {
+    // Nobody else is coming: no last call to wait out.
+    if (quorum) {
+      Close();
+    } else {
+      FailUnfit();
+    }
+  } else if (quorum && last_call_deadline_s_ && now_s >= *last_call_deadline_s_) {
     Close();
   } else if (now_s >= join_deadline_s_) {
     // With a quorum the join deadline closes what there is; without one the round fails.
@@ -163,12 +195,15 @@ std::vector<Participant> RendezvousState::RankOrder() const {
 
 std::vector<std::string> RendezvousState::MissingHosts() const {
   // Same matching as RankOrder, counted per distinct host in first-listed order.
+  // Nodes left out by their preflight did arrive: they are named with their reasons instead.
   std::vector<bool> claimed(config_.host_order.size(), false);
-  for (const Participant& p : joined_) {
-    for (size_t pos = 0; pos < config_.host_order.size(); ++pos) {
-      if (!claimed[pos] && HostMatches(config_.host_order[pos], p)) {
-        claimed[pos] = true;
-        break;
+  for (const auto* group : {&joined_, &unfit_}) {
+    for (const Participant& p : *group) {
+      for (size_t pos = 0; pos < config_.host_order.size(); ++pos) {
+        if (!claimed[pos] && HostMatches(config_.host_order[pos], p)) {
+          claimed[pos] = true;
+          break;
+        }
       }
     }
   }
@@ -215,19 +250,34 @@ void RendezvousState::Close() {
   last_call_deadline_s_.reset();
 }
 
+std::string RendezvousState::UnfitLines() const {
+  if (unfit_.empty()) return "";
+  std::string lines = "; left out by their preflight:";
+  for (const Participant& p : unfit_) {
+    absl::StrAppend(&lines, "\n  ", p.host, ": ", absl::StrJoin(UnfitReasons(p), "; "));
+  }
+  return lines;
+}
+
+void RendezvousState::FailUnfit() {
+  failure_ = absl::FailedPreconditionError(absl::StrCat(
+      "preflight: ", joined(), " fit node(s) of ", NeedText(config_), " needed; no worker was started",
+      UnfitLines()));
+  phase_ = RendezvousPhase::kFailed;
+  last_call_deadline_s_.reset();
+}
+
 void RendezvousState::Fail(double now_s) {
-  std::string need = config_.min_nodes == config_.max_nodes
-                         ? absl::StrCat(config_.min_nodes)
-                         : absl::StrCat("at least ", config_.min_nodes);
   std::string msg = absl::StrCat("rendezvous timed out after ",
                                  FormatSeconds(config_.join_timeout_s), " s: ", joined(), " of ",
-                                 need, " nodes joined");
+                                 NeedText(config_), " nodes joined");
   std::vector<std::string> missing = MissingHosts();
   if (!missing.empty()) {
     absl::StrAppend(&msg, "; never arrived: ", absl::StrJoin(missing, ", "));
   } else {
     absl::StrAppend(&msg, "; ", config_.min_nodes - joined(), " more needed");
   }
+  absl::StrAppend(&msg, UnfitLines());
   failure_ = absl::DeadlineExceededError(msg);
   phase_ = RendezvousPhase::kFailed;
   last_call_deadline_s_.reset();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "dlaunch/report.pb.h"
 
 namespace dlaunch {
 
@@ -23,7 +24,13 @@ struct Participant {
   std::string addr;      // address other nodes reach this node at
   int slots = 1;         // worker processes this node will run
   int worker_port = 0;   // free TCP port on this node; node 0's may become MASTER_PORT
+  // Its node's preflight (docs/preflight.md); a failed check leaves the node out of the job.
+  std::vector<v1::CheckResult> checks;
 };
+
+// "check: detail" for each failed check; empty when the node is fit for the job.
+std::vector<std::string> FailedChecks(const std::vector<v1::CheckResult>& checks);
+inline std::vector<std::string> UnfitReasons(const Participant& p) { return FailedChecks(p.checks); }
 
 struct RendezvousConfig {
   int min_nodes = 1;
@@ -35,6 +42,10 @@ struct RendezvousConfig {
   double join_timeout_s = 300;  // from the start of the round
   double last_call_s = 10;      // extra wait for more nodes once min_nodes have joined
   int master_port = 0;          // 0 = node 0's worker_port
+  // Agents started (nodes plus spares); 0 = unknown. Once every one of them has answered,
+  // fit or left out by its preflight, the round does not wait for more: it closes with a
+  // quorum, or fails naming each node that was left out.
+  int expected_agents = 0;
 };
 
 // One node's place in a closed round.
@@ -68,8 +79,9 @@ class RendezvousState {
   RendezvousState(RendezvousConfig config, double now_s);
 
   // Adds a participant. AlreadyExists for a duplicate agent_id; FailedPrecondition when the
-  // round is closed, failed or full; InvalidArgument for slots < 1 or an empty agent_id.
-  // Joining may close the round at once (the max_nodes-th joiner).
+  // round is closed, failed or full, or when the participant's node failed its preflight (it
+  // is then counted as left out); InvalidArgument for slots < 1 or an empty agent_id.
+  // Joining may close the round at once (the max_nodes-th joiner, or the last agent expected).
   absl::Status Join(const Participant& p, double now_s);
 
   // A joined agent went away before the round closed (its connection dropped). Unknown ids
@@ -95,12 +107,18 @@ class RendezvousState {
 
   int round() const { return round_; }
   int joined() const { return static_cast<int>(joined_.size()); }
+  // Agents whose node failed its preflight, in the order they answered.
+  const std::vector<Participant>& unfit() const { return unfit_; }
   const std::vector<Participant>& participants() const { return joined_; }
   const RendezvousConfig& config() const { return config_; }
 
  private:
   void Close();
   void Fail(double now_s);
+  // Every expected agent answered and too few are fit.
+  void FailUnfit();
+  // "; left out by their preflight:" and one line per unfit node; "" when none.
+  std::string UnfitLines() const;
   // Participants in node-rank order.
   std::vector<Participant> RankOrder() const;
   std::vector<std::string> MissingHosts() const;
@@ -111,6 +129,7 @@ class RendezvousState {
   double join_deadline_s_ = 0;
   std::optional<double> last_call_deadline_s_;
   std::vector<Participant> joined_;  // in join order
+  std::vector<Participant> unfit_;
   std::optional<RoundResult> result_;
   absl::Status failure_;
 };

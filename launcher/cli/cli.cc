@@ -23,6 +23,7 @@ constexpr char kUsage[] =
     "  run [job.yaml] [options] [-- cmd args]  run a job now: in this allocation, or on this machine\n"
     "  scale job.yaml [--nodes L] [--procs L]  scaling study: runs at each size, table, plots\n"
     "  validate job.yaml                        check a spec and print the resolved job\n"
+    "  doctor [job.yaml] [options]              check every node of the job (preflight), as a table\n"
     "  script job.yaml [--site NAME]            print the batch script (nothing submitted)\n"
     "  submit job.yaml [--site NAME]            write the batch script, submit it, print the job id\n"
     "  status [JOB]                             scheduler state and dlaunch events of a job\n"
@@ -58,6 +59,7 @@ const std::vector<CommandEntry>& Commands() {
       {{"run"}, RunRunCommand},
       {{"scale"}, RunScaleCommand},
       {{"validate"}, RunValidateCommand},
+      {{"doctor"}, RunDoctorCommand},
       {{"script"}, RunScriptCommand},
       {{"submit"}, RunSubmitCommand},
       {{"status"}, RunStatusCommand},

@@ -18,6 +18,7 @@
 #include "launcher/jobdir/job_directory.h"
 #include "launcher/run/allocation.h"
 #include "launcher/run/control_service.h"
+#include "launcher/run/doctor.h"
 #include "launcher/run/job_controller.h"
 #include "launcher/run/live_terminal.h"
 #include "launcher/run/live_view.h"
@@ -113,6 +114,13 @@ std::unique_ptr<grpc::Server> StartControlServer(const std::string& listen, grpc
 
 }  // namespace
 
+const char kDoctorUsage[] =
+    "usage: dlaunch doctor [job.yaml] [run options] [-- command [args...]]\n"
+    "Starts an agent on every node the job would run on (the allocation's, --hosts, or local\n"
+    "agents with --nnodes), runs the job's preflight there (GPUs, GPU processes, free space,\n"
+    "the command and its Python imports, ports, clock) and prints a table; nothing else runs.\n"
+    "Exit code 0 when every node answered and passed, 1 otherwise. Options as `dlaunch run`.\n";
+
 int RunValidateCommand(const std::vector<std::string>& args) {
   if (args.size() != 1 || args[0].rfind("-", 0) == 0) {
     return Fail(kExitUsage, "usage: dlaunch validate job.yaml");
@@ -175,6 +183,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   LiveView live(io, [&controller] { return controller.Snapshot(); }, terminal.get());
   ControlService service(token, io, &controller);
   service.SetWatchHandler(&live);
+  service.SetPreflightPlan(MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement)));
 
   // The endpoint listens everywhere, so `dlaunch watch` reaches it from other hosts (the login
   // node); local agents still use loopback.
@@ -215,6 +224,71 @@ int RunRunCommand(const std::vector<std::string>& args) {
                 st.message());
   }
   return controller.exit_code();
+}
+
+int RunDoctorCommand(const std::vector<std::string>& args) {
+  if (WantsRunHelp(args)) {
+    std::cout << kDoctorUsage;
+    return kExitOk;
+  }
+  // Without a job.yaml or command the nodes are checked for what any job needs; the command
+  // check is then skipped.
+  auto flags = ParseRunFlags(args);
+  bool no_job = false;
+  if (!flags.ok()) {
+    std::vector<std::string> with_command = args;
+    with_command.insert(with_command.end(), {"--", "true"});
+    if (auto retried = ParseRunFlags(with_command); retried.ok()) {
+      flags = std::move(retried);
+      no_job = true;
+    }
+  }
+  if (!flags.ok()) return Fail(kExitUsage, absl::StrCat(flags.status().message(), "\n", kDoctorUsage));
+  auto spec = BuildRunSpec(*flags);
+  if (!spec.ok()) {
+    std::cerr << spec.status().message() << std::endl;
+    return kExitUsage;
+  }
+  if (no_job) spec->command.clear();
+  spec->preflight.enabled = true;
+  spec->name += "-doctor";
+  const std::string self_host = LocalHostName();
+  auto alloc = DetectAllocation();
+  if (!alloc.ok()) return Fail(kExitLaunchError, alloc.status().message());
+  auto plan = ResolveHosts(*spec, flags->hosts, *alloc, ShortHostName(self_host));
+  if (!plan.ok()) return Fail(kExitLaunchError, plan.status().message());
+  const std::string token = RandomHex(32);
+  std::string job_id;
+  auto dir = PrepareJobDirectory(*flags, *spec, *plan, token, &job_id);
+  if (!dir.ok()) return Fail(kExitLaunchError, dir.status().message());
+  JobPlacement placement = PlaceWorkers(*spec, job_id, *dir);
+
+  boost::asio::io_context io;
+  const int expected = static_cast<int>(plan->AgentHosts().size());
+  Doctor doctor(io, spec->join_timeout_s);
+  ControlService service(token, io, &doctor);
+  service.SetPreflightPlan(MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement)));
+  const bool local = plan->node_launcher == "local";
+  const std::string listen = absl::StrCat(local ? "127.0.0.1" : "0.0.0.0", ":", spec->control_port);
+  int bound_port = 0;
+  std::unique_ptr<grpc::Server> server = StartControlServer(listen, &service, &bound_port);
+  if (!server) return Fail(kExitLaunchError, absl::StrCat("cannot listen on ", listen));
+  const std::string advertised = !flags->control_addr.empty() ? flags->control_addr
+                                 : local                      ? "127.0.0.1"
+                                                              : AdvertisedAddress(self_host);
+  auto commands = LaunchCommands(*flags, *spec, *plan, *dir, placement.workdir,
+                                 absl::StrCat(advertised, ":", bound_port));
+  absl::Status st = commands.ok() ? doctor.Start(*commands, dir->logs_dir()) : commands.status();
+  if (!st.ok()) return Fail(kExitLaunchError, st.message());
+  std::cout << "[dlaunch] doctor: checking " << expected << " node(s) via " << plan->node_launcher
+            << " (agent logs in " << dir->logs_dir() << ")" << std::endl;
+  io.run();
+  service.StopPosting();
+  io.restart();
+  io.poll();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  std::cout << RenderDoctorReport(doctor.report(), expected);
+  return DoctorExitCode(doctor.report(), expected);
 }
 
 }  // namespace dlaunch

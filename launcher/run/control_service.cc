@@ -168,6 +168,22 @@ bool ControlService::Authorized(grpc::CallbackServerContext* ctx, const char* me
   return false;
 }
 
+grpc::ServerUnaryReactor* ControlService::Preflight(grpc::CallbackServerContext* ctx,
+                                                    const v1::PreflightRequest*,
+                                                    v1::PreflightPlan* plan) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (!Authorized(ctx, "Preflight")) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
+    return reactor;
+  }
+  *plan = preflight_;
+  plan->set_launcher_time_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* ControlService::Join(grpc::CallbackServerContext* ctx,
                                                const v1::JoinRequest* req,
                                                v1::JoinResponse* resp) {
@@ -182,6 +198,7 @@ grpc::ServerUnaryReactor* ControlService::Join(grpc::CallbackServerContext* ctx,
   p.addr = req->addr();
   p.slots = req->slots();
   p.worker_port = req->worker_port();
+  p.checks.assign(req->checks().begin(), req->checks().end());
   auto* reactor = new JoinReactor(this, p.agent_id);
   JoinReply reply = [reactor, resp](absl::StatusOr<v1::JoinResponse> result) {
     if (result.ok()) *resp = *std::move(result);

@@ -23,12 +23,19 @@ class ControlService final : public v1::Control::CallbackService {
   // `handler` runs on `io`'s thread.
   ControlService(std::string token, boost::asio::io_context& io, ControlHandler* handler);
 
+  grpc::ServerUnaryReactor* Preflight(grpc::CallbackServerContext* ctx,
+                                      const v1::PreflightRequest* req,
+                                      v1::PreflightPlan* plan) override;
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const v1::JoinRequest* req,
                                  v1::JoinResponse* resp) override;
   grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* Session(
       grpc::CallbackServerContext* ctx) override;
   grpc::ServerWriteReactor<v1::JobSnapshot>* Watch(grpc::CallbackServerContext* ctx,
                                                    const v1::WatchRequest* req) override;
+
+  // What agents check before they join; set before the server starts (default: nothing). The
+  // answer is made on gRPC's thread, with the launcher's clock stamped in it.
+  void SetPreflightPlan(v1::PreflightPlan plan) { preflight_ = std::move(plan); }
 
   // Where Watch calls go (on the loop); without one they are answered UNIMPLEMENTED.
   void SetWatchHandler(WatchHandler* handler) { watch_handler_ = handler; }
@@ -49,6 +56,7 @@ class ControlService final : public v1::Control::CallbackService {
   boost::asio::io_context& io_;
   ControlHandler* handler_;
   WatchHandler* watch_handler_ = nullptr;
+  v1::PreflightPlan preflight_;
   std::mutex mu_;  // orders Post against StopPosting
   bool posting_ = true;
   std::atomic<int> next_session_id_{0};

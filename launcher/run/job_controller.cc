@@ -36,7 +36,8 @@ JobController::JobController(boost::asio::io_context& io, JobSettings settings, 
                                 [this](const Participant& p, int node_id) {
                                   Apply(state_.OnSpareJoined(p, node_id, Now()));
                                 })
-                          : nullptr}),
+                          : nullptr,
+                      [this](const Participant& p) { Apply(state_.OnNodeUnfit(p, Now())); }}),
       signals_(io, SIGINT, SIGTERM, SIGHUP),
       tick_timer_(io),
       stop_deadline_(io),

@@ -81,6 +81,16 @@ v1::JobEvent NodeJoinedEvent(const Participant& p, int joined) {
   j->set_addr(p.addr);
   j->set_slots(p.slots);
   j->set_joined(joined);
+  for (const v1::CheckResult& c : p.checks) *j->add_checks() = c;
+  return e;
+}
+
+v1::JobEvent NodeUnfitEvent(const Participant& p) {
+  v1::JobEvent e;
+  auto* u = e.mutable_node_unfit();
+  u->set_host(p.host);
+  u->set_addr(p.addr);
+  for (const v1::CheckResult& c : p.checks) *u->add_checks() = c;
   return e;
 }
 

@@ -35,6 +35,7 @@ v1::JobEvent JobStartedEvent(const std::string& job_id, const std::vector<std::s
                              const std::string& node_launcher);
 v1::JobEvent NodeJoinedEvent(const Participant& p, int joined);
 v1::JobEvent SpareJoinedEvent(int round, int node_id, const Participant& p);
+v1::JobEvent NodeUnfitEvent(const Participant& p);
 // `node_ids[i]` has node rank i.
 v1::JobEvent RendezvousClosedEvent(const RoundResult& result, const std::vector<int>& node_ids);
 v1::JobEvent RoundStartedEvent(const RoundResult& result, const std::vector<int>& node_ids);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/process.h"
 #include "launcher/run/job_events.h"
 
@@ -23,6 +24,24 @@ FailureClass CrashClass(const v1::WorkerEvent& ev) {
 
 // An agent that joined is lost if its session has not opened this long after the silence limit.
 constexpr double kSessionOpenSlackS = 5;
+
+// "preflight: 4 node(s) passed; slowest h2 1.21 s (command: ...)"; "" when it was off.
+std::string PreflightSummary(const std::vector<Participant>& nodes) {
+  const Participant* slowest_node = nullptr;
+  const v1::CheckResult* slowest = nullptr;
+  for (const Participant& p : nodes) {
+    for (const v1::CheckResult& c : p.checks) {
+      if (slowest == nullptr || c.seconds() > slowest->seconds()) {
+        slowest = &c;
+        slowest_node = &p;
+      }
+    }
+  }
+  if (slowest == nullptr) return "";
+  return absl::StrFormat("preflight: %d node(s) passed; slowest check %.2f s on %s (%s: %s)",
+                         nodes.size(), slowest->seconds(), slowest_node->host, slowest->name(),
+                         slowest->detail());
+}
 
 }  // namespace
 
@@ -73,8 +92,18 @@ JobActions JobState::OnNodeJoined(const Participant& p, int joined, int expected
   return out;
 }
 
+JobActions JobState::OnNodeUnfit(const Participant& p, double) {
+  JobActions out;
+  out.push_back(PrintLine{true, absl::StrCat("[dlaunch] node left out: ", p.host, " (", p.addr,
+                                             ") failed its preflight: ",
+                                             absl::StrJoin(UnfitReasons(p), "; "))});
+  out.push_back(AppendEvent{NodeUnfitEvent(p)});
+  return out;
+}
+
 JobActions JobState::OnRendezvousClosed(const RoundResult& result, double now_s) {
   JobActions out;
+  if (std::string line = PreflightSummary(result.nodes); !line.empty()) Say(line, out);
   rendezvous_closed_at_s_ = now_s;
   nodes_.AddRound0(result, now_s);
   BeginRound(result, nodes_.members(), now_s);

@@ -70,6 +70,8 @@ class JobState {
   JobActions OnRendezvousFailed(const absl::Status& status, double now_s);
   // An agent joined after the round closed: spare node `node_id`, waiting for a lost node's place.
   JobActions OnSpareJoined(const Participant& p, int node_id, double now_s);
+  // An agent whose node failed its preflight: named, and left out of the job.
+  JobActions OnNodeUnfit(const Participant& p, double now_s);
   // Nodes are named by their node id (JoinResponse.node_id), stable across rounds.
   // `session` tells a node's current session from one it replaced.
   JobActions OnSessionOpened(int node, int session, double now_s);

@@ -29,6 +29,14 @@ void RendezvousHost::Join(const Participant& p, JoinReply reply) {
     reply(absl::CancelledError("launcher is not accepting joins"));
     return;
   }
+  if (!UnfitReasons(p).empty()) {
+    // Refused by the state (and counted while the round is open), named by the job.
+    absl::Status refused = state_.Join(p, Now());
+    if (callbacks_.on_unfit) callbacks_.on_unfit(p);
+    reply(refused);
+    Settle();
+    return;
+  }
   if (state_.phase() == RendezvousPhase::kClosed && callbacks_.on_spare) {
     JoinAsSpare(p, std::move(reply));
     return;

@@ -24,6 +24,8 @@ class RendezvousHost {
     // Set when the job takes spares: an agent joining after the round closed is answered at
     // once as spare `node_id` (ids after the members') instead of FAILED_PRECONDITION.
     std::function<void(const Participant&, int node_id)> on_spare;
+    // An agent whose node failed its preflight: it is told so and left out of the job.
+    std::function<void(const Participant&)> on_unfit;
   };
   // Times are seconds since `start`, the job's start on the steady clock the controller also
   // uses. `response_template` holds the job-wide fields of every JoinResponse.

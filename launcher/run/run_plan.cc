@@ -12,6 +12,7 @@ RendezvousConfig MakeRendezvousConfig(const JobSpec& spec, const HostPlan& plan)
   rc.join_timeout_s = spec.join_timeout_s;
   rc.last_call_s = spec.last_call_s;
   rc.master_port = spec.master_port;
+  rc.expected_agents = static_cast<int>(plan.AgentHosts().size());
   return rc;
 }
 
@@ -70,6 +71,33 @@ v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& place
   t.set_forward_all(spec.show_all_ranks);
   for (int r : spec.show_ranks) t.add_forward_ranks(r);
   return t;
+}
+
+v1::PreflightPlan MakePreflightPlan(const JobSpec& spec, const v1::JoinResponse& join_template) {
+  v1::PreflightPlan plan;
+  const PreflightSpec& p = spec.preflight;
+  plan.set_enabled(p.enabled);
+  if (!p.enabled) return plan;
+  plan.set_gpus(spec.gpus_per_node);
+  auto need = [&](const std::string& path, const std::string& what) {
+    v1::PathNeed* n = plan.add_paths();
+    n->set_path(path);
+    n->set_what(what);
+    n->set_min_free_bytes(p.min_free_bytes);
+  };
+  need(join_template.job_dir(), "job directory");
+  auto tmpdir = spec.env.find("TMPDIR");
+  need(tmpdir != spec.env.end() && !tmpdir->second.empty() ? tmpdir->second : "/tmp", "TMPDIR");
+  for (size_t i = 0; i < p.paths.size(); ++i) {
+    need(p.paths[i], "preflight.paths[" + std::to_string(i) + "]");
+  }
+  *plan.mutable_worker() = join_template.worker();
+  plan.set_python_imports_auto(p.imports_auto);
+  for (const std::string& m : p.imports) plan.add_python_imports(m);
+  if (spec.master_port != 0) plan.add_ports(spec.master_port);
+  plan.set_max_clock_offset_ms(static_cast<int>(p.max_clock_offset_s * 1000));
+  plan.set_timeout_ms(static_cast<int>(p.timeout_s * 1000));
+  return plan;
 }
 
 v1::JoinResponse MakeJoinResponse(const v1::JoinResponse& response_template,

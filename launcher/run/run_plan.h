@@ -37,6 +37,11 @@ struct JobPlacement {
 // The fields every node's JoinResponse shares: job, worker template, heartbeat, grace.
 v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& placement);
 
+// What every node checks before it joins (docs/preflight.md): the GPU count, the job directory's,
+// TMPDIR's and preflight.paths' free space, the worker command of `join_template`, the fixed
+// master port, the clock. The launcher's clock is stamped as each agent asks.
+v1::PreflightPlan MakePreflightPlan(const JobSpec& spec, const v1::JoinResponse& join_template);
+
 // `response_template` completed with one node's place in a closed round.
 v1::JoinResponse MakeJoinResponse(const v1::JoinResponse& response_template,
                                   const RoundResult& round, const NodeAssignment& assignment);

@@ -1,6 +1,7 @@
 // JobSpec: the parsed, validated form of job.yaml (schema in docs/job-spec.md).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +28,23 @@ struct CpuMapEntry {
 };
 inline bool operator==(const CpuMapEntry& a, const CpuMapEntry& b) {
   return a.cpus == b.cpus && a.gpu == b.gpu;
+}
+
+// `preflight:`, the checks each node passes before round 0 (docs/preflight.md).
+struct PreflightSpec {
+  bool enabled = true;                   // `preflight: off` turns every check off
+  double timeout_s = 30;                 // all checks of one node together
+  int64_t min_free_bytes = int64_t{1} << 30;  // free space of each directory the job writes
+  std::vector<std::string> paths;        // more directories than the job directory and TMPDIR
+  double max_clock_offset_s = 10;        // 0 = the clock is not checked
+  bool imports_auto = true;              // `imports: auto`: torch when the Python script imports it
+  std::vector<std::string> imports;      // else the modules Python must import
+};
+inline bool operator==(const PreflightSpec& a, const PreflightSpec& b) {
+  return a.enabled == b.enabled && a.timeout_s == b.timeout_s &&
+         a.min_free_bytes == b.min_free_bytes && a.paths == b.paths &&
+         a.max_clock_offset_s == b.max_clock_offset_s && a.imports_auto == b.imports_auto &&
+         a.imports == b.imports;
 }
 
 struct JobSpec {
@@ -70,6 +88,8 @@ struct JobSpec {
   bool isolate_gpus = false;             // gpus.binding: isolate
   bool gpu_binding_given = false;        // job.yaml said gpus.binding (a site default may not override it)
   int gpus_per_proc = 0;                 // 0 = visible GPUs / nproc_per_node (at least 1)
+  int gpus_per_node = 0;                 // gpus.per_node: GPUs the preflight requires; 0 = any
+  PreflightSpec preflight;
 
   bool cpu_binding_none = false;         // cpus.binding: none (workers are not pinned)
   std::vector<CpuMapEntry> cpu_map;      // cpus.map: one entry per local rank; empty = planned
@@ -110,6 +130,7 @@ inline bool operator==(const JobSpec& a, const JobSpec& b) {
          a.show_ranks == b.show_ranks && a.show_all_ranks == b.show_all_ranks &&
          a.tail_lines == b.tail_lines && a.summary_interval_s == b.summary_interval_s &&
          a.isolate_gpus == b.isolate_gpus && a.gpus_per_proc == b.gpus_per_proc &&
+         a.gpus_per_node == b.gpus_per_node && a.preflight == b.preflight &&
          a.cpu_binding_none == b.cpu_binding_none && a.cpu_map == b.cpu_map &&
          a.scheduler == b.scheduler && a.study_nodes == b.study_nodes &&
          a.study_procs == b.study_procs && a.source_path == b.source_path;

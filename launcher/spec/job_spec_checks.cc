@@ -155,7 +155,7 @@ void CheckJobShape(const JobSpec& spec, Problems& p) {
   }
 }
 
-// rendezvous, heartbeat, stop, health, max_restarts, restarts, nodes.spares.
+// rendezvous, heartbeat, stop, health, max_restarts, restarts, nodes.spares, preflight.
 void CheckTimings(const JobSpec& spec, Problems& p) {
   p.Port("rendezvous.port", spec.control_port);
   p.Port("rendezvous.master_port", spec.master_port);
@@ -178,6 +178,11 @@ void CheckTimings(const JobSpec& spec, Problems& p) {
   p.NotNegative("restarts.backoff_max", spec.restart_backoff_max_s);
   p.NotNegative("restarts.crash_loop", spec.crash_loop_limit);
   p.NotNegative("restarts.node_failures", spec.node_failure_limit);
+  p.NotNegative("gpus.per_node", spec.gpus_per_node);
+  if (spec.preflight.enabled) {
+    p.Positive("preflight.timeout", spec.preflight.timeout_s);
+    p.NotNegative("preflight.clock_offset", spec.preflight.max_clock_offset_s);
+  }
   if (spec.restart_backoff_max_s < spec.restart_backoff_s) {
     p.Add("restarts.backoff_max",
           absl::StrCat("restarts.backoff_max (", FormatDuration(spec.restart_backoff_max_s),

@@ -89,6 +89,20 @@ void AppendCpus(std::string* out, const JobSpec& spec) {
   absl::StrAppend(out, "  map: [", absl::StrJoin(entries, ", "), "]\n");
 }
 
+// `preflight: "off"`, or every setting.
+void AppendPreflight(std::string* out, const PreflightSpec& p) {
+  if (!p.enabled) {
+    absl::StrAppend(out, "preflight: \"off\"\n");
+    return;
+  }
+  absl::StrAppend(out, "preflight:\n");
+  absl::StrAppend(out, "  timeout: ", FormatDuration(p.timeout_s), "\n");
+  absl::StrAppend(out, "  min_free: ", FormatByteSize(p.min_free_bytes), "\n");
+  absl::StrAppend(out, "  paths: ", FlowList(p.paths), "\n");
+  absl::StrAppend(out, "  clock_offset: ", DurationOr(p.max_clock_offset_s, "off"), "\n");
+  absl::StrAppend(out, "  imports: ", p.imports_auto ? "auto" : FlowList(p.imports), "\n");
+}
+
 }  // namespace
 
 std::string ResolvedJobYaml(const JobSpec& spec) {
@@ -143,7 +157,9 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
   absl::StrAppend(&out, "gpus:\n");
   absl::StrAppend(&out, "  binding: ", spec.isolate_gpus ? "isolate" : "shared", "\n");
   absl::StrAppend(&out, "  per_proc: ", spec.gpus_per_proc, "\n");
+  absl::StrAppend(&out, "  per_node: ", spec.gpus_per_node, "\n");
   AppendCpus(&out, spec);
+  AppendPreflight(&out, spec.preflight);
   const SchedulerSpec& scheduler = spec.scheduler;
   absl::StrAppend(&out, "scheduler:\n");
   absl::StrAppend(&out, "  type: ", Quote(scheduler.type), "\n");

@@ -148,6 +148,19 @@ void SpecFieldReader::Duration(const SpecField& field, double* out) {
   *out = *seconds;
 }
 
+void SpecFieldReader::ByteSize(const SpecField& field, int64_t* out) {
+  constexpr absl::string_view kExpected =
+      "a size (bytes, or a string such as \"512MiB\", \"1GiB\", \"2G\", \"500MB\")";
+  std::string text;
+  if (!Scalar(field, kExpected, &text)) return;
+  absl::StatusOr<int64_t> bytes = ParseByteSize(text);
+  if (!bytes.ok()) {
+    WrongType(field, kExpected);
+    return;
+  }
+  *out = *bytes;
+}
+
 void SpecFieldReader::DurationOrWord(const SpecField& field,
                                      const std::map<std::string, double>& words, double* out,
                                      std::string* word) {

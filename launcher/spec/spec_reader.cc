@@ -45,6 +45,7 @@ void SpecReader::Read(const YAML::Node& root, JobSpec* spec) {
   if (has("logs")) Logs(top["logs"], spec);
   if (has("gpus")) Gpus(top["gpus"], spec);
   if (has("cpus")) Cpus(top["cpus"], spec);
+  if (has("preflight")) Preflight(top["preflight"], &spec->preflight);
   if (has("scheduler")) Scheduler(top["scheduler"], &spec->scheduler);
   if (has("study")) Study(top["study"], spec);
   ReportChecked(CheckJobSpec(*spec), root_mark);
@@ -210,6 +211,29 @@ void SpecReader::Gpus(const SpecField& field, JobSpec* spec) {
     spec->gpu_binding_given = true;
   }
   if (fields.count("per_proc")) Int(fields["per_proc"], &spec->gpus_per_proc);
+  if (fields.count("per_node")) Int(fields["per_node"], &spec->gpus_per_node);
+}
+
+// `preflight: off`, `preflight: on`, or a mapping of its settings.
+void SpecReader::Preflight(const SpecField& field, PreflightSpec* preflight) {
+  if (field.value.IsScalar()) {
+    std::string word;
+    if (OneOf(field, {"on", "off"}, &word)) preflight->enabled = word == "on";
+    return;
+  }
+  std::map<std::string, SpecField> fields = Fields(field.value, "preflight", field.mark);
+  if (fields.count("timeout")) Duration(fields["timeout"], &preflight->timeout_s);
+  if (fields.count("min_free")) ByteSize(fields["min_free"], &preflight->min_free_bytes);
+  if (fields.count("paths")) StringList(fields["paths"], &preflight->paths, false);
+  if (fields.count("clock_offset")) {
+    std::string word;
+    DurationOrWord(fields["clock_offset"], {{"off", 0}}, &preflight->max_clock_offset_s, &word);
+  }
+  if (fields.count("imports")) {
+    const SpecField& imports = fields["imports"];
+    preflight->imports_auto = imports.value.IsScalar() && imports.value.Scalar() == "auto";
+    if (!preflight->imports_auto) StringList(imports, &preflight->imports, false);
+  }
 }
 
 void SpecReader::Cpus(const SpecField& field, JobSpec* spec) {

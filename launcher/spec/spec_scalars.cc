@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -115,6 +116,49 @@ std::string FormatDuration(double seconds) {
     if (back.ok() && *back == seconds) return text;
   }
   return absl::StrCat(ShortestDecimal(seconds), "s");
+}
+
+absl::StatusOr<int64_t> ParseByteSize(std::string_view text_view) {
+  const absl::string_view text =
+      absl::StripAsciiWhitespace(absl::string_view(text_view.data(), text_view.size()));
+  auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", absl::CHexEscape(text),
+        "\" is not a size (bytes, or e.g. \"512MiB\", \"1GiB\", \"2G\", \"500MB\")"));
+  };
+  size_t i = 0;
+  while (i < text.size() && (absl::ascii_isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    ++i;
+  }
+  double number = 0;
+  if (i == 0 || !absl::SimpleAtod(text.substr(0, i), &number) || !std::isfinite(number)) {
+    return bad();
+  }
+  const std::string unit = absl::AsciiStrToUpper(absl::StripLeadingAsciiWhitespace(text.substr(i)));
+  static const std::map<std::string, double>* const kUnits = new std::map<std::string, double>{
+      {"", 1},          {"B", 1},           {"K", 1024.0},    {"KIB", 1024.0},
+      {"M", 1 << 20},   {"MIB", 1 << 20},   {"G", 1 << 30},   {"GIB", 1 << 30},
+      {"T", 1LL << 40}, {"TIB", 1LL << 40}, {"KB", 1e3},      {"MB", 1e6},
+      {"GB", 1e9},      {"TB", 1e12}};
+  auto it = kUnits->find(unit);
+  if (it == kUnits->end()) return bad();
+  const double bytes = std::round(number * it->second);
+  if (bytes > static_cast<double>(int64_t{1} << 62)) return bad();
+  return static_cast<int64_t>(bytes);
+}
+
+std::string FormatByteSize(int64_t bytes) {
+  struct Unit {
+    int64_t scale;
+    const char* suffix;
+  };
+  for (const Unit unit : {Unit{int64_t{1} << 40, "TiB"}, Unit{int64_t{1} << 30, "GiB"},
+                          Unit{int64_t{1} << 20, "MiB"}, Unit{int64_t{1} << 10, "KiB"}}) {
+    if (bytes >= unit.scale && bytes % unit.scale == 0) {
+      return absl::StrCat(bytes / unit.scale, unit.suffix);
+    }
+  }
+  return absl::StrCat(bytes);
 }
 
 absl::StatusOr<int> ParseWalltime(std::string_view text_view) {

@@ -2,6 +2,7 @@
 // walltime grammar (and its two written forms), and splitting a one-line command into argv.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,16 @@ absl::StatusOr<double> ParseDuration(std::string_view text);
 // A short text that ParseDuration reads back as exactly `seconds` ("250ms", "30s", "5m",
 // "1.5s"); used by ResolvedJobYaml and in messages.
 std::string FormatDuration(double seconds);
+
+// Sizes as job.yaml writes them: a number of bytes, or a number with a unit. K, M, G, T and
+// KiB, MiB, GiB, TiB are powers of 1024 (as Slurm reads --mem); KB, MB, GB, TB are powers of
+// 1000. "1GiB", "512M", "1.5G", "0". InvalidArgument otherwise (negative, no number, unknown
+// unit, past 2^62).
+absl::StatusOr<int64_t> ParseByteSize(std::string_view text);
+
+// A short text that ParseByteSize reads back as `bytes`: the largest binary unit that states it
+// exactly ("1GiB", "512MiB"), else a number of bytes.
+std::string FormatByteSize(int64_t bytes);
 
 // The walltime grammar of job.yaml (`scheduler.walltime`) and of site profiles (`max_walltime`,
 // `defaults.walltime`), in whole seconds:

@@ -341,5 +341,93 @@ TEST(RendezvousStateTest, PhaseNames) {
   EXPECT_STREQ(RendezvousPhaseName(RendezvousPhase::kFailed), "failed");
 }
 
+// --- preflight: nodes that failed a check are left out -------------------------------------
+
+Participant Unfit(const std::string& id, const std::string& host, const std::string& check,
+                  const std::string& detail) {
+  Participant p = P(id, host);
+  v1::CheckResult ok;
+  ok.set_name("gpus");
+  ok.set_verdict(v1::CheckResult::PASSED);
+  p.checks.push_back(ok);
+  v1::CheckResult bad;
+  bad.set_name(check);
+  bad.set_verdict(v1::CheckResult::FAILED);
+  bad.set_detail(detail);
+  p.checks.push_back(bad);
+  return p;
+}
+
+TEST(RendezvousPreflightTest, AnUnfitNodeIsRefusedNamingItsFailedChecks) {
+  RendezvousState s(Cfg(1, 2), 0);
+  absl::Status st = s.Join(Unfit("a", "h1", "ports", "port 29500 is in use"), 1);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("h1 is left out"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("ports: port 29500 is in use"));
+  EXPECT_EQ(s.joined(), 0);
+  ASSERT_EQ(s.unfit().size(), 1u);
+  EXPECT_THAT(UnfitReasons(s.unfit()[0]), ElementsAre("ports: port 29500 is in use"));
+}
+
+TEST(RendezvousPreflightTest, OnceEveryAgentAnsweredTheRoundClosesWithTheFitOnesAtOnce) {
+  RendezvousConfig c = Cfg(2, 3, {}, 300, /*last_call=*/60);
+  c.expected_agents = 3;
+  RendezvousState s(c, 0);
+  ASSERT_TRUE(s.Join(P("a", "h1"), 1).ok());
+  ASSERT_TRUE(s.Join(P("b", "h2"), 1).ok());
+  EXPECT_EQ(s.phase(), RendezvousPhase::kLastCall);
+  EXPECT_FALSE(s.Join(Unfit("c", "h3", "disk", "/tmp: 0.1 GiB free"), 2).ok());
+  // No last call to wait out: nobody else is coming.
+  EXPECT_EQ(s.phase(), RendezvousPhase::kClosed);
+  EXPECT_THAT(Ids(*s.result()), ElementsAre("a", "b"));
+}
+
+TEST(RendezvousPreflightTest, WithoutAQuorumOfFitNodesTheRoundFailsNamingEachBadNode) {
+  RendezvousConfig c = Cfg(3, 3, {"h1", "h2", "h3"});
+  c.expected_agents = 3;
+  RendezvousState s(c, 0);
+  EXPECT_FALSE(s.Join(Unfit("a", "h1", "ports", "port 29500 is in use"), 1).ok());
+  ASSERT_TRUE(s.Join(P("b", "h2"), 1).ok());
+  EXPECT_EQ(s.phase(), RendezvousPhase::kWaiting);  // h3 has not answered yet
+  EXPECT_FALSE(s.Join(Unfit("c", "h3", "gpus", "sees 2 GPU(s), the job needs 4"), 2).ok());
+  EXPECT_EQ(s.phase(), RendezvousPhase::kFailed);
+  const std::string why(s.failure().message());
+  EXPECT_THAT(why, HasSubstr("preflight: 1 fit node(s) of 3 needed; no worker was started"));
+  EXPECT_THAT(why, HasSubstr("\n  h1: ports: port 29500 is in use"));
+  EXPECT_THAT(why, HasSubstr("\n  h3: gpus: sees 2 GPU(s), the job needs 4"));
+}
+
+TEST(RendezvousPreflightTest, ASpareTakesTheUnfitNodesPlace) {
+  RendezvousConfig c = Cfg(2, 2);
+  c.expected_agents = 3;  // two nodes and a spare
+  RendezvousState s(c, 0);
+  ASSERT_TRUE(s.Join(P("a", "h1"), 1).ok());
+  EXPECT_FALSE(s.Join(Unfit("b", "h2", "command", "python3: not found on PATH"), 1).ok());
+  EXPECT_EQ(s.phase(), RendezvousPhase::kWaiting);
+  ASSERT_TRUE(s.Join(P("c", "h3"), 2).ok());
+  EXPECT_EQ(s.phase(), RendezvousPhase::kClosed);
+  EXPECT_THAT(Ids(*s.result()), ElementsAre("a", "c"));
+}
+
+TEST(RendezvousPreflightTest, ATimeoutNamesUnfitNodesWithTheirReasonsNotAsNeverArrived) {
+  RendezvousConfig c = Cfg(2, 2, {"h1", "h2", "h3"}, /*join_timeout=*/30);
+  c.expected_agents = 3;
+  RendezvousState s(c, 0);
+  ASSERT_TRUE(s.Join(P("a", "h1"), 1).ok());
+  EXPECT_FALSE(s.Join(Unfit("b", "h2", "clock", "+12.000 s against the launcher"), 1).ok());
+  EXPECT_EQ(s.Poll(31), RendezvousPhase::kFailed);
+  const std::string why(s.failure().message());
+  EXPECT_THAT(why, HasSubstr("never arrived: h3"));
+  EXPECT_THAT(why, ::testing::Not(HasSubstr("never arrived: h2")));
+  EXPECT_THAT(why, HasSubstr("h2: clock: +12.000 s against the launcher"));
+}
+
+TEST(RendezvousPreflightTest, WithoutAnExpectedCountAnUnfitNodeDoesNotEndTheWait) {
+  RendezvousState s(Cfg(2, 2), 0);
+  ASSERT_TRUE(s.Join(P("a", "h1"), 1).ok());
+  EXPECT_FALSE(s.Join(Unfit("b", "h2", "disk", "full"), 1).ok());
+  EXPECT_EQ(s.phase(), RendezvousPhase::kWaiting);
+}
+
 }  // namespace
 }  // namespace dlaunch

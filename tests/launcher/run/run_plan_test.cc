@@ -39,6 +39,41 @@ TEST(RunPlanTest, RendezvousFollowsThePlanWithShortHostNames) {
   EXPECT_EQ(rc.join_timeout_s, 30);
   EXPECT_EQ(rc.last_call_s, 2);
   EXPECT_EQ(rc.master_port, 29500);
+  EXPECT_EQ(rc.expected_agents, 2);
+  plan.spare_hosts = {"nid003"};
+  EXPECT_EQ(MakeRendezvousConfig(Spec(), plan).expected_agents, 3);
+}
+
+TEST(RunPlanTest, PreflightPlanNamesWhatEveryNodeMustOffer) {
+  JobSpec spec = Spec();
+  spec.gpus_per_node = 4;
+  spec.env["TMPDIR"] = "/local/scratch";
+  spec.preflight.paths = {"/lus/eagle/proj"};
+  spec.preflight.min_free_bytes = 2048;
+  spec.preflight.max_clock_offset_s = 1.5;
+  spec.preflight.timeout_s = 20;
+  spec.preflight.imports_auto = false;
+  spec.preflight.imports = {"torch"};
+  const v1::JoinResponse t = MakeJoinTemplate(spec, JobPlacement{"j1", "/jobs/j1", {"python3", "t.py"}, "/w"});
+  v1::PreflightPlan plan = MakePreflightPlan(spec, t);
+  EXPECT_TRUE(plan.enabled());
+  EXPECT_EQ(plan.gpus(), 4);
+  ASSERT_EQ(plan.paths_size(), 3);
+  EXPECT_EQ(plan.paths(0).path(), "/jobs/j1");
+  EXPECT_EQ(plan.paths(1).path(), "/local/scratch");
+  EXPECT_EQ(plan.paths(1).what(), "TMPDIR");
+  EXPECT_EQ(plan.paths(2).what(), "preflight.paths[0]");
+  EXPECT_EQ(plan.paths(2).min_free_bytes(), 2048);
+  EXPECT_THAT(plan.worker().argv(), ElementsAre("python3", "t.py"));
+  EXPECT_THAT(plan.ports(), ElementsAre(29500));
+  EXPECT_THAT(plan.python_imports(), ElementsAre("torch"));
+  EXPECT_FALSE(plan.python_imports_auto());
+  EXPECT_EQ(plan.max_clock_offset_ms(), 1500);
+  EXPECT_EQ(plan.timeout_ms(), 20000);
+  spec.preflight.enabled = false;
+  plan = MakePreflightPlan(spec, t);
+  EXPECT_FALSE(plan.enabled());
+  EXPECT_EQ(plan.paths_size(), 0);
 }
 
 TEST(RunPlanTest, JobConfigTakesTheSpecsTimingAndThePlansNodes) {

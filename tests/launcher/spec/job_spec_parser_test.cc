@@ -440,6 +440,35 @@ TEST(ParseJobSpecTest, WhatAFileMayCostIsBounded) {
             "job.yaml:2:258: lists and mappings nest more than 64 levels deep");
 }
 
+TEST(ParseJobSpecTest, PreflightSectionAndGpusPerNode) {
+  const JobSpec defaults = Parse("command: [x]\n");
+  EXPECT_TRUE(defaults.preflight.enabled);
+  EXPECT_EQ(defaults.preflight.min_free_bytes, int64_t{1} << 30);
+  EXPECT_TRUE(defaults.preflight.imports_auto);
+  const JobSpec spec = Parse(
+      "command: [x]\ngpus: {per_node: 4}\n"
+      "preflight: {timeout: 5s, min_free: 500MB, paths: [/scratch], clock_offset: off, "
+      "imports: [torch]}\n");
+  EXPECT_EQ(spec.gpus_per_node, 4);
+  EXPECT_EQ(spec.preflight.timeout_s, 5);
+  EXPECT_EQ(spec.preflight.min_free_bytes, 500000000);
+  EXPECT_THAT(spec.preflight.paths, ElementsAre("/scratch"));
+  EXPECT_EQ(spec.preflight.max_clock_offset_s, 0);
+  EXPECT_FALSE(spec.preflight.imports_auto);
+  EXPECT_THAT(spec.preflight.imports, ElementsAre("torch"));
+  EXPECT_FALSE(Parse("command: [x]\npreflight: off\n").preflight.enabled);
+}
+
+TEST(ParseJobSpecTest, BadPreflightValuesAreNamedWhereTheyAre) {
+  EXPECT_THAT(Errors("command: [x]\npreflight: {min_free: lots}\n"),
+              HasSubstr("job.yaml:2:23: preflight.min_free must be a size"));
+  EXPECT_THAT(Errors("command: [x]\npreflight: maybe\n"), HasSubstr("job.yaml:2:12"));
+  EXPECT_THAT(Errors("command: [x]\npreflight: {timeout: 0}\n"),
+              HasSubstr("preflight.timeout"));
+  EXPECT_THAT(Errors("command: [x]\npreflight: {min_fre: 1G}\n"), HasSubstr("min_free"));
+  EXPECT_THAT(Errors("command: [x]\ngpus: {per_node: -1}\n"), HasSubstr("gpus.per_node"));
+}
+
 TEST(LoadJobSpecTest, AFileOf100MBIsRefusedWithoutReadingIt) {
   char path[] = "/tmp/dlaunch-huge-job-XXXXXX";
   const int fd = mkstemp(path);

@@ -37,6 +37,9 @@ TEST(ResolvedJobYamlTest, RoundTripsToAnEqualSpec) {
       "nodes: {min: 2, max: 2, spares: 1}\ncommand: [x]\nmax_restarts: 3\n"
       "restarts: {backoff: 1s, backoff_max: 10s, crash_loop: 0, node_failures: 5}\n",
       "command: [x]\nstop: {exit_timeout: 2s}\nhealth: {stall_timeout: off}\n",
+      "command: [x]\ngpus: {per_node: 4}\npreflight: {timeout: 5s, min_free: 1.5G, "
+      "paths: [/lus/scratch, /local], clock_offset: off, imports: [torch, numpy]}\n",
+      "command: [x]\npreflight: off\n",
   };
   for (const std::string& text : jobs) {
     const JobSpec spec = Parse(text);
@@ -88,9 +91,16 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "gpus:\n"
             "  binding: shared\n"
             "  per_proc: 0\n"
+            "  per_node: 0\n"
             "cpus:\n"
             "  binding: cores\n"
             "  map: []\n"
+            "preflight:\n"
+            "  timeout: 30s\n"
+            "  min_free: 1GiB\n"
+            "  paths: []\n"
+            "  clock_offset: 10s\n"
+            "  imports: auto\n"
             "scheduler:\n"
             "  type: \"\"\n"
             "  site: \"\"\n"

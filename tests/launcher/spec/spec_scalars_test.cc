@@ -173,5 +173,23 @@ TEST(NamesTest, OneListForSchedulersAndLaunchers) {
   EXPECT_TRUE(IsConcreteNodeLauncherName("srun"));
 }
 
+TEST(ByteSizeTest, UnitsArePowersOf1024ExceptTheDecimalOnes) {
+  EXPECT_EQ(*ParseByteSize("0"), 0);
+  EXPECT_EQ(*ParseByteSize("4096"), 4096);
+  EXPECT_EQ(*ParseByteSize("1GiB"), int64_t{1} << 30);
+  EXPECT_EQ(*ParseByteSize("1G"), int64_t{1} << 30);
+  EXPECT_EQ(*ParseByteSize("512 MiB"), int64_t{512} << 20);
+  EXPECT_EQ(*ParseByteSize("1.5g"), int64_t{3} << 29);
+  EXPECT_EQ(*ParseByteSize("2TB"), 2000000000000);
+  EXPECT_EQ(*ParseByteSize("10k"), 10240);
+  for (const char* bad : {"", "G", "-1G", "1 GiBs", "1e3", "99999999999TiB", "1..5G"}) {
+    EXPECT_FALSE(ParseByteSize(bad).ok()) << bad;
+  }
+  for (int64_t bytes : {int64_t{0}, int64_t{1} << 30, int64_t{3} << 29, int64_t{12345}}) {
+    EXPECT_EQ(*ParseByteSize(FormatByteSize(bytes)), bytes) << FormatByteSize(bytes);
+  }
+  EXPECT_EQ(FormatByteSize(int64_t{1} << 30), "1GiB");
+}
+
 }  // namespace
 }  // namespace dlaunch

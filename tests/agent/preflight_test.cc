@@ -1,0 +1,205 @@
+#include "agent/preflight.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dlaunch {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::string TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "preflight-test-XXXXXX").string();
+  char* made = mkdtemp(tmpl.data());
+  return made ? made : "";
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+// A plan whose command is `argv`, run in `workdir`.
+v1::PreflightPlan CommandPlan(const std::vector<std::string>& argv, const std::string& workdir,
+                              const std::vector<std::string>& imports = {}) {
+  v1::PreflightPlan plan;
+  plan.set_enabled(true);
+  plan.set_timeout_ms(20000);
+  for (const auto& a : argv) plan.mutable_worker()->add_argv(a);
+  plan.mutable_worker()->set_workdir(workdir);
+  for (const auto& m : imports) plan.add_python_imports(m);
+  return plan;
+}
+
+TEST(PreflightGpusTest, FewerGpusThanTheJobNeedsFails) {
+  v1::CheckResult r = CheckGpus(4, 2, "nvml");
+  EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
+  EXPECT_EQ(r.detail(), "sees 2 GPU(s) (nvml), the job needs 4 (gpus.per_node)");
+  EXPECT_EQ(CheckGpus(4, 4, "nvml").verdict(), v1::CheckResult::PASSED);
+  EXPECT_EQ(CheckGpus(0, 0, "none").verdict(), v1::CheckResult::PASSED);
+}
+
+TEST(PreflightGpuProcessesTest, AProcessOnAGpuFailsNamingItsOwnerAndMemory) {
+  PreflightNode node;
+  node.gpus_seen = 2;
+  node.gpu_processes = std::vector<GpuProcess>{{"1", 4242, uint64_t{3} << 30}};
+  node.owner_of = [](int pid) { return pid == 4242 ? std::string("bob") : std::string("?"); };
+  v1::CheckResult r = CheckGpuProcesses(node);
+  EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
+  EXPECT_EQ(r.detail(), "GPUs already in use: GPU 1: pid 4242 of bob, 3.0 GiB");
+
+  node.gpu_processes = std::vector<GpuProcess>{};
+  EXPECT_EQ(CheckGpuProcesses(node).verdict(), v1::CheckResult::PASSED);
+  node.gpu_processes.reset();
+  node.gpu_processes_unavailable = "nvmlInit_v2 failed";
+  EXPECT_EQ(CheckGpuProcesses(node).verdict(), v1::CheckResult::SKIPPED);
+  EXPECT_THAT(CheckGpuProcesses(node).detail(), HasSubstr("nvmlInit_v2 failed"));
+}
+
+TEST(PreflightDiskTest, ADirectoryShortOfSpaceFailsWithTheFigure) {
+  v1::PreflightPlan plan;
+  for (const auto& [path, what] : std::vector<std::pair<std::string, std::string>>{
+           {"/jobs/j1", "job directory"}, {"/tmp", "TMPDIR"}}) {
+    v1::PathNeed* n = plan.add_paths();
+    n->set_path(path);
+    n->set_what(what);
+    n->set_min_free_bytes(int64_t{1} << 30);
+  }
+  PreflightNode node;
+  node.disk_free = [](const std::string& path) -> absl::StatusOr<DiskFree> {
+    if (path == "/tmp") return DiskFree{int64_t{400} << 20, int64_t{8} << 30};
+    return DiskFree{int64_t{50} << 30, int64_t{100} << 30};
+  };
+  v1::CheckResult r = CheckDisk(plan, node);
+  EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
+  EXPECT_EQ(r.detail(), "TMPDIR /tmp: 0.4 GiB free, needs 1.0 GiB (preflight.min_free)");
+}
+
+TEST(PreflightDiskTest, AJobDirectoryNotMadeYetIsMeasuredAtItsNearestParent) {
+  const std::string dir = TempDir();
+  absl::StatusOr<DiskFree> free = StatDiskFree(dir + "/runs/job-1/checkpoints");
+  ASSERT_TRUE(free.ok()) << free.status();
+  EXPECT_GT(free->total_bytes, 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PreflightPortsTest, APortAnotherProcessListensOnFails) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  v1::CheckResult taken = CheckPorts({port});
+  EXPECT_EQ(taken.verdict(), v1::CheckResult::FAILED);
+  EXPECT_THAT(taken.detail(), HasSubstr("port " + std::to_string(port) + " is in use"));
+  close(fd);
+  EXPECT_EQ(CheckPorts({port}).verdict(), v1::CheckResult::PASSED);
+  EXPECT_EQ(CheckPorts({}).verdict(), v1::CheckResult::SKIPPED);
+}
+
+TEST(PreflightClockTest, TheOffsetIsJudgedAgainstTheRoundTrip) {
+  // The launcher answered at 10 000; the agent asked at 9 000 and heard at 9 100: 950 ms behind.
+  v1::CheckResult behind = CheckClock(10000, 9000, 9100, 500);
+  EXPECT_EQ(behind.verdict(), v1::CheckResult::FAILED);
+  EXPECT_THAT(behind.detail(), HasSubstr("-0.950 s against the launcher (+/- 0.050 s)"));
+  EXPECT_EQ(CheckClock(10000, 9000, 9100, 2000).verdict(), v1::CheckResult::PASSED);
+  // A long round trip leaves room: the launcher may have read its clock at either end.
+  EXPECT_EQ(CheckClock(10000, 8000, 11000, 1000).verdict(), v1::CheckResult::PASSED);
+  EXPECT_EQ(CheckClock(10000, 0, 0, 0).verdict(), v1::CheckResult::SKIPPED);
+}
+
+TEST(PreflightCommandTest, AProgramNotOnPathFails) {
+  v1::CheckResult r =
+      CheckCommand(CommandPlan({"no-such-program-xyz"}, "/"), {{"PATH", "/usr/bin:/bin"}});
+  EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
+  EXPECT_EQ(r.detail(), "no-such-program-xyz: not found or not executable on PATH");
+  EXPECT_EQ(CheckCommand(CommandPlan({"true"}, "/"), {{"PATH", "/usr/bin:/bin"}}).verdict(),
+            v1::CheckResult::PASSED);
+}
+
+TEST(PreflightCommandTest, AMissingWorkingDirectoryFails) {
+  v1::CheckResult r = CheckCommand(CommandPlan({"true"}, "/no/such/dir"), {{"PATH", "/usr/bin"}});
+  EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
+  EXPECT_THAT(r.detail(), HasSubstr("/no/such/dir does not exist"));
+}
+
+TEST(PreflightCommandTest, PythonThatCannotImportAModuleFailsWithTheException) {
+  const std::string dir = TempDir();
+  v1::CheckResult r = CheckCommand(CommandPlan({"python3", "train.py"}, dir, {"no_such_mod_xyz"}),
+                                   {{"PATH", "/usr/bin:/bin"}});
+  EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
+  EXPECT_THAT(r.detail(), HasSubstr("import no_such_mod_xyz"));
+  EXPECT_THAT(r.detail(), HasSubstr("ModuleNotFoundError: No module named 'no_such_mod_xyz'"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PreflightCommandTest, PythonImportsRunInTheJobsWorkdirAndEnvironment) {
+  const std::string dir = TempDir();
+  WriteFile(dir + "/site_mod.py", "VALUE = 1\n");
+  v1::CheckResult r = CheckCommand(CommandPlan({"python3", "train.py"}, dir, {"site_mod"}),
+                                   {{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", dir}});
+  EXPECT_EQ(r.verdict(), v1::CheckResult::PASSED) << r.detail();
+  EXPECT_THAT(r.detail(), HasSubstr("Python 3."));
+  EXPECT_THAT(r.detail(), HasSubstr("import site_mod in "));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PreflightCommandTest, AnImportThatHangsIsCutAtTheTimeout) {
+  const std::string dir = TempDir();
+  WriteFile(dir + "/slow_mod.py", "import time\ntime.sleep(60)\n");
+  v1::PreflightPlan plan = CommandPlan({"python3", "train.py"}, dir, {"slow_mod"});
+  plan.set_timeout_ms(1000);
+  const auto start = std::chrono::steady_clock::now();
+  v1::CheckResult r = CheckCommand(plan, {{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", dir}});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
+  EXPECT_THAT(r.detail(), HasSubstr("did not finish within 1 s"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PreflightImportsTest, TorchIsCheckedWhenTheScriptImportsIt) {
+  const std::string dir = TempDir();
+  WriteFile(dir + "/ddp.py", "import os\nfrom torch import nn\n");
+  WriteFile(dir + "/plain.py", "import os\n# import torch: a comment, not an import\n");
+  EXPECT_THAT(PythonImportsFor({"python3", "-u", "ddp.py"}, dir), ::testing::ElementsAre("torch"));
+  EXPECT_THAT(PythonImportsFor({"python3", "plain.py"}, dir), IsEmpty());
+  EXPECT_THAT(PythonImportsFor({"python3", "-m", "torch.distributed.run", "x.py"}, dir),
+              ::testing::ElementsAre("torch"));
+  EXPECT_THAT(PythonImportsFor({"python3", "-c", "print(1)"}, dir), IsEmpty());
+  EXPECT_THAT(PythonImportsFor({"/opt/venv/bin/python3.11", "-c", "import torch"}, dir),
+              ::testing::ElementsAre("torch"));
+  EXPECT_THAT(PythonImportsFor({"dlaunch-worker", "ddp.py"}, dir), IsEmpty());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PreflightTest, ADisabledPlanChecksNothingAndAnEnabledOneEveryCheckOnce) {
+  v1::PreflightPlan off;
+  EXPECT_THAT(RunPreflight(off, PreflightNode{}), IsEmpty());
+  v1::PreflightPlan plan = CommandPlan({"true"}, "/");
+  PreflightNode node;
+  node.env = {{"PATH", "/bin:/usr/bin"}};
+  std::vector<v1::CheckResult> checks = RunPreflight(plan, node);
+  std::vector<std::string> names;
+  for (const auto& c : checks) names.push_back(c.name());
+  EXPECT_THAT(names, ::testing::ElementsAre("gpus", "gpu processes", "disk", "command", "ports",
+                                            "clock"));
+  for (const auto& c : checks) EXPECT_NE(c.verdict(), v1::CheckResult::FAILED) << c.name();
+}
+
+}  // namespace
+}  // namespace dlaunch
