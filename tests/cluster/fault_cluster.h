@@ -30,6 +30,7 @@ struct FaultJobOptions {
   std::string exit_timeout;   // stop.exit_timeout
   int master_port = 0;        // rendezvous.master_port
   std::string command;        // replaces the fault worker (a full `command:` value)
+  std::string preflight;      // a full `preflight:` value, e.g. "off"
 };
 
 // A tmpfs mounted on a fresh directory under /tmp, unmounted and removed on destruction.

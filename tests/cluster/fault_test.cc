@@ -242,16 +242,27 @@ class FaultTest : public FaultClusterTest {
 
   // Something already listens on node 0's MASTER_PORT: rank 0 cannot open its store there. A
   // restart gets a fresh port from node 0 and succeeds.
-  void TakenMasterPort(int restarts) {
-    const int port = 29517;
+  // A process on h1 listening on `port` (the job's master port); its pid.
+  pid_t BlockPortOnH1(int port) {
     pid_t blocker = cluster_->SpawnOn(
         "h1", absl::StrCat("exec /usr/bin/python3 -c 'import socket,time; s=socket.socket(); ",
                            "s.bind((\"0.0.0.0\", ", port, ")); s.listen(); time.sleep(600)'"),
         cluster_->dir() + "/blocker.log");
+    if (blocker > 0 && !WaitListening("h1", port)) {
+      ADD_FAILURE() << ReadFileOrEmpty(cluster_->dir() + "/blocker.log");
+    }
+    return blocker;
+  }
+
+  // The port is taken when the worker binds it: with the preflight off (it would find the port
+  // taken before any worker starts, as PreflightFindsTheTakenPort shows), rank 0 fails.
+  void TakenMasterPort(int restarts) {
+    const int port = 29517;
+    pid_t blocker = BlockPortOnH1(port);
     ASSERT_GT(blocker, 0);
-    ASSERT_TRUE(WaitListening("h1", port)) << ReadFileOrEmpty(cluster_->dir() + "/blocker.log");
     FaultJobOptions options = Restarts(restarts);
     options.master_port = port;
+    options.preflight = "off";
     pid_t launcher = StartJob(absl::StrCat("porttaken-r", restarts), {}, options);
     ASSERT_GT(launcher, 0);
     const int code = WaitJobEnd(launcher);
@@ -274,6 +285,41 @@ class FaultTest : public FaultClusterTest {
         << "round 1 must not reuse the taken port " << port;
     EXPECT_EQ(code, 0) << LauncherOutput();
     ExpectRestartedAndSucceeded(kNodes * kProcs, absl::Seconds(6));
+  }
+
+  // The master port is taken on h1 before the job starts. With `nodes` exact (3) the job stops
+  // at the preflight, naming h1 and the port, before any worker starts; with "2:3" h1 is left
+  // out and the job runs on h2 and h3.
+  void PreflightFindsTheTakenPort(const std::string& nodes) {
+    const int port = 29518;
+    pid_t blocker = BlockPortOnH1(port);
+    ASSERT_GT(blocker, 0);
+    FaultJobOptions options;
+    options.master_port = port;
+    options.nodes = nodes;
+    pid_t launcher = StartJob(absl::StrCat("preflight-", nodes.size()),
+                              {"--round0-steps", "5", "--step-time", "0.05"}, options);
+    ASSERT_GT(launcher, 0);
+    const int code = WaitJobEnd(launcher);
+    kill(blocker, SIGKILL);
+    ASSERT_TRUE(cluster_->WaitSpawned(blocker, absl::Seconds(10)).ok());
+    const std::string out = LauncherOutput();
+    const std::string named = absl::StrCat("h1: ports: port ", port, " is in use");
+    EXPECT_TRUE(absl::StrContains(out, "node left out: h1")) << out;
+    EXPECT_TRUE(absl::StrContains(ReadJobFile("events.jsonl"), "\"node_unfit\""));
+    ExpectNothingLeft();
+    if (nodes == "3") {
+      EXPECT_EQ(code, 3) << out;
+      EXPECT_TRUE(absl::StrContains(out, "preflight: 2 fit node(s) of 3 needed; no worker was started"))
+          << out;
+      EXPECT_TRUE(absl::StrContains(out, "\n  " + named)) << out;
+      EXPECT_FALSE(absl::StrContains(ReadJobFile("events.jsonl"), "worker_started"));
+      return;
+    }
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_TRUE(absl::StrContains(out, "rendezvous complete")) << out;
+    EXPECT_TRUE(absl::StrContains(out, "2 node(s), world size 4")) << out;
+    EXPECT_TRUE(absl::StrContains(out, absl::StrCat("MASTER_ADDR=", cluster_->HostIp("h2")))) << out;
   }
 };
 
@@ -341,6 +387,11 @@ TEST_F(FaultTest, TakenMasterPortIsNamed) {
   TakenMasterPort(0);
 }
 TEST_F(FaultTest, TakenMasterPortRestartsOnAFreshPort) { TakenMasterPort(1); }
+TEST_F(FaultTest, PreflightLeavesOutTheNodeWithTheTakenPort) { PreflightFindsTheTakenPort("2:3"); }
+TEST_F(FaultTest, PreflightStopsTheJobBeforeAnyWorkerStarts) {
+  FAULT_SUITE_FULL_ONLY();
+  PreflightFindsTheTakenPort("3");
+}
 
 // The whole loop with the LibTorch trainer: 3 hosts x 2 ranks train a small MLP on synthetic
 // data with a checkpoint every 5 steps; in round 0, rank 3 kills itself after step 12. The job
