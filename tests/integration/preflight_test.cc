@@ -59,7 +59,7 @@ TEST_F(PreflightTest, AJobWhosePythonLacksAModuleStopsBeforeAnyWorkerStarts) {
             "ModuleNotFoundError: No module named 'dlaunch_no_such_module'"))
       << out_;
   EXPECT_FALSE(std::filesystem::exists(marker));
-  // Each agent said why it stepped aside, and the journal names both nodes.
+  // The journal names both nodes, with their checks.
   int unfit = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(tmp_ + "/runs")) {
     if (entry.path().filename() == "events.jsonl") {
@@ -68,9 +68,6 @@ TEST_F(PreflightTest, AJobWhosePythonLacksAModuleStopsBeforeAnyWorkerStarts) {
         if (absl::StrContains(line, "\"node_unfit\"")) ++unfit;
       }
       EXPECT_FALSE(absl::StrContains(events, "worker_started"));
-    }
-    if (entry.path().filename() == "agent-0.log") {
-      EXPECT_TRUE(absl::StrContains(ReadFile(entry.path().string()), "left out of the job"));
     }
   }
   EXPECT_EQ(unfit, 2);
