@@ -123,9 +123,11 @@ size_t LongestName(absl::string_view item) {
   return length;
 }
 
+// `bytes`: the characters of `hosts` so far.
 absl::Status ExpandItem(absl::string_view hostlist, absl::string_view item,
-                        std::vector<std::string>* hosts) {
-  if (LongestName(item) > kMaxHostNameLength) {
+                        std::vector<std::string>* hosts, size_t* bytes) {
+  const size_t longest = LongestName(item);
+  if (longest > kMaxHostNameLength) {
     return BadHostlist(hostlist, absl::StrCat("'", item.substr(0, 40),
                                               "...' names a host of more than ",
                                               kMaxHostNameLength, " characters"));
@@ -141,6 +143,11 @@ absl::Status ExpandItem(absl::string_view hostlist, absl::string_view item,
       if (!numbers.ok()) return numbers.status();
       if (partial.size() * numbers->size() + hosts->size() > kMaxHostlistHosts) {
         return BadHostlist(hostlist, absl::StrCat("more than ", kMaxHostlistHosts, " hosts"));
+      }
+      // Many short groups multiply as one large range does, with longer names.
+      if (partial.size() * numbers->size() * longest + *bytes > kMaxHostlistBytes) {
+        return BadHostlist(hostlist, absl::StrCat("more than ", kMaxHostlistBytes >> 20,
+                                                  " MiB of host names"));
       }
       std::vector<std::string> next;
       next.reserve(partial.size() * numbers->size());
@@ -159,7 +166,10 @@ absl::Status ExpandItem(absl::string_view hostlist, absl::string_view item,
   if (hosts->size() + partial.size() > kMaxHostlistHosts) {
     return BadHostlist(hostlist, absl::StrCat("more than ", kMaxHostlistHosts, " hosts"));
   }
-  for (std::string& host : partial) hosts->push_back(std::move(host));
+  for (std::string& host : partial) {
+    *bytes += host.size();
+    hosts->push_back(std::move(host));
+  }
   return absl::OkStatus();
 }
 
@@ -172,6 +182,7 @@ absl::StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view hostlis
   absl::StatusOr<std::vector<absl::string_view>> items = SplitItems(trimmed);
   if (!items.ok()) return items.status();
   std::vector<std::string> hosts;
+  size_t bytes = 0;
   for (absl::string_view raw_item : *items) {
     const absl::string_view item = absl::StripAsciiWhitespace(raw_item);
     if (item.empty()) return BadHostlist(hostlist, "empty host name");
@@ -180,7 +191,9 @@ absl::StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view hostlis
         return BadHostlist(hostlist, absl::StrCat("'", item, "' contains whitespace"));
       }
     }
-    if (absl::Status status = ExpandItem(hostlist, item, &hosts); !status.ok()) return status;
+    if (absl::Status status = ExpandItem(hostlist, item, &hosts, &bytes); !status.ok()) {
+      return status;
+    }
   }
   return hosts;
 }

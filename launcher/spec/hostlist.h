@@ -15,7 +15,7 @@ namespace dlaunch {
 // ("[08-10]" gives 08, 09, 10); several bracket groups in one item multiply, leftmost slowest,
 // as Slurm does. Malformed input (unbalanced or nested brackets, empty items, decreasing or
 // non-numeric ranges, more than kMaxHostlistHosts hosts, a name longer than
-// kMaxHostNameLength) is InvalidArgument naming the problem.
+// kMaxHostNameLength, more than kMaxHostlistBytes of names) is InvalidArgument naming the problem.
 absl::StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view hostlist);
 
 // Upper bound on one expansion, so a typo like "n[0-999999999]" fails fast instead of
@@ -24,6 +24,8 @@ inline constexpr size_t kMaxHostlistHosts = 1000000;
 // A host name longer than DNS allows is a mistake; with kMaxHostlistHosts it also bounds an
 // expansion's memory (a long name times a large range).
 inline constexpr size_t kMaxHostNameLength = 255;
+// The characters of all names of one expansion: a million names of 64 characters.
+inline constexpr size_t kMaxHostlistBytes = 64 << 20;
 
 
 }  // namespace dlaunch

@@ -85,6 +85,10 @@ TEST(ExpandHostlistTest, WhatAnExpansionMayCostIsBounded) {
                 "...\": 'nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn...' names a host of more than "
                 "255 characters");
   EXPECT_THAT(ExpandError(std::string(255, 'n') + "[0-9]"), HasSubstr("more than 255 characters"));
+  // Found by fuzzing: twelve groups of three are half a million names of 200 characters.
+  std::string groups = std::string(150, 'n');
+  for (int i = 0; i < 12; ++i) groups += "[1-3]k";
+  EXPECT_THAT(ExpandError(groups), HasSubstr("more than 64 MiB of host names"));
   ASSERT_TRUE(ExpandHostlist(std::string(253, 'n') + "[00-99]").ok());
   // Plain names count against the bound as ranges do, and a list of millions stops early.
   std::string many;
