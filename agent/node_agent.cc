@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "agent/host_monitor.h"
+#include "agent/orphan_sweeper.h"
 #include "agent/preflight.h"
 #include "agent/report_merge.h"
 #include "agent/worker_env.h"
@@ -100,6 +101,8 @@ absl::Status NodeAgent::Start() {
                              job_.max_restarts(), job_.spare(), job_.round(),
                              job_.heartbeat_misses()});
   WatchSignals();
+  // Daemons the workers start (setsid, double fork) are handed to this agent, not to init.
+  if (!BecomeSubreaper()) Log("cannot become the workers' subreaper: their daemons may outlive the job");
   if (job_.spare()) Log("joined as a spare: waiting for a round to take a lost node's place");
 
   // Unix socket paths are limited to 107 bytes, so the socket lives in /tmp, not the job dir.
@@ -166,7 +169,18 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
   Apply(state_->OnWorkersStarted(ok, static_cast<int>(requests.size()) - ok));
 }
 
+void NodeAgent::SweepOrphans() {
+  // Bounded by the job's grace (at most 2 s per pass): the round or the agent's exit waits.
+  const auto grace = std::min(milliseconds(job_.grace_ms()), milliseconds(2000));
+  std::vector<std::string> ended = EndAdopted(grace);
+  if (!ended.empty()) {
+    Log(absl::StrCat("ended ", ended.size(), " process(es) the workers left behind: ",
+                     absl::StrJoin(ended, ", ")));
+  }
+}
+
 void NodeAgent::ReportRoundEnded(int round) {
+  SweepOrphans();
   v1::AgentMessage msg = Message();
   auto* ended = msg.mutable_round_ended();
   ended->set_round(round);
@@ -395,6 +409,7 @@ void NodeAgent::Stop(const StopWorkers& stop) {
 }
 
 void NodeAgent::Heartbeat() {
+  ReapAdoptedZombies();
   if (!state_->session_open()) return;
   v1::AgentMessage msg = Message();
   auto* hb = msg.mutable_heartbeat();
@@ -466,6 +481,7 @@ void NodeAgent::ReportsDrained() {
 
 void NodeAgent::Finish(int code) {
   exit_code_ = code;
+  SweepOrphans();
   if (drain_timer_) clock_.Cancel(*drain_timer_);
   if (heartbeat_timer_) clock_.Cancel(*heartbeat_timer_);
   drain_timer_.reset();

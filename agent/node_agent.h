@@ -60,6 +60,8 @@ class NodeAgent {
   absl::StatusOr<v1::JoinResponse> Join(const GpuInventory& gpus,
                                         const std::vector<v1::CheckResult>& checks);
   void WatchSignals();
+  // Ends what the workers left behind (agent/orphan_sweeper.h) and logs it.
+  void SweepOrphans();
   absl::Status StartReportServer(const std::string& socket_path);
   absl::Status OpenSession();
   // The round's place (job_) planned onto this node: cached while the number of local ranks is

@@ -77,8 +77,7 @@ absl::StatusOr<CommandResult> RunCommandWith(SpawnOptions options, double timeou
   const bool finished = DrainUntil(*child, deadline, &result);
   if (!finished) ::kill(options.new_process_group ? -child->pid : child->pid, SIGKILL);
   int status = 0;
-  while (::waitpid(child->pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  WaitChild(child->pid, &status, 0);
   if (!finished) {
     return absl::DeadlineExceededError(absl::StrCat(absl::StrJoin(argv, " "),
                                                     " did not finish within ", timeout_s, " s"));

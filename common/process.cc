@@ -12,6 +12,8 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_io.h"
@@ -98,7 +100,31 @@ void PrepareExec(const SpawnOptions& options, ExecPlan* plan) {
   FailInChild(status_fd, 'e');
 }
 
+std::mutex& SpawnedMutex() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+std::unordered_set<pid_t>& Spawned() {
+  static auto* pids = new std::unordered_set<pid_t>;
+  return *pids;
+}
+
 }  // namespace
+
+pid_t WaitChild(pid_t pid, int* status, int flags) {
+  pid_t r;
+  do r = waitpid(pid, status, flags); while (r < 0 && errno == EINTR);
+  if (r == pid) {
+    std::lock_guard<std::mutex> lock(SpawnedMutex());
+    Spawned().erase(pid);
+  }
+  return r;
+}
+
+bool IsSpawnedChild(pid_t pid) {
+  std::lock_guard<std::mutex> lock(SpawnedMutex());
+  return Spawned().count(pid) > 0;
+}
 
 absl::StatusOr<PendingProcess> ForkProcess(const SpawnOptions& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("empty command");
@@ -118,6 +144,10 @@ absl::StatusOr<PendingProcess> ForkProcess(const SpawnOptions& options) {
     return absl::ResourceExhaustedError(absl::StrCat("fork: ", strerror(e)));
   }
   if (pid == 0) RunChild(options, plan, parent, out[1], err[1], exec_err[1]);
+  {
+    std::lock_guard<std::mutex> lock(SpawnedMutex());
+    Spawned().insert(pid);
+  }
   if (options.new_process_group) setpgid(pid, pid);  // also in the parent: no race with a signal
   CloseAll({&out[1], &err[1], &exec_err[1]});
   PendingProcess p;
@@ -141,7 +171,7 @@ absl::StatusOr<SpawnedProcess> AwaitExec(PendingProcess p) {
     CloseIfOpen(p.stdout_fd);
     CloseIfOpen(p.stderr_fd);
     int st;
-    waitpid(p.pid, &st, 0);
+    WaitChild(p.pid, &st, 0);
     if (what == 'a') {
       return absl::InvalidArgumentError(
           absl::StrCat("cannot set CPU affinity of '", p.program, "': ", strerror(code)));

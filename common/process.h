@@ -48,6 +48,14 @@ absl::StatusOr<PendingProcess> ForkProcess(const SpawnOptions& options);
 // PermissionDenied for EACCES, ...), not as a child that exits 127.
 absl::StatusOr<SpawnedProcess> AwaitExec(PendingProcess pending);
 
+// waitpid(pid, status, flags) for a child ForkProcess made; once reaped it is forgotten by
+// IsSpawnedChild. Returns what waitpid returns (EINTR is retried).
+pid_t WaitChild(pid_t pid, int* status, int flags);
+
+// True for a child ForkProcess made that is not reaped yet. A child subreaper (the agent) tells
+// its own children from the orphans it adopted by this.
+bool IsSpawnedChild(pid_t pid);
+
 // Exit status of a reaped child in words: "exit code 3", "signal 9 (Killed)".
 std::string DescribeWaitStatus(int wait_status);
 

@@ -19,7 +19,7 @@ bool SystemProcessLauncher::SignalGroup(pid_t pgid, int sig) {
 
 std::optional<int> SystemProcessLauncher::TryReap(pid_t pid) {
   int status = 0;
-  if (waitpid(pid, &status, WNOHANG) != pid) return std::nullopt;
+  if (WaitChild(pid, &status, WNOHANG) != pid) return std::nullopt;
   return status;
 }
 
