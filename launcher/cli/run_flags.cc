@@ -28,7 +28,8 @@ const char kRunUsage[] =
     "  --stall-timeout SECONDS a rank without progress this long is stalled (default: adaptive)\n"
     "  --join-timeout SECONDS  how long to wait for every node to join\n"
     "  --max-restarts N        restart the job in a new round up to N times on a failure\n"
-    "  --spares K              start K extra agents that wait and replace lost nodes (local runs)\n";
+    "  --spares K              start K extra agents that wait and replace lost nodes (local runs)\n"
+    "  --no-preflight          skip the nodes' checks before round 0 (docs/preflight.md)\n";
 
 namespace {
 
@@ -108,6 +109,11 @@ std::vector<Flag> RunFlagTable(RunFlags* f) {
       {{"--join-timeout"}, true, Seconds("--join-timeout", &f->join_timeout_s)},
       {{"--max-restarts", "--max_restarts"}, true, Count("--max-restarts", &f->max_restarts)},
       {{"--spares"}, true, Count("--spares", &f->spares)},
+      {{"--no-preflight"}, false,
+       [f](const std::string&) {
+         f->no_preflight = true;
+         return absl::OkStatus();
+       }},
   };
 }
 
@@ -191,6 +197,7 @@ absl::StatusOr<JobSpec> BuildRunSpec(const RunFlags& f) {
   if (f.join_timeout_s > 0) spec.join_timeout_s = f.join_timeout_s;
   if (f.max_restarts >= 0) spec.max_restarts = f.max_restarts;
   if (f.spares >= 0) spec.spare_nodes = f.spares;
+  if (f.no_preflight) spec.preflight.enabled = false;
   if (!f.show_ranks.empty()) {
     if (absl::Status st = ApplyShowRanks(f.show_ranks, &spec); !st.ok()) return st;
   }

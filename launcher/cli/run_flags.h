@@ -34,6 +34,7 @@ struct RunFlags {
   double join_timeout_s = -1;             // --join-timeout
   int max_restarts = -1;                  // --max-restarts
   int spares = -1;                        // --spares (nodes.spares)
+  bool no_preflight = false;              // --no-preflight (preflight: off)
 };
 
 // True when `args` (before any `--`) ask for help.

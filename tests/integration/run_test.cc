@@ -377,9 +377,21 @@ TEST_F(RunTest, JoinTimeoutNamesTheMissingNodes) {
   EXPECT_TRUE(JobProcesses().empty()) << Leftovers();
 }
 
-TEST_F(RunTest, MissingWorkerProgramIsNamed) {
+TEST_F(RunTest, MissingWorkerProgramIsNamedByThePreflight) {
   ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2", "--job-dir",
                     job_dir_, "--heartbeat", kHeartbeat, "--", "/nonexistent/train"},
+                   tmp_);
+  auto code = run.Wait(seconds(60));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 3);
+  EXPECT_TRUE(absl::StrContains(run.Stderr(), "command: /nonexistent/train: not found or not executable"))
+      << run.Stderr();
+  EXPECT_TRUE(JobProcesses().empty()) << Leftovers();
+}
+
+TEST_F(RunTest, MissingWorkerProgramIsNamed) {
+  ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2", "--job-dir",
+                    job_dir_, "--heartbeat", kHeartbeat, "--no-preflight", "--", "/nonexistent/train"},
                    tmp_);
   auto code = run.Wait(seconds(60));
   ASSERT_TRUE(code.has_value());
