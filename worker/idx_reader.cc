@@ -51,9 +51,11 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
   while ((n = gzread(f, buf, sizeof(buf))) > 0) bytes.append(buf, static_cast<size_t>(n));
   int err = Z_OK;
   const char* msg = gzerror(f, &err);
+  // gzerror's text belongs to the gzFile: copied before gzclose frees it.
+  const std::string error = msg != nullptr && *msg != '\0' ? msg : "read error";
   gzclose(f);
   if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) {
-    return absl::DataLossError(absl::StrCat(path, ": ", msg ? msg : "read error"));
+    return absl::DataLossError(absl::StrCat(path, ": ", error));
   }
   return ParseIdx(bytes, path);
 }

@@ -1,5 +1,9 @@
 #include "worker/idx_reader.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
 namespace dlaunch::worker {
@@ -28,6 +32,23 @@ TEST(IdxReaderTest, DimensionsWhoseProductWrapsAreRefused) {
   absl::StatusOr<IdxArray> a = ParseIdx(bytes, "wrapped.idx");
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().message(), "wrapped.idx: idx dimensions multiply past 2^64");
+}
+
+TEST(IdxReaderTest, ACorruptGzipFileIsDataLossWithZlibsReason) {
+  // Found by fuzzing (AddressSanitizer): the reason was read after gzclose had freed it.
+  char path[] = "/tmp/dlaunch-idx-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  // A gzip header, then a deflate block of a reserved type: "invalid block type".
+  const std::string bytes("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff\xff\xff\xff", 14);
+  ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  close(fd);
+  absl::StatusOr<IdxArray> a = ReadIdxFile(path);
+  unlink(path);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kDataLoss);
+  // zlib's own text names the file too.
+  EXPECT_TRUE(absl::EndsWith(a.status().message(), ": invalid block type")) << a.status();
 }
 
 TEST(IdxReaderTest, ReadsRealFashionMnistLabels) {
