@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
   Seed(0x01)
       .Message(0, Worker(0, 0, WorkerEvent::STARTED)).Message(1, Worker(0, 1, WorkerEvent::STARTED))
       .Tick(4).Message(0, Beat(0, 0, 10)).Message(1, Beat(0, 1, 10)).Tick(4)
-      .Message(0, Worker(0, 0, WorkerEvent::SUCCEEDED)).Message(1, Worker(0, 1, WorkerEvent::SUCCEEDED))
+      .Message(0, Worker(0, 0, WorkerEvent::SUCCEEDED))
+      .Message(1, Worker(0, 1, WorkerEvent::SUCCEEDED))
       .SessionEnded(0).SessionEnded(1).LauncherExited(0, 0).LauncherExited(1, 0)
       .Write(dir + "/two-nodes-succeed");
   // Config 0x11: two nodes, one restart. Rank 1 fails, the round ends, a second round runs.
