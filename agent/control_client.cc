@@ -24,26 +24,12 @@ ControlClient::~ControlClient() { Close(std::chrono::milliseconds(0)); }
 
 absl::StatusOr<v1::PreflightPlan> ControlClient::Preflight(const v1::PreflightRequest& request,
                                                            std::chrono::milliseconds timeout) {
-  grpc::ClientContext ctx;
-  ctx.AddMetadata(kTokenMetadataKey, token_);
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  ctx.set_wait_for_ready(true);  // the launcher may still be starting its server
-  v1::PreflightPlan plan;
-  grpc::Status s = stub_->Preflight(&ctx, request, &plan);
-  if (!s.ok()) return FromGrpcStatus(s);
-  return plan;
+  return Unary<v1::PreflightPlan>(&v1::Control::Stub::Preflight, request, timeout);
 }
 
 absl::StatusOr<v1::JoinResponse> ControlClient::Join(const v1::JoinRequest& request,
                                                      std::chrono::milliseconds timeout) {
-  grpc::ClientContext ctx;
-  ctx.AddMetadata(kTokenMetadataKey, token_);
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  ctx.set_wait_for_ready(true);  // the launcher may still be starting its server
-  v1::JoinResponse response;
-  grpc::Status s = stub_->Join(&ctx, request, &response);
-  if (!s.ok()) return FromGrpcStatus(s);
-  return response;
+  return Unary<v1::JoinResponse>(&v1::Control::Stub::Join, request, timeout);
 }
 
 absl::Status ControlClient::OpenSession(OnCommand on_command, OnClosed on_closed) {

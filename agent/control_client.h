@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "dlaunch/control.grpc.pb.h"
+#include "proto/grpc_status.h"
 
 namespace dlaunch {
 
@@ -43,6 +44,20 @@ class ControlClient {
   void Close(std::chrono::milliseconds timeout);
 
  private:
+  // One unary call with the token, a deadline, and waiting for the launcher's server to be up.
+  template <typename Response, typename Method, typename Request>
+  absl::StatusOr<Response> Unary(Method method, const Request& request,
+                                 std::chrono::milliseconds timeout) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(kTokenMetadataKey, token_);
+    ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+    ctx.set_wait_for_ready(true);  // the launcher may still be starting its server
+    Response response;
+    grpc::Status s = (stub_.get()->*method)(&ctx, request, &response);
+    if (!s.ok()) return FromGrpcStatus(s);
+    return response;
+  }
+
   void ReaderLoop(OnCommand on_command, OnClosed on_closed);
   void WriterLoop();
 

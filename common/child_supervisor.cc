@@ -51,6 +51,24 @@ absl::StatusOr<int> ChildSupervisor::OpenLog(int rank) const {
   return fd;
 }
 
+absl::Status ChildSupervisor::StartCommands(const std::vector<std::vector<std::string>>& commands) {
+  std::vector<StartRequest> requests;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    StartRequest r;
+    r.rank = r.local_rank = static_cast<int>(i);
+    r.options.argv = commands[i];
+    requests.push_back(std::move(r));
+  }
+  for (const auto& pid : StartAll(std::move(requests))) {
+    if (!pid.ok()) {
+      KillAll();
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot start the node launcher: ", pid.status().message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::vector<absl::StatusOr<pid_t>> ChildSupervisor::StartAll(std::vector<StartRequest> requests) {
   std::vector<std::unique_ptr<Worker>> workers(requests.size());
   std::vector<absl::StatusOr<PendingProcess>> pending;

@@ -60,6 +60,9 @@ class ChildSupervisor {
   // cost one scheduling delay rather than N. One result (the pid, or why it could not start)
   // per request, in order.
   std::vector<absl::StatusOr<pid_t>> StartAll(std::vector<StartRequest> requests);
+  // StartAll of one child per argv, numbered 0.. in order (the node launchers). All or none:
+  // when one cannot start the others are killed, and the error names it.
+  absl::Status StartCommands(const std::vector<std::vector<std::string>>& commands);
   // SIGTERM to every running child's group now, SIGKILL to what is left after `grace`.
   // Idempotent: a child gets one SIGTERM, and a later call can bring the SIGKILL forward but
   // never push it later.

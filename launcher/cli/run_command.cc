@@ -102,6 +102,37 @@ absl::StatusOr<std::vector<std::vector<std::string>>> LaunchCommands(
   return BuildNodeLaunchCommands(nl);
 }
 
+// What `run` and `doctor` set up before anything starts: the hosts, the token, the job
+// directory and where the workers run.
+struct PreparedJob {
+  std::string self_host;
+  HostPlan plan;
+  std::string token;
+  std::string job_id;
+  JobDirectory dir;
+  JobPlacement placement;
+};
+
+// InvalidArgument: the hosts asked for are wrong (a usage error); else a launch error.
+absl::StatusOr<PreparedJob> PrepareJob(const RunFlags& flags, const JobSpec& spec) {
+  const std::string self_host = LocalHostName();
+  auto alloc = DetectAllocation();
+  if (!alloc.ok()) return absl::UnavailableError(alloc.status().message());
+  auto plan = ResolveHosts(spec, flags.hosts, *alloc, ShortHostName(self_host));
+  if (!plan.ok()) return plan.status();
+  const std::string token = RandomHex(32);
+  std::string job_id;
+  auto dir = PrepareJobDirectory(flags, spec, *plan, token, &job_id);
+  if (!dir.ok()) return absl::UnavailableError(dir.status().message());
+  JobPlacement placement = PlaceWorkers(spec, job_id, *dir);
+  return PreparedJob{self_host, *std::move(plan), token, job_id, *std::move(dir), std::move(placement)};
+}
+
+int FailPrepare(const absl::Status& status) {
+  return Fail(status.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitLaunchError,
+              status.message());
+}
+
 std::unique_ptr<grpc::Server> StartControlServer(const std::string& listen, grpc::Service* service,
                                                 int* bound_port) {
   grpc::ServerBuilder builder;
@@ -156,22 +187,16 @@ int RunRunCommand(const std::vector<std::string>& args) {
     std::cerr << spec.status().message() << std::endl;
     return kExitUsage;
   }
-  const std::string self_host = LocalHostName();
-  auto alloc = DetectAllocation();
-  if (!alloc.ok()) return Fail(kExitLaunchError, alloc.status().message());
-  auto plan = ResolveHosts(*spec, flags->hosts, *alloc, ShortHostName(self_host));
-  if (!plan.ok()) {
-    return Fail(plan.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitLaunchError,
-                plan.status().message());
-  }
-  const std::string token = RandomHex(32);
-  std::string job_id;
-  auto dir = PrepareJobDirectory(*flags, *spec, *plan, token, &job_id);
-  if (!dir.ok()) return Fail(kExitLaunchError, dir.status().message());
-  JobPlacement placement = PlaceWorkers(*spec, job_id, *dir);
+  auto prepared = PrepareJob(*flags, *spec);
+  if (!prepared.ok()) return FailPrepare(prepared.status());
+  const std::string& self_host = prepared->self_host;
+  const HostPlan* plan = &prepared->plan;
+  const std::string& token = prepared->token;
+  JobDirectory* dir = &prepared->dir;
+  const JobPlacement& placement = prepared->placement;
 
   boost::asio::io_context io;
-  const JobConfig job = MakeJobConfig(*spec, *plan, job_id, dir->path());
+  const JobConfig job = MakeJobConfig(*spec, *plan, prepared->job_id, dir->path());
   // On a terminal the live table stays drawn below the output (docs/live-view.md).
   std::unique_ptr<LiveTerminal> terminal;
   if (isatty(STDOUT_FILENO)) terminal = std::make_unique<LiveTerminal>(STDOUT_FILENO, STDERR_FILENO);
@@ -252,21 +277,17 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
   if (no_job) spec->command.clear();
   spec->preflight.enabled = true;
   spec->name += "-doctor";
-  const std::string self_host = LocalHostName();
-  auto alloc = DetectAllocation();
-  if (!alloc.ok()) return Fail(kExitLaunchError, alloc.status().message());
-  auto plan = ResolveHosts(*spec, flags->hosts, *alloc, ShortHostName(self_host));
-  if (!plan.ok()) return Fail(kExitLaunchError, plan.status().message());
-  const std::string token = RandomHex(32);
-  std::string job_id;
-  auto dir = PrepareJobDirectory(*flags, *spec, *plan, token, &job_id);
-  if (!dir.ok()) return Fail(kExitLaunchError, dir.status().message());
-  JobPlacement placement = PlaceWorkers(*spec, job_id, *dir);
+  auto prepared = PrepareJob(*flags, *spec);
+  if (!prepared.ok()) return FailPrepare(prepared.status());
+  const std::string& self_host = prepared->self_host;
+  const HostPlan* plan = &prepared->plan;
+  JobDirectory* dir = &prepared->dir;
+  const JobPlacement& placement = prepared->placement;
 
   boost::asio::io_context io;
   const int expected = static_cast<int>(plan->AgentHosts().size());
   Doctor doctor(io, spec->join_timeout_s);
-  ControlService service(token, io, &doctor);
+  ControlService service(prepared->token, io, &doctor);
   service.SetPreflightPlan(MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement)));
   const bool local = plan->node_launcher == "local";
   const std::string listen = absl::StrCat(local ? "127.0.0.1" : "0.0.0.0", ":", spec->control_port);

@@ -61,21 +61,8 @@ absl::Status Doctor::Start(const std::vector<std::vector<std::string>>& launch_c
                                    MaybeEnd();
                                  }},
       "agent-");
-  std::vector<ChildSupervisor::StartRequest> requests;
-  for (size_t i = 0; i < launch_commands.size(); ++i) {
-    ChildSupervisor::StartRequest r;
-    r.rank = r.local_rank = static_cast<int>(i);
-    r.options.argv = launch_commands[i];
-    requests.push_back(std::move(r));
-  }
-  for (const auto& pid : launchers_->StartAll(std::move(requests))) {
-    if (!pid.ok()) {
-      launchers_->KillAll();
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot start the node launcher: ", pid.status().message()));
-    }
-    ++launchers_running_;
-  }
+  if (absl::Status st = launchers_->StartCommands(launch_commands); !st.ok()) return st;
+  launchers_running_ = static_cast<int>(launch_commands.size());
   deadline_.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
     report_.timed_out = true;

@@ -61,20 +61,7 @@ absl::Status JobController::Start(const std::vector<std::vector<std::string>>& l
                                    Apply(state_.OnLauncherExited(e.rank, e.wait_status, e.tail, Now()));
                                  }},
       "agent-");
-  std::vector<ChildSupervisor::StartRequest> requests;
-  for (size_t i = 0; i < launch_commands.size(); ++i) {
-    ChildSupervisor::StartRequest r;
-    r.rank = r.local_rank = static_cast<int>(i);
-    r.options.argv = launch_commands[i];
-    requests.push_back(std::move(r));
-  }
-  for (const auto& pid : launchers_->StartAll(std::move(requests))) {
-    if (!pid.ok()) {
-      launchers_->KillAll();
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot start the node launcher: ", pid.status().message()));
-    }
-  }
+  if (absl::Status st = launchers_->StartCommands(launch_commands); !st.ok()) return st;
   rendezvous_.Start();
   WaitForSignal();
   Tick();
