@@ -128,6 +128,16 @@ absl::StatusOr<PreparedJob> PrepareJob(const RunFlags& flags, const JobSpec& spe
   return PreparedJob{self_host, *std::move(plan), token, job_id, *std::move(dir), std::move(placement)};
 }
 
+// Where agents reach the control endpoint: --control-addr, loopback for local agents, else this
+// host's address.
+std::string AgentsControlAddress(const RunFlags& flags, bool local, const std::string& self_host,
+                                 int port) {
+  const std::string host = !flags.control_addr.empty() ? flags.control_addr
+                           : local                     ? "127.0.0.1"
+                                                       : AdvertisedAddress(self_host);
+  return absl::StrCat(host, ":", port);
+}
+
 int FailPrepare(const absl::Status& status) {
   return Fail(status.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitLaunchError,
               status.message());
@@ -217,10 +227,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   int bound_port = 0;
   std::unique_ptr<grpc::Server> server = StartControlServer(listen, &service, &bound_port);
   if (!server) return Fail(kExitLaunchError, absl::StrCat("cannot listen on ", listen));
-  const std::string advertised = !flags->control_addr.empty() ? flags->control_addr
-                                 : local                      ? "127.0.0.1"
-                                                              : AdvertisedAddress(self_host);
-  const std::string control = absl::StrCat(advertised, ":", bound_port);
+  const std::string control = AgentsControlAddress(*flags, local, self_host, bound_port);
   const std::string reachable =
       local && flags->control_addr.empty()
           ? absl::StrCat(AdvertisedAddress(self_host), ":", bound_port)
@@ -294,11 +301,8 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
   int bound_port = 0;
   std::unique_ptr<grpc::Server> server = StartControlServer(listen, &service, &bound_port);
   if (!server) return Fail(kExitLaunchError, absl::StrCat("cannot listen on ", listen));
-  const std::string advertised = !flags->control_addr.empty() ? flags->control_addr
-                                 : local                      ? "127.0.0.1"
-                                                              : AdvertisedAddress(self_host);
   auto commands = LaunchCommands(*flags, *spec, *plan, *dir, placement.workdir,
-                                 absl::StrCat(advertised, ":", bound_port));
+                                 AgentsControlAddress(*flags, local, self_host, bound_port));
   absl::Status st = commands.ok() ? doctor.Start(*commands, dir->logs_dir()) : commands.status();
   if (!st.ok()) return Fail(kExitLaunchError, st.message());
   std::cout << "[dlaunch] doctor: checking " << expected << " node(s) via " << plan->node_launcher
