@@ -1,6 +1,7 @@
 #include "agent/report_server.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <google/protobuf/util/json_util.h>
@@ -101,6 +102,8 @@ absl::Status ReportServer::Listen(const std::string& path) {
   acceptor_ = std::make_unique<boost::asio::local::stream_protocol::acceptor>(io_);
   acceptor_->open(boost::asio::local::stream_protocol(), ec);
   if (!ec) acceptor_->bind(boost::asio::local::stream_protocol::endpoint(path), ec);
+  // Only the job's user (its workers) may connect.
+  if (!ec && chmod(path.c_str(), 0600) != 0) ec.assign(errno, boost::system::system_category());
   if (!ec) acceptor_->listen(64, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("report socket ", path, ": ", ec.message()));
   path_ = path;

@@ -71,7 +71,7 @@ std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResp
 
 absl::Status MakeJobDirs(const std::string& job_dir) {
   for (const std::string& dir : {job_dir, job_dir + "/logs", job_dir + "/errors"}) {
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
       return ErrnoStatus(errno, "cannot create directory", dir);
     }
   }

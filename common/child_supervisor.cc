@@ -46,7 +46,7 @@ ChildSupervisor::~ChildSupervisor() {
 absl::StatusOr<int> ChildSupervisor::OpenLog(int rank) const {
   if (log_dir_.empty()) return -1;
   std::string path = absl::StrCat(log_dir_, "/", log_prefix_, rank, ".log");
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
   return fd;
 }

@@ -24,13 +24,30 @@ constexpr WriteOptions kStartupFile{0644, false};
 }  // namespace
 
 absl::StatusOr<JobDirectory> JobDirectory::Create(const std::string& path) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  std::filesystem::create_directories(path + "/logs", ec);
+  // A link could send the token and logs anywhere its owner chose: refused, and so is a
+  // directory that already holds a job's journal (it would be mixed with this job's).
+  if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job directory ", path, " is a symbolic link (to ", fs::read_symlink(path, ec).string(),
+        "); give the directory itself"));
+  }
+  if (fs::exists(path + "/events.jsonl", ec)) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "job directory ", path, " already holds a job's journal (events.jsonl); "
+        "give a new --job-dir, nothing there was changed"));
+  }
+  fs::create_directories(path + "/logs", ec);
   if (ec) {
     return absl::Status(ErrnoToStatusCode(ec.value()),
                         absl::StrCat("cannot create job directory ", path, ": ", ec.message()));
   }
-  return JobDirectory(std::filesystem::absolute(path).lexically_normal().string());
+  // The job's token, logs and sockets are its user's alone.
+  for (const std::string& dir : {path, path + "/logs"}) {
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+  }
+  return JobDirectory(fs::absolute(path).lexically_normal().string());
 }
 
 absl::Status JobDirectory::WriteToken(const std::string& token) const {

@@ -25,6 +25,38 @@ TEST(JobDirectoryTest, CreateMakesTheLogsFolderAndAnAbsolutePath) {
   EXPECT_EQ(dir->token_path(), tmp.path() + "/job-1/token");
 }
 
+TEST(JobDirectoryTest, TheDirectoryAndItsLogsAreTheOwnersAlone) {
+  ScratchDir tmp;
+  auto dir = JobDirectory::Create(tmp.path() + "/j");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  struct stat st;
+  ASSERT_EQ(stat(dir->path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat(dir->logs_dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST(JobDirectoryTest, ASymlinkIsRefusedAndItsTargetUntouched) {
+  ScratchDir tmp;
+  std::filesystem::create_directory(tmp.path() + "/elsewhere");
+  std::filesystem::create_directory_symlink(tmp.path() + "/elsewhere", tmp.path() + "/link");
+  auto dir = JobDirectory::Create(tmp.path() + "/link");
+  ASSERT_FALSE(dir.ok());
+  EXPECT_THAT(dir.status().message(), HasSubstr("is a symbolic link (to " + tmp.path() + "/elsewhere)"));
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/elsewhere/logs"));
+}
+
+TEST(JobDirectoryTest, ADirectoryWithAJournalIsRefusedAndKeptAsItWas) {
+  ScratchDir tmp;
+  std::filesystem::create_directory(tmp.path() + "/j");
+  WriteFile(tmp.path() + "/j/events.jsonl", "{\"earlier\": 1}\n");
+  auto dir = JobDirectory::Create(tmp.path() + "/j");
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(dir.status().message(), HasSubstr("already holds a job's journal"));
+  EXPECT_EQ(test_files::ReadFile(tmp.path() + "/j/events.jsonl"), "{\"earlier\": 1}\n");
+}
+
 TEST(JobDirectoryTest, CreateFailureNamesThePath) {
   ScratchDir tmp;
   WriteFile(tmp.path() + "/file", "x");
