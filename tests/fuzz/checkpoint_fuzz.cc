@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -12,11 +13,17 @@
 
 namespace {
 
+// The scratch directory's path; a plain array, so it outlives the atexit handler removing it.
+char g_scratch[4096];
+
 const std::string& ScratchDir() {
   static const std::string dir = [] {
-    std::string pattern = (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    pattern += "/dlaunch-fuzz-ckpt-XXXXXX";
-    return std::string(mkdtemp(pattern.data()) ? pattern.c_str() : "");
+    std::snprintf(g_scratch, sizeof(g_scratch), "%s/dlaunch-fuzz-ckpt-XXXXXX",
+                  getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (mkdtemp(g_scratch) == nullptr) return std::string();
+    // Empty between inputs; removed when the process exits normally.
+    std::atexit([] { ::rmdir(g_scratch); });
+    return std::string(g_scratch);
   }();
   return dir;
 }
