@@ -126,14 +126,49 @@ bool ScanJsonObject(absl::string_view s,
   }
 }
 
+// Well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF): what
+// trace.json, a JSON file, may carry.
+static bool ValidUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    int more = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      more = 1, cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      more = 2, cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      more = 3, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    for (int k = 1; k <= more; ++k) {
+      if (i + k >= s.size()) return false;
+      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[more] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += more + 1;
+  }
+  return true;
+}
+
 RankStepTrace ParseStepTrace(absl::string_view text) {
   RankStepTrace out;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
     StepRow r;
     bool has_ts = false, header = false;
     std::string sampling;
+    bool text_ok = true;  // its strings reach trace.json: a line with invalid UTF-8 is bad
     const bool ok = ScanJsonObject(line, [&](absl::string_view key, const JsonScalar& v) {
       if (v.kind == JsonScalar::kString) {
+        text_ok = text_ok && ValidUtf8(v.text);
         if (key == "trace")
           header = v.text == "dlaunch-step-trace";
         else if (key == "sampling")
@@ -162,9 +197,9 @@ RankStepTrace ParseStepTrace(absl::string_view text) {
       else if (key == "stride")
         r.stride = n > 0 ? n : 1;
     });
-    if (ok && header) {
+    if (ok && text_ok && header) {
       out.sampling = sampling;
-    } else if (ok && has_ts) {
+    } else if (ok && text_ok && has_ts) {
       out.rows.push_back(std::move(r));
     } else {
       ++out.bad_lines;

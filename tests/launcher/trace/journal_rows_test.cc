@@ -56,5 +56,15 @@ TEST(JournalRowsTest, StepTraceLinesBecomeRowsAndTheHeaderItsRule) {
   EXPECT_EQ(t.rows[1].dur_us, 4000);
 }
 
+TEST(JournalRowsTest, AStepTraceLineWithInvalidUtf8IsBadNotCopiedIntoTheTrace) {
+  RankStepTrace t = ParseStepTrace(
+      "{\"span\":\"ch\xffpoint\",\"step\":8,\"ts\":1795428002000000,\"dur\":4000}\n"
+      "{\"span\":\"\xed\xa0\x80\",\"step\":9,\"ts\":1795428002000000,\"dur\":4000}\n"
+      "{\"span\":\"caf\xc3\xa9\",\"step\":10,\"ts\":1795428003000000,\"dur\":4000}\n");
+  EXPECT_EQ(t.bad_lines, 2);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0].span, "caf\xc3\xa9");
+}
+
 }  // namespace
 }  // namespace dlaunch
