@@ -7,6 +7,9 @@ namespace dlaunch {
 namespace {
 
 constexpr size_t kMaxQueuedMessages = 20000;
+// Log lines waiting to be sent, in bytes: past this a flooding worker's lines are dropped
+// (they stay in its log file) rather than held in memory.
+constexpr size_t kMaxQueuedLogBytes = 16 << 20;
 
 }  // namespace
 
@@ -64,6 +67,7 @@ void ControlClient::WriterLoop() {
       if (queue_.empty() || reader_done_) break;
       msg = std::move(queue_.front());
       queue_.pop_front();
+      if (msg.has_log()) queued_log_bytes_ -= msg.ByteSizeLong();
     }
     if (!stream_->Write(msg)) break;
   }
@@ -74,7 +78,13 @@ void ControlClient::Send(v1::AgentMessage message) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stream_ || closing_) return;
-    if (queue_.size() >= kMaxQueuedMessages && message.has_log()) return;
+    if (message.has_log()) {
+      const size_t bytes = message.ByteSizeLong();
+      if (queue_.size() >= kMaxQueuedMessages || queued_log_bytes_ + bytes > kMaxQueuedLogBytes) {
+        return;
+      }
+      queued_log_bytes_ += bytes;
+    }
     queue_.push_back(std::move(message));
   }
   cv_.notify_all();

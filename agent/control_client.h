@@ -72,6 +72,7 @@ class ControlClient {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<v1::AgentMessage> queue_;
+  size_t queued_log_bytes_ = 0;  // of the log messages in queue_
   bool closing_ = false;
   bool reader_done_ = false;
 };

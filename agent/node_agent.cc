@@ -317,7 +317,16 @@ void NodeAgent::OnOutput(int rank, bool is_stderr, std::vector<std::string> line
   auto* log = msg.mutable_log();
   log->set_rank(rank);
   log->set_stderr(is_stderr);
-  for (auto& l : lines) log->add_lines(std::move(l));
+  // A line is shown cut at 4 KiB: the whole of it is in the rank's log file.
+  constexpr size_t kShownLineBytes = 4096;
+  for (auto& l : lines) {
+    if (l.size() > kShownLineBytes) {
+      const size_t cut = l.size() - kShownLineBytes;
+      l.resize(kShownLineBytes);
+      absl::StrAppend(&l, " [", cut, " more bytes in logs/rank-", rank, ".log]");
+    }
+    log->add_lines(std::move(l));
+  }
   client_->Send(std::move(msg));
 }
 

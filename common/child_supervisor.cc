@@ -1,5 +1,7 @@
 #include "common/child_supervisor.h"
 
+#include <algorithm>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -134,8 +136,17 @@ void ChildSupervisor::ReadMore(pid_t pid, Stream& s) {
   });
 }
 
+void ChildSupervisor::WriteLog(Worker& w, const char* data, size_t n) {
+  if (w.log_fd < 0 || n == 0) return;
+  const int64_t room = std::max<int64_t>(0, log_limit_ - w.log_bytes);
+  const size_t kept = static_cast<size_t>(std::min<int64_t>(room, static_cast<int64_t>(n)));
+  if (kept > 0) (void)!write(w.log_fd, data, kept);
+  w.log_bytes += static_cast<int64_t>(kept);
+  w.dropped_bytes += static_cast<int64_t>(n - kept);
+}
+
 void ChildSupervisor::Consume(Worker& w, Stream& s, const char* data, size_t n, bool flush) {
-  if (n > 0 && w.log_fd >= 0) (void)!write(w.log_fd, data, n);
+  WriteLog(w, data, n);
   s.partial.append(data, n);
   std::vector<std::string> lines;
   size_t start = 0, nl;
@@ -143,9 +154,13 @@ void ChildSupervisor::Consume(Worker& w, Stream& s, const char* data, size_t n, 
     lines.emplace_back(s.partial, start, nl - start);
     start = nl + 1;
   }
+  while (s.partial.size() - start > kMaxLineBytes) {
+    lines.emplace_back(s.partial, start, kMaxLineBytes);
+    start += kMaxLineBytes;
+  }
   s.partial.erase(0, start);
   if (flush && !s.partial.empty()) {
-    if (w.log_fd >= 0) (void)!write(w.log_fd, "\n", 1);
+    WriteLog(w, "\n", 1);
     lines.push_back(std::move(s.partial));
     s.partial.clear();
   }
@@ -192,6 +207,12 @@ void ChildSupervisor::MaybeComplete(pid_t pid, bool force) {
   Drain(*w, w->out);
   Drain(*w, w->err);
   if (w->linger) clock_.Cancel(*w->linger);
+  if (w->log_fd >= 0 && w->dropped_bytes > 0) {
+    const std::string note = absl::StrCat("[dlaunch] this log keeps the first ", log_limit_,
+                                          " bytes of output; ", w->dropped_bytes,
+                                          " more bytes were not kept\n");
+    (void)!write(w->log_fd, note.data(), note.size());
+  }
   if (w->log_fd >= 0) close(w->log_fd);
   ChildExit e;
   e.rank = w->rank;

@@ -63,6 +63,14 @@ class ChildSupervisor {
   // StartAll of one child per argv, numbered 0.. in order (the node launchers). All or none:
   // when one cannot start the others are killed, and the error names it.
   absl::Status StartCommands(const std::vector<std::vector<std::string>>& commands);
+
+  // A child's log file keeps its first `bytes` of output; what comes after is counted, and the
+  // log ends with a line saying how much was not kept. A flood (100 MB/s) fills no disk.
+  static constexpr int64_t kDefaultLogLimit = int64_t{2} << 30;
+  void SetLogLimit(int64_t bytes) { log_limit_ = bytes; }
+  // Output without a newline is cut into lines of at most this many bytes, so a child that
+  // writes a gigabyte in one line costs the supervisor this much memory, not a gigabyte.
+  static constexpr size_t kMaxLineBytes = 64 * 1024;
   // SIGTERM to every running child's group now, SIGKILL to what is left after `grace`.
   // Idempotent: a child gets one SIGTERM, and a later call can bring the SIGKILL forward but
   // never push it later.
@@ -89,9 +97,12 @@ class ChildSupervisor {
     std::optional<TimerClock::TimerId> linger;  // bounds the wait for output after exit
     Stream out, err;
     std::deque<std::string> tail;
+    int64_t log_bytes = 0;      // written to its log file
+    int64_t dropped_bytes = 0;  // past the log's limit, not written
   };
 
   absl::StatusOr<int> OpenLog(int rank) const;
+  void WriteLog(Worker& w, const char* data, size_t n);
   void Adopt(std::unique_ptr<Worker> w, const SpawnedProcess& spawned);
   void ReadMore(pid_t pid, Stream& s);
   void Consume(Worker& w, Stream& s, const char* data, size_t n, bool flush);
@@ -105,6 +116,7 @@ class ChildSupervisor {
   std::string log_dir_;
   std::string log_prefix_;
   int tail_lines_;
+  int64_t log_limit_ = kDefaultLogLimit;
   Callbacks callbacks_;
   std::unique_ptr<ProcessLauncher> own_launcher_;
   std::unique_ptr<TimerClock> own_clock_;

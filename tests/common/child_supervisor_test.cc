@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -128,6 +130,55 @@ TEST_F(ChildSupervisorTest, OutputIsSplitIntoLinesPerStream) {
   launcher_.Write(pid, "ld\n");
   Settle();
   EXPECT_THAT(output_, ElementsAre("0:hello", "0e:oops", "0:world"));
+}
+
+TEST_F(ChildSupervisorTest, OutputWithoutANewlineIsCutIntoBoundedLines) {
+  pid_t pid = Start(1)[0];
+  const std::string chunk(32 * 1024, 'x');
+  for (int i = 0; i < 3; ++i) {
+    launcher_.Write(pid, chunk);
+    Settle();
+  }
+  ASSERT_EQ(output_.size(), 1u);
+  EXPECT_EQ(output_[0].size(), 2 + ChildSupervisor::kMaxLineBytes);  // "0:" and the cut line
+  launcher_.Write(pid, "\n");
+  Settle();
+  ASSERT_EQ(output_.size(), 2u);
+  EXPECT_EQ(output_[1].size(), 2 + 3 * chunk.size() - ChildSupervisor::kMaxLineBytes);
+}
+
+TEST(ChildSupervisorLogTest, ALogPastItsLimitKeepsTheStartAndSaysHowMuchWasNotKept) {
+  char dir_template[] = "/tmp/dlaunch-log-limit-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  boost::asio::io_context io;
+  FakeProcessLauncher launcher;
+  ManualTimerClock clock;
+  ChildSupervisor supervisor(io, dir, 3, {}, "rank-", ChildSupervisor::Seams{&launcher, &clock});
+  supervisor.SetLogLimit(100);
+  std::vector<ChildSupervisor::StartRequest> requests(1);
+  requests[0].rank = 0;
+  requests[0].options.argv = {"flood"};
+  auto results = supervisor.StartAll(std::move(requests));
+  ASSERT_TRUE(results[0].ok());
+  std::string flood;
+  for (int i = 0; i < 50; ++i) flood += "line\n";  // 250 bytes
+  launcher.Write(*results[0], flood);
+  for (int i = 0; i < 10; ++i) {
+    io.restart();
+    io.poll();
+  }
+  launcher.Exit(*results[0], W_EXITCODE(0, 0));
+  clock.Advance(milliseconds(60000));
+  for (int i = 0; i < 10; ++i) {
+    io.restart();
+    io.poll();
+  }
+  std::ifstream in(dir + "/rank-0.log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(log.substr(0, 100), flood.substr(0, 100));
+  EXPECT_EQ(log.substr(100),
+            "[dlaunch] this log keeps the first 100 bytes of output; 150 more bytes were not kept\n");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(ChildSupervisorTest, ExitIsReportedWithItsWaitStatusTailAndNotStopped) {

@@ -112,5 +112,17 @@ TEST_F(HostileWorkerTest, ADaemonEndsWhenTheJobIsInterrupted) {
   ExpectDaemonsGone();
 }
 
+// 64 MB in one line without a newline: before, the agent forwarded it as one message, which
+// the launcher refused as too large, and the job failed as "agent lost" minutes later.
+TEST_F(HostileWorkerTest, AWorkerThatFloodsOneHugeLineFinishesAndItsLogKeepsIt) {
+  ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "1", "--job-dir", tmp_ + "/job", "--",
+                    "python3", "-c",
+                    "import sys; sys.stdout.write('x' * (64 << 20)); sys.stdout.flush()"},
+                   tmp_);
+  ASSERT_EQ(run.Wait(seconds(120)), 0) << run.Stderr();
+  EXPECT_TRUE(absl::StrContains(run.Stdout(), "more bytes in logs/rank-0.log]"));
+  EXPECT_EQ(std::filesystem::file_size(tmp_ + "/job/logs/rank-0.log"), (64u << 20) + 1);
+}
+
 }  // namespace
 }  // namespace dlaunch::testing
