@@ -171,12 +171,9 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
 
 void NodeAgent::SweepOrphans() {
   // Bounded by the job's grace (at most 2 s per pass): the round or the agent's exit waits.
-  const auto grace = std::min(milliseconds(job_.grace_ms()), milliseconds(2000));
-  std::vector<std::string> ended = EndAdopted(grace);
-  if (!ended.empty()) {
-    Log(absl::StrCat("ended ", ended.size(), " process(es) the workers left behind: ",
-                     absl::StrJoin(ended, ", ")));
-  }
+  std::vector<std::string> ended =
+      EndAdopted(std::min(milliseconds(job_.grace_ms()), milliseconds(2000)));
+  if (!ended.empty()) Log(DescribeEnded(ended));
 }
 
 void NodeAgent::ReportRoundEnded(int round) {
@@ -317,16 +314,7 @@ void NodeAgent::OnOutput(int rank, bool is_stderr, std::vector<std::string> line
   auto* log = msg.mutable_log();
   log->set_rank(rank);
   log->set_stderr(is_stderr);
-  // A line is shown cut at 4 KiB: the whole of it is in the rank's log file.
-  constexpr size_t kShownLineBytes = 4096;
-  for (auto& l : lines) {
-    if (l.size() > kShownLineBytes) {
-      const size_t cut = l.size() - kShownLineBytes;
-      l.resize(kShownLineBytes);
-      absl::StrAppend(&l, " [", cut, " more bytes in logs/rank-", rank, ".log]");
-    }
-    log->add_lines(std::move(l));
-  }
+  for (auto& l : lines) log->add_lines(ShownLine(std::move(l), rank));
   client_->Send(std::move(msg));
 }
 

@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/file_io.h"
 #include "common/process.h"
 
@@ -102,6 +103,11 @@ std::vector<std::string> EndAdopted(std::chrono::milliseconds grace, int passes)
     }
   }
   return ended;
+}
+
+std::string DescribeEnded(const std::vector<std::string>& ended) {
+  return absl::StrCat("ended ", ended.size(), " process(es) the workers left behind: ",
+                      absl::StrJoin(ended, ", "));
 }
 
 int ReapAdoptedZombies() {

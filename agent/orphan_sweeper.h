@@ -29,6 +29,9 @@ std::vector<pid_t> AdoptedChildren();
 // next) until none is left or `passes` ran. Returns "pid (comm)" for each process ended.
 std::vector<std::string> EndAdopted(std::chrono::milliseconds grace, int passes = 5);
 
+// "ended 2 process(es) the workers left behind: 41 (python3), 42 (sleep)".
+std::string DescribeEnded(const std::vector<std::string>& ended);
+
 // Reaps adopted processes that have exited already, so none stays a zombie during a round.
 int ReapAdoptedZombies();
 

@@ -69,6 +69,15 @@ std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResp
   return requests;
 }
 
+std::string ShownLine(std::string line, int rank) {
+  constexpr size_t kShownLineBytes = 4096;
+  if (line.size() <= kShownLineBytes) return line;
+  const size_t cut = line.size() - kShownLineBytes;
+  line.resize(kShownLineBytes);
+  absl::StrAppend(&line, " [", cut, " more bytes in logs/rank-", rank, ".log]");
+  return line;
+}
+
 absl::Status MakeJobDirs(const std::string& job_dir) {
   for (const std::string& dir : {job_dir, job_dir + "/logs", job_dir + "/errors"}) {
     if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {

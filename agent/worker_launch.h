@@ -34,6 +34,10 @@ std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResp
 // launcher usually made them already; this covers a node that does not share its file system.
 absl::Status MakeJobDirs(const std::string& job_dir);
 
+// A rank's output line as the launcher shows it: cut at 4 KiB, saying how much more the rank's
+// log file holds.
+std::string ShownLine(std::string line, int rank);
+
 // The plan as kept in the job directory: `note` (which CPUs were planned in, when known) and
 // one DescribeRankSlot line per rank with its global rank.
 std::string PlacementText(const v1::JoinResponse& job, const std::vector<RankSlot>& plan,
