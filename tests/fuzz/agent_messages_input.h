@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "launcher/run/job_state.h"
+#include "tests/testing/job_actions.h"
 
 namespace dlaunch::fuzz {
 
@@ -36,18 +37,11 @@ class AgentInput {
   std::string_view text_;
 };
 
-// The job of `nodes` nodes the target drives: heartbeat 1 s x 3, stop grace 2 s, the summary
-// every 5 s, `max_restarts` restart rounds.
+// The job of `nodes` nodes the target drives: the unit tests' job (heartbeat 1 s x 3, stop
+// grace 2 s, the summary every 5 s) over ssh, with `max_restarts` restart rounds.
 inline JobConfig AgentJobConfig(int nodes, int max_restarts) {
-  JobConfig c;
-  c.job_id = "fuzz-1";
-  c.job_dir = "runs/fuzz-1";
-  for (int i = 0; i < nodes; ++i) c.hosts.push_back("n" + std::to_string(i));
+  JobConfig c = TestJobConfig(nodes);
   c.node_launcher = "ssh";
-  c.heartbeat_s = 1;
-  c.heartbeat_misses = 3;
-  c.stop_grace_s = 2;
-  c.summary_interval_s = 5;
   c.restarts.max_restarts = max_restarts;
   c.min_nodes = 1;
   return c;
