@@ -63,7 +63,7 @@ export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0${LSAN_OPT
 # use; LeakSanitizer then reports it from an "<unknown module>" that no suppression can name.
 # Keeping the library loaded for the whole process leaves it reachable and the report silent.
 if [ "$mode" = asan ]; then
-  pciaccess=$(ldconfig -p 2>/dev/null | awk '/libpciaccess\.so\.0 /{print $NF; exit}')
+  pciaccess=$(ldconfig -p 2>/dev/null | awk '/libpciaccess\.so\.0 /{p = $NF} END {print p}' || true)
   if [ -n "$pciaccess" ]; then
     export LD_PRELOAD="$pciaccess${LD_PRELOAD:+:$LD_PRELOAD}"
     ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0"  # the ASan runtime is not first now
