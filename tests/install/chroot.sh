@@ -6,7 +6,7 @@ CHROOT_SUITE=bookworm
 CHROOT_MIRROR=${DLAUNCH_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 CHROOT_CACHE=${DLAUNCH_CHROOT_CACHE:-/var/cache/dlaunch/chroot}
 # Part of the cache key: change it when the way a chroot is made changes.
-CHROOT_RECIPE="minbase no-recommends opt/dlaunch work etc/hosts v1"
+CHROOT_RECIPE="minbase no-recommends opt/dlaunch home/session etc/hosts v2"
 
 # The Debian packages that hold the shared libraries the given binaries load (ldd), one line.
 # dpkg knows a file by the path its package installed, which since the /usr merge may be the
@@ -54,7 +54,7 @@ cached_chroot() {
       --setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
       --setup-hook="sync-in $debs /var/cache/apt/archives/" \
       --customize-hook="sync-out /var/cache/apt/archives $debs" \
-      --customize-hook='mkdir -p "$1"/opt/dlaunch "$1"/work && touch "$1"/etc/hosts' \
+      --customize-hook='mkdir -p "$1"/opt/dlaunch "$1"/home/session && touch "$1"/etc/hosts' \
       "$CHROOT_SUITE" "$root.new" "$CHROOT_MIRROR" >&2 || exit 1
     echo "$list" >"$root.new/.dlaunch-chroot"
     mv "$root.new" "$root"
@@ -63,7 +63,7 @@ cached_chroot() {
 }
 
 # Runs a command in the chroot as nobody, in a clean environment, with the prefix mounted
-# read-only at /opt/dlaunch and the work folder at /work (its HOME). The mounts live in a
+# read-only at /opt/dlaunch and the work folder at /home/session (its HOME). The mounts live in a
 # private mount namespace, so they go with the command and the cached tree stays as it was.
 #   run_in_chroot ROOT PREFIX WORK COMMAND...
 run_in_chroot() {
@@ -72,12 +72,12 @@ run_in_chroot() {
     root=$1 prefix=$2 work=$3; shift 3
     mount --bind "$prefix" "$root/opt/dlaunch"
     mount -o remount,bind,ro "$root/opt/dlaunch"
-    mount --bind "$work" "$root/work"
+    mount --bind "$work" "$root/home/session"
     mount -t proc proc "$root/proc"
     mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
     mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
     mount --bind /etc/hosts "$root/etc/hosts"
-    exec chroot --userspec=65534:65534 "$root" /usr/bin/env -i HOME=/work USER=nobody \
+    exec chroot --userspec=65534:65534 "$root" /usr/bin/env -i HOME=/home/session USER=nobody \
       LOGNAME=nobody PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 TERM=dumb "$@"
   ' run_in_chroot "$@"
 }

@@ -191,7 +191,7 @@ for flavour in lmod tcl; do
     file=/opt/dlaunch/share/modulefiles/dlaunch/0.1.0
     run=(probe "${demo_jobs[@]}")
   fi
-  run_in_chroot "$root" "$prefix" "$dir" bash -l /work/session.sh /opt/dlaunch "$file" /work "${run[@]}" ||
+  run_in_chroot "$root" "$prefix" "$dir" bash -l /home/session/session.sh /opt/dlaunch "$file" /home/session "${run[@]}" ||
     fail "the $modules session in the chroot"
   check_jobs "$dir" /opt/dlaunch "${run[@]}"
 done
