@@ -13,36 +13,66 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/file_io.h"
 #include "common/process.h"
 
 namespace dlaunch {
 namespace {
 
-std::string Comm(pid_t pid) {
-  absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  if (!stat.ok()) return "?";
-  const size_t open = stat->find('(');
-  const size_t close = stat->rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close < open) return "?";
-  return stat->substr(open + 1, close - open - 1);
+struct Adoptee {
+  pid_t pid;
+  char state;        // R, S, Z, ...
+  std::string comm;  // its command name, for the log
+};
+
+// This process's direct children: /proc/self/task/*/children (each thread's, since an orphan
+// is handed to one of the subreaper's threads), without reading every process's stat; a scan
+// of /proc for ppid == self where the kernel lacks those files.
+std::vector<pid_t> Children() {
+  std::vector<pid_t> pids;
+  bool listed = false;
+  if (DIR* tasks = opendir("/proc/self/task")) {
+    while (const dirent* t = readdir(tasks)) {
+      if (t->d_name[0] == '.') continue;
+      absl::StatusOr<std::string> children =
+          ReadFile(absl::StrCat("/proc/self/task/", t->d_name, "/children"));
+      if (!children.ok()) continue;
+      listed = true;
+      for (absl::string_view word : absl::StrSplit(*children, ' ', absl::SkipEmpty())) {
+        pid_t pid = 0;
+        if (absl::SimpleAtoi(word, &pid)) pids.push_back(pid);
+      }
+    }
+    closedir(tasks);
+  }
+  if (listed) return pids;
+  const pid_t self = getpid();
+  if (DIR* proc = opendir("/proc")) {
+    while (const dirent* e = readdir(proc)) {
+      pid_t pid = 0;
+      if (!absl::SimpleAtoi(e->d_name, &pid) || pid <= 0) continue;
+      absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+      if (stat.ok() && ParentFromStat(*stat) == self) pids.push_back(pid);
+    }
+    closedir(proc);
+  }
+  return pids;
 }
 
-// Adopted children with their state letter.
-std::vector<std::pair<pid_t, char>> Adopted() {
-  std::vector<std::pair<pid_t, char>> out;
+// Adopted children (not spawned by this process), with their state and name.
+std::vector<Adoptee> Adopted() {
+  std::vector<Adoptee> out;
   const pid_t self = getpid();
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return out;
-  while (const dirent* e = readdir(proc)) {
-    pid_t pid = 0;
-    if (!absl::SimpleAtoi(e->d_name, &pid) || pid <= 0) continue;
+  for (pid_t pid : Children()) {
+    if (IsSpawnedChild(pid)) continue;
     absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
     char state = 0;
-    if (!stat.ok() || ParentFromStat(*stat, &state) != self || IsSpawnedChild(pid)) continue;
-    out.emplace_back(pid, state);
+    if (!stat.ok() || ParentFromStat(*stat, &state) != self) continue;
+    const size_t open = stat->find('(');
+    const size_t close = stat->rfind(')');
+    out.push_back(Adoptee{pid, state, stat->substr(open + 1, close - open - 1)});
   }
-  closedir(proc);
   return out;
 }
 
@@ -71,7 +101,7 @@ pid_t ParentFromStat(const std::string& stat, char* state) {
 
 std::vector<pid_t> AdoptedChildren() {
   std::vector<pid_t> pids;
-  for (const auto& [pid, state] : Adopted()) pids.push_back(pid);
+  for (const Adoptee& a : Adopted()) pids.push_back(a.pid);
   return pids;
 }
 
@@ -79,15 +109,15 @@ std::vector<std::string> EndAdopted(std::chrono::milliseconds grace, int passes)
   std::vector<std::string> ended;
   for (int pass = 0; pass < passes; ++pass) {
     std::vector<pid_t> live;
-    for (const auto& [pid, state] : Adopted()) {
-      if (state == 'Z') {
-        Reaped(pid);
+    for (const Adoptee& a : Adopted()) {
+      if (a.state == 'Z') {
+        Reaped(a.pid);
         continue;
       }
-      ended.push_back(absl::StrCat(pid, " (", Comm(pid), ")"));
-      if (getpgid(pid) == pid) kill(-pid, SIGTERM);
-      kill(pid, SIGTERM);
-      live.push_back(pid);
+      ended.push_back(absl::StrCat(a.pid, " (", a.comm, ")"));
+      if (getpgid(a.pid) == a.pid) kill(-a.pid, SIGTERM);
+      kill(a.pid, SIGTERM);
+      live.push_back(a.pid);
     }
     if (live.empty()) break;
     const auto deadline = std::chrono::steady_clock::now() + grace;
@@ -112,8 +142,8 @@ std::string DescribeEnded(const std::vector<std::string>& ended) {
 
 int ReapAdoptedZombies() {
   int reaped = 0;
-  for (const auto& [pid, state] : Adopted()) {
-    if (state == 'Z' && Reaped(pid)) ++reaped;
+  for (const Adoptee& a : Adopted()) {
+    if (a.state == 'Z' && Reaped(a.pid)) ++reaped;
   }
   return reaped;
 }

@@ -39,6 +39,16 @@ std::vector<std::string> FailedChecks(const std::vector<v1::CheckResult>& checks
   return reasons;
 }
 
+SlowestCheck FindSlowestCheck(const std::vector<Participant>& nodes) {
+  SlowestCheck slowest;
+  for (const Participant& p : nodes) {
+    for (const v1::CheckResult& c : p.checks) {
+      if (slowest.check == nullptr || c.seconds() > slowest.check->seconds()) slowest = {&p, &c};
+    }
+  }
+  return slowest;
+}
+
 const char* RendezvousPhaseName(RendezvousPhase phase) {
   switch (phase) {
     case RendezvousPhase::kWaiting: return "waiting";

@@ -32,6 +32,13 @@ struct Participant {
 std::vector<std::string> FailedChecks(const std::vector<v1::CheckResult>& checks);
 inline std::vector<std::string> UnfitReasons(const Participant& p) { return FailedChecks(p.checks); }
 
+// The check that took longest of all `nodes`' checks, with its node; nulls when there is none.
+struct SlowestCheck {
+  const Participant* node = nullptr;
+  const v1::CheckResult* check = nullptr;
+};
+SlowestCheck FindSlowestCheck(const std::vector<Participant>& nodes);
+
 struct RendezvousConfig {
   int min_nodes = 1;
   int max_nodes = 1;

@@ -106,11 +106,11 @@ std::string RenderDoctorReport(const DoctorReport& report, int expected) {
   size_t host_w = 4;
   for (const Participant& p : nodes) host_w = std::max(host_w, p.host.size());
   std::string out = absl::StrFormat("%-*s", host_w, "HOST");
-  for (const std::string& name : CheckNames()) absl::StrAppendFormat(&out, "  %-*s", name.size() < 4 ? 4 : name.size(), name);
+  for (const std::string& name : CheckNames()) {
+    absl::StrAppendFormat(&out, "  %-*s", std::max<size_t>(4, name.size()), name);
+  }
   absl::StrAppend(&out, "  TIME\n");
   std::vector<std::string> failures;
-  const Participant* slow_node = nullptr;
-  const v1::CheckResult* slowest = nullptr;
   int fit = 0;
   for (const Participant& p : nodes) {
     absl::StrAppendFormat(&out, "%-*s", host_w, p.host);
@@ -118,13 +118,9 @@ std::string RenderDoctorReport(const DoctorReport& report, int expected) {
     bool ok = true;
     for (const std::string& name : CheckNames()) {
       const v1::CheckResult* c = Find(p, name);
-      absl::StrAppendFormat(&out, "  %-*s", name.size() < 4 ? 4 : name.size(), VerdictWord(c));
+      absl::StrAppendFormat(&out, "  %-*s", std::max<size_t>(4, name.size()), VerdictWord(c));
       if (c == nullptr) continue;
       total = std::max(total, c->seconds());
-      if (slowest == nullptr || c->seconds() > slowest->seconds()) {
-        slowest = c;
-        slow_node = &p;
-      }
       if (c->verdict() == v1::CheckResult::FAILED) {
         ok = false;
         failures.push_back(absl::StrCat(p.host, ": ", c->name(), ": ", c->detail()));
@@ -138,9 +134,9 @@ std::string RenderDoctorReport(const DoctorReport& report, int expected) {
   absl::StrAppendFormat(&out, "%d of %d node(s) checked: %d fit, %d unfit", nodes.size(),
                         expected, fit, static_cast<int>(nodes.size()) - fit);
   if (report.timed_out) absl::StrAppend(&out, "; the rest did not answer in time");
-  if (slowest != nullptr) {
-    absl::StrAppendFormat(&out, "; slowest check %.2f s on %s (%s: %s)", slowest->seconds(),
-                          slow_node->host, slowest->name(), slowest->detail());
+  if (const SlowestCheck slowest = FindSlowestCheck(nodes); slowest.check != nullptr) {
+    absl::StrAppendFormat(&out, "; slowest check %.2f s on %s (%s: %s)", slowest.check->seconds(),
+                          slowest.node->host, slowest.check->name(), slowest.check->detail());
   }
   absl::StrAppend(&out, "\n");
   return out;

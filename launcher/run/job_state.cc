@@ -25,22 +25,13 @@ FailureClass CrashClass(const v1::WorkerEvent& ev) {
 // An agent that joined is lost if its session has not opened this long after the silence limit.
 constexpr double kSessionOpenSlackS = 5;
 
-// "preflight: 4 node(s) passed; slowest h2 1.21 s (command: ...)"; "" when it was off.
+// "preflight: 4 node(s) passed; slowest check 1.21 s on h2 (command: ...)"; "" when it was off.
 std::string PreflightSummary(const std::vector<Participant>& nodes) {
-  const Participant* slowest_node = nullptr;
-  const v1::CheckResult* slowest = nullptr;
-  for (const Participant& p : nodes) {
-    for (const v1::CheckResult& c : p.checks) {
-      if (slowest == nullptr || c.seconds() > slowest->seconds()) {
-        slowest = &c;
-        slowest_node = &p;
-      }
-    }
-  }
-  if (slowest == nullptr) return "";
+  const SlowestCheck slowest = FindSlowestCheck(nodes);
+  if (slowest.check == nullptr) return "";
   return absl::StrFormat("preflight: %d node(s) passed; slowest check %.2f s on %s (%s: %s)",
-                         nodes.size(), slowest->seconds(), slowest_node->host, slowest->name(),
-                         slowest->detail());
+                         nodes.size(), slowest.check->seconds(), slowest.node->host,
+                         slowest.check->name(), slowest.check->detail());
 }
 
 }  // namespace
