@@ -39,7 +39,7 @@ ChildSupervisor::ChildSupervisor(boost::asio::io_context& io, std::string log_di
 ChildSupervisor::~ChildSupervisor() {
   if (kill_timer_) clock_.Cancel(*kill_timer_);
   for (auto& [pid, w] : workers_) {
-    if (!w->reaped) launcher_.SignalGroup(pid, SIGKILL);
+    if (!w->reaped) Signal(pid, SIGKILL);
     if (w->linger) clock_.Cancel(*w->linger);
     if (w->log_fd >= 0) close(w->log_fd);
   }
@@ -235,7 +235,7 @@ void ChildSupervisor::StopAll(std::chrono::milliseconds grace) {
   for (auto& [pid, w] : workers_) {
     if (w->stopping) continue;
     w->stopping = true;
-    if (!w->reaped) launcher_.SignalGroup(pid, SIGTERM);
+    if (!w->reaped) Signal(pid, SIGTERM);
   }
   SteadyTime kill_at = clock_.Now() + grace;
   if (kill_timer_) {
@@ -249,10 +249,16 @@ void ChildSupervisor::StopAll(std::chrono::milliseconds grace) {
   });
 }
 
+void ChildSupervisor::Signal(pid_t pid, int sig) {
+  launcher_.SignalGroup(pid, sig);
+  // The child itself too, if it moved to another group (setpgid) and so missed that.
+  launcher_.SignalChild(pid, sig);
+}
+
 void ChildSupervisor::KillAll() {
   for (auto& [pid, w] : workers_) {
     w->stopping = true;
-    if (!w->reaped) launcher_.SignalGroup(pid, SIGKILL);
+    if (!w->reaped) Signal(pid, SIGKILL);
   }
 }
 

@@ -102,6 +102,8 @@ class ChildSupervisor {
   };
 
   absl::StatusOr<int> OpenLog(int rank) const;
+  // `sig` to an unreaped child's process group and to the child itself.
+  void Signal(pid_t pid, int sig);
   void WriteLog(Worker& w, const char* data, size_t n);
   void Adopt(std::unique_ptr<Worker> w, const SpawnedProcess& spawned);
   void ReadMore(pid_t pid, Stream& s);

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace dlaunch {
 
@@ -15,6 +16,12 @@ absl::StatusOr<SpawnedProcess> SystemProcessLauncher::AwaitExec(PendingProcess p
 
 bool SystemProcessLauncher::SignalGroup(pid_t pgid, int sig) {
   return pgid > 0 && kill(-pgid, sig) == 0;
+}
+
+bool SystemProcessLauncher::SignalChild(pid_t pid, int sig) {
+  if (pid <= 0) return false;
+  const pid_t group = getpgid(pid);
+  return group >= 0 && group != pid && kill(pid, sig) == 0;
 }
 
 std::optional<int> SystemProcessLauncher::TryReap(pid_t pid) {

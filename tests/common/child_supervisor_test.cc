@@ -261,6 +261,23 @@ TEST_F(ChildSupervisorTest, KillAllSignalsAtOnceAndMarksTheChildrenStopped) {
   EXPECT_TRUE(exits_[0].stopped);
 }
 
+// A child that moved to another process group (setpgid) is not reached through its own group:
+// each stop signal also goes to the child itself, and never after it was reaped.
+TEST_F(ChildSupervisorTest, StopSignalsReachTheChildItselfNotOnlyItsGroup) {
+  pid_t pid = Start(1)[0];
+  supervisor_.StopAll(milliseconds(1000));
+  clock_.Advance(milliseconds(1000));
+  ASSERT_EQ(launcher_.child_signals().size(), 2u);
+  EXPECT_EQ(launcher_.child_signals()[0].pgid, pid);
+  EXPECT_EQ(launcher_.child_signals()[0].sig, SIGTERM);
+  EXPECT_EQ(launcher_.child_signals()[1].sig, SIGKILL);
+  EXPECT_TRUE(launcher_.child_signals()[1].while_running);
+  launcher_.Exit(pid, W_EXITCODE(0, SIGKILL));
+  Settle();
+  supervisor_.KillAll();
+  EXPECT_EQ(launcher_.child_signals().size(), 2u);
+}
+
 TEST_F(ChildSupervisorTest, AfterExitTheGroupIsKilledToCloseWhatHelpersStillHold) {
   pid_t pid = Start(1)[0];
   launcher_.Exit(pid, W_EXITCODE(0, 0));

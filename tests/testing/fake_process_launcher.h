@@ -63,6 +63,14 @@ class FakeProcessLauncher : public ProcessLauncher {
     return it != children_.end();
   }
 
+  // Kept apart from the group signals: the supervisor sends both, and the tests count the
+  // group's.
+  bool SignalChild(pid_t pid, int sig) override {
+    auto it = children_.find(pid);
+    child_signals_.push_back({pid, sig, it != children_.end() && !it->second.exited});
+    return it != children_.end() && !it->second.reaped;
+  }
+
   std::optional<int> TryReap(pid_t pid) override {
     auto it = children_.find(pid);
     if (it == children_.end() || !it->second.exited || it->second.reaped) return std::nullopt;
@@ -96,6 +104,7 @@ class FakeProcessLauncher : public ProcessLauncher {
 
   const SpawnOptions& options(pid_t pid) const { return children_.at(pid).options; }
   const std::vector<Signal>& signals() const { return signals_; }
+  const std::vector<Signal>& child_signals() const { return child_signals_; }
   // Signals `sig` sent to `pid`'s group while it was running.
   int SignalsWhileRunning(pid_t pid, int sig) const {
     int n = 0;
@@ -117,6 +126,7 @@ class FakeProcessLauncher : public ProcessLauncher {
   std::map<pid_t, Child> children_;
   std::map<std::string, absl::Status> fork_errors_, exec_errors_;
   std::vector<Signal> signals_;
+  std::vector<Signal> child_signals_;  // SignalChild's, `pgid` being the pid
   std::function<void()> on_exit_;
 };
 
