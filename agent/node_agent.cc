@@ -103,8 +103,10 @@ absl::Status NodeAgent::Start() {
   WatchSignals();
   // Daemons the workers start (setsid, double fork) are handed to this agent, not to init.
   if (!BecomeSubreaper()) Log("cannot become the workers' subreaper: their daemons may outlive the job");
+  auto cgroup = JobCgroup::CreateForThisProcess(JobCgroupName(job_.job_id(), agent_id_));
+  if (cgroup.ok()) cgroup_ = *std::move(cgroup);
+  else Log(absl::StrCat("no cgroup for the workers (the subreaper alone): ", cgroup.status().message()));
   if (job_.spare()) Log("joined as a spare: waiting for a round to take a lost node's place");
-
   // Unix socket paths are limited to 107 bytes, so the socket lives in /tmp, not the job dir.
   report_socket_ = absl::StrCat("/tmp/dlaunch-", getpid(), "-", RandomHex(6), ".sock");
   if (absl::Status st = StartReportServer(report_socket_); !st.ok()) return st;
@@ -155,6 +157,7 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
               OnOutput(rank, err, std::move(lines));
             },
             [this](const ChildExit& e) { OnChildExit(e); }});
+    supervisor_->SetLogLimit(WorkerLogLimit(ProcessEnv()));
   }
   // A plan the node cannot honour (an explicit map naming CPUs it lacks) fails every rank's
   // start with the plan's message, so the launcher fails the round and shows why.
@@ -162,6 +165,7 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
   const std::vector<RankSlot> slots = plan.ok() ? *plan : UnplacedSlots(job_);
   std::vector<ChildSupervisor::StartRequest> requests =
       BuildStartRequests(job_, slots, ProcessEnv(), report_socket_);
+  for (auto& r : requests) r.options.cgroup_procs_fd = cgroup_ ? cgroup_->procs_fd() : -1;
   std::vector<absl::StatusOr<pid_t>> started =
       plan.ok() ? supervisor_->StartAll(requests)
                 : std::vector<absl::StatusOr<pid_t>>(requests.size(), plan.status());
@@ -174,6 +178,11 @@ void NodeAgent::SweepOrphans() {
   std::vector<std::string> ended =
       EndAdopted(std::min(milliseconds(job_.grace_ms()), milliseconds(2000)));
   if (!ended.empty()) Log(DescribeEnded(ended));
+  // Then what escaped the sweep (a daemon forking away from each signal): no grace left.
+  if (!cgroup_) return;
+  if (std::vector<std::string> killed = cgroup_->KillAll(); !killed.empty()) {
+    Log(cgroup_->DescribeKilled(killed));
+  }
 }
 
 void NodeAgent::ReportRoundEnded(int round) {
@@ -305,11 +314,8 @@ void NodeAgent::OnReport(const v1::WorkerReport& r) {
 void NodeAgent::OnOutput(int rank, bool is_stderr, std::vector<std::string> lines) {
   output_lines_[rank] += static_cast<int64_t>(lines.size());
   if (!state_->session_open()) return;
-  if (!job_.forward_all()) {
-    bool wanted = false;
-    for (int r : job_.forward_ranks()) wanted |= (r == rank);
-    if (!wanted) return;
-  }
+  const auto& shown = job_.forward_ranks();
+  if (!job_.forward_all() && std::find(shown.begin(), shown.end(), rank) == shown.end()) return;
   v1::AgentMessage msg = Message();
   auto* log = msg.mutable_log();
   log->set_rank(rank);
@@ -479,6 +485,7 @@ void NodeAgent::ReportsDrained() {
 void NodeAgent::Finish(int code) {
   exit_code_ = code;
   SweepOrphans();
+  cgroup_.reset();  // removed: empty now
   if (drain_timer_) clock_.Cancel(*drain_timer_);
   if (heartbeat_timer_) clock_.Cancel(*heartbeat_timer_);
   drain_timer_.reset();

@@ -21,6 +21,7 @@
 #include "agent/control_client.h"
 #include "agent/gpu_discovery.h"
 #include "agent/gpu_monitor.h"
+#include "agent/job_cgroup.h"
 #include "agent/local_rank_plan.h"
 #include "agent/oom_detector.h"
 #include "agent/report_server.h"
@@ -111,6 +112,7 @@ class NodeAgent {
   std::unique_ptr<ControlClient> client_;
   std::unique_ptr<ChildSupervisor> supervisor_;
   std::unique_ptr<ReportServer> reports_;
+  std::unique_ptr<JobCgroup> cgroup_;  // the workers' cgroup; null where the node allows none
   std::optional<boost::asio::signal_set> signals_;
   std::optional<TimerClock::TimerId> heartbeat_timer_;
   std::optional<TimerClock::TimerId> drain_timer_;

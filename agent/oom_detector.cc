@@ -70,8 +70,15 @@ std::optional<MemoryCgroup> ParseMemoryCgroup(const std::string& proc_cgroup, co
   }
   if (!v2_path) return std::nullopt;
   for (const std::string& mount : {root, absl::StrCat(root, "/unified")}) {
-    std::string dir = *v2_path == "/" ? mount : absl::StrCat(mount, *v2_path);
-    if (exists(dir + "/memory.events")) return MemoryCgroup{dir, true};
+    // The nearest cgroup up from the worker's that has the memory controller: the agent's job
+    // cgroup (agent/job_cgroup.h) has none of its own, its parent's limit applies.
+    for (std::string path = *v2_path;;) {
+      std::string dir = path == "/" ? mount : absl::StrCat(mount, path);
+      if (exists(dir + "/memory.events")) return MemoryCgroup{dir, true};
+      if (path == "/" || path.empty()) break;
+      const size_t slash = path.rfind('/');
+      path = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+    }
   }
   return std::nullopt;
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_io.h"
 
@@ -76,6 +78,27 @@ std::string ShownLine(std::string line, int rank) {
   line.resize(kShownLineBytes);
   absl::StrAppend(&line, " [", cut, " more bytes in logs/rank-", rank, ".log]");
   return line;
+}
+
+int64_t WorkerLogLimit(const EnvMap& env) {
+  auto it = env.find("DLAUNCH_WORKER_LOG_LIMIT");
+  if (it == env.end()) return ChildSupervisor::kDefaultLogLimit;
+  absl::string_view text = absl::StripAsciiWhitespace(it->second);
+  int shift = 0;
+  if (!text.empty()) {
+    switch (absl::ascii_toupper(static_cast<unsigned char>(text.back()))) {
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      default: break;
+    }
+  }
+  if (shift > 0) text.remove_suffix(1);
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(text, &n) || n < 0 || n > (int64_t{1} << (62 - shift))) {
+    return ChildSupervisor::kDefaultLogLimit;
+  }
+  return n << shift;
 }
 
 absl::Status MakeJobDirs(const std::string& job_dir) {

@@ -34,6 +34,11 @@ std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResp
 // launcher usually made them already; this covers a node that does not share its file system.
 absl::Status MakeJobDirs(const std::string& job_dir);
 
+// How many bytes of its output each rank's log keeps (ChildSupervisor::SetLogLimit):
+// DLAUNCH_WORKER_LOG_LIMIT in the agent's environment (bytes, or with a K, M or G suffix: "512M"),
+// else ChildSupervisor::kDefaultLogLimit (2 GiB); a value that does not parse is ignored.
+int64_t WorkerLogLimit(const EnvMap& env);
+
 // A rank's output line as the launcher shows it: cut at 4 KiB, saying how much more the rank's
 // log file holds.
 std::string ShownLine(std::string line, int rank);

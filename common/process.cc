@@ -75,6 +75,8 @@ void PrepareExec(const SpawnOptions& options, ExecPlan* plan) {
 [[noreturn]] void RunChild(const SpawnOptions& options, const ExecPlan& plan, pid_t parent,
                            int out_fd, int err_fd, int status_fd) {
   if (options.new_process_group) setpgid(0, 0);
+  // "0" is the writing process; done before exec, so no child of the worker escapes it.
+  if (options.cgroup_procs_fd >= 0) (void)!write(options.cgroup_procs_fd, "0", 1);
   if (options.parent_death_signal != 0) {
     prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
     if (getppid() != parent) _exit(127);  // the parent died before prctl took effect

@@ -21,6 +21,10 @@ struct SpawnOptions {
   bool capture_output = true;            // stdout/stderr to pipes; else inherited
   bool stdin_null = true;
   std::vector<int> cpu_affinity;         // CPU ids for sched_setaffinity in the child; empty = inherit
+  // An open cgroup.procs (cgroup v2): the child moves itself into that cgroup before it execs,
+  // so nothing it starts runs outside it. -1 = stay in the parent's cgroup. A refused move is
+  // not an error here: the caller checked that it may move processes there.
+  int cgroup_procs_fd = -1;
 };
 
 struct SpawnedProcess {

@@ -43,6 +43,22 @@ TEST(OomDetectorParseTest, TheUnifiedHierarchyWhereItsMemoryEventsAre) {
   EXPECT_FALSE(ParseMemoryCgroup(kV2Cgroup, "/sys/fs/cgroup", [](const std::string&) { return false; }));
 }
 
+// The agent's job cgroup has no memory controller of its own: the nearest cgroup up that has
+// one is the worker's memory cgroup.
+TEST(OomDetectorParseTest, AJobCgroupWithoutTheMemoryControllerUsesTheNearestOneUp) {
+  auto in_parent = [](const std::string& p) {
+    return p == "/sys/fs/cgroup/system.slice/slurmstepd.scope/memory.events";
+  };
+  auto cg = ParseMemoryCgroup("0::/system.slice/slurmstepd.scope/dlaunch-j-a\n", "/sys/fs/cgroup",
+                              in_parent);
+  ASSERT_TRUE(cg.has_value());
+  EXPECT_EQ(cg->dir, "/sys/fs/cgroup/system.slice/slurmstepd.scope");
+  auto in_unified = [](const std::string& p) { return p == "/sys/fs/cgroup/unified/memory.events"; };
+  cg = ParseMemoryCgroup("0::/dlaunch-j-a\n", "/sys/fs/cgroup", in_unified);
+  ASSERT_TRUE(cg.has_value());
+  EXPECT_EQ(cg->dir, "/sys/fs/cgroup/unified");
+}
+
 TEST(OomDetectorParseTest, OomKillCountsAndKernelRecords) {
   EXPECT_EQ(ParseOomKillCount("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n"), 3);
   EXPECT_EQ(ParseOomKillCount("low 0\nhigh 0\nmax 12\noom 2\noom_kill 2\noom_group_kill 0\n"), 2);

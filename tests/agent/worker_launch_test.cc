@@ -158,6 +158,19 @@ TEST(BuildStartRequestsTest, AnEmptyPlanStartsNothing) {
   EXPECT_TRUE(BuildStartRequests(Job(), {}, {}, "/tmp/r.sock").empty());
 }
 
+TEST(WorkerLogLimitTest, BytesOrASuffixFromTheEnvironmentElseTheDefault) {
+  EXPECT_EQ(WorkerLogLimit({}), ChildSupervisor::kDefaultLogLimit);
+  EXPECT_EQ(WorkerLogLimit({{"DLAUNCH_WORKER_LOG_LIMIT", "1000"}}), 1000);
+  EXPECT_EQ(WorkerLogLimit({{"DLAUNCH_WORKER_LOG_LIMIT", "64k"}}), 64 << 10);
+  EXPECT_EQ(WorkerLogLimit({{"DLAUNCH_WORKER_LOG_LIMIT", " 512M"}}), int64_t{512} << 20);
+  EXPECT_EQ(WorkerLogLimit({{"DLAUNCH_WORKER_LOG_LIMIT", "10G"}}), int64_t{10} << 30);
+  EXPECT_EQ(WorkerLogLimit({{"DLAUNCH_WORKER_LOG_LIMIT", "0"}}), 0);
+  for (const char* bad : {"", "M", "-1", "1.5G", "lots", "99999999999999999999"}) {
+    EXPECT_EQ(WorkerLogLimit({{"DLAUNCH_WORKER_LOG_LIMIT", bad}}), ChildSupervisor::kDefaultLogLimit)
+        << bad;
+  }
+}
+
 TEST(MakeJobDirsTest, CreatesTheJobDirWithLogsAndErrorsAndAcceptsExistingOnes) {
   ScratchDir scratch;
   std::string job_dir = scratch.path() + "/job";
