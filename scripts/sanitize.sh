@@ -5,16 +5,25 @@
 # asan runs every non-LibTorch test (all labels); tsan the launcher's and agent's suites
 # (gRPC, Asio and the agent's threads). --pure builds and runs only the pure unit suites (no
 # processes, sockets or real time): the ctest labels of one library each, minus integration.
-# Builds in build-asan/ or build-tsan/ (BUILD_DIR overrides), Ninja, -O1 with line tables, frame
-# pointers kept, ccache when installed. Any report fails the test that made it (halt_on_error).
-# Suppressions for the uninstrumented system libraries: scripts/sanitize/<mode>.supp.
+# Builds in build-asan/ or build-tsan/ (BUILD_DIR overrides), Ninja, line tables (-g1), frame
+# pointers kept, ccache when installed. asan compiles at -O0: it halves the compile time of -O1
+# and finds as much (every load and store is instrumented either way; optimising only removes
+# some); CI runs `asan --pure` (.ci/run). tsan compiles at -O1, which its runtime and the timing
+# of the threads it watches need. SANITIZE_OPT overrides either. Any report fails the test that
+# made it (halt_on_error). Suppressions for the uninstrumented system libraries:
+# scripts/sanitize/<mode>.supp, each with its reason (docs/testing.md, "Sanitizers").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=${1:-}
 case "$mode" in
-  asan) flags="-fsanitize=address,undefined -fno-sanitize-recover=all" ;;
-  tsan) flags="-fsanitize=thread" ;;
+  asan) flags="-fsanitize=address,undefined -fno-sanitize-recover=all" opt="-O0 -g1" ;;
+  # Asio's handler fences (std::atomic_thread_fence) are invisible to ThreadSanitizer (gcc warns
+  # -Wtsan on each); its queues' mutexes, which TSan does see, order the handlers, so the TSan
+  # build uses Asio's null fences: the same model, without the warnings. tsan_protobuf_abi.h
+  # keeps protobuf's map fields laid out as in the uninstrumented libprotobuf (it says why).
+  tsan) flags="-fsanitize=thread" opt="-O1 -g1"
+    cflags="-DBOOST_ASIO_DISABLE_FENCED_BLOCK -include $PWD/scripts/sanitize/tsan_protobuf_abi.h" ;;
   *) echo "usage: scripts/sanitize.sh asan|tsan [--pure] [ctest args...]" >&2; exit 2 ;;
 esac
 shift
@@ -22,6 +31,7 @@ pure=0
 if [ "${1:-}" = "--pure" ]; then pure=1; shift; fi
 
 BUILD_DIR=${BUILD_DIR:-build-$mode}
+opt=${SANITIZE_OPT:-$opt}
 JOBS=${JOBS:-$(nproc)}
 supp=$PWD/scripts/sanitize
 
@@ -39,13 +49,17 @@ else
   all_labels="$pure_labels"
 fi
 
+# g++ brings the sanitizers' runtimes (libasan, libubsan, liblsan, libtsan: gcc's own packages,
+# through build-essential); GoogleTest and what the process tests run come from `test`.
+scripts/install-deps.sh build test
+
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 start=$(date +%s)
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-  -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt" \
+  -DCMAKE_CXX_FLAGS="$flags ${cflags:-} -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
   -DDLAUNCH_BUILD_WORKER=OFF -DDLAUNCH_BUILD_TESTS=ON "${launcher[@]}" >/dev/null
 targets=()
