@@ -140,7 +140,10 @@ void ChildSupervisor::WriteLog(Worker& w, const char* data, size_t n) {
   if (w.log_fd < 0 || n == 0) return;
   const int64_t room = std::max<int64_t>(0, log_limit_ - w.log_bytes);
   const size_t kept = static_cast<size_t>(std::min<int64_t>(room, static_cast<int64_t>(n)));
-  if (kept > 0) (void)!write(w.log_fd, data, kept);
+  if (kept > 0) {
+    (void)!write(w.log_fd, data, kept);
+    w.log_mid_line = data[kept - 1] != '\n';
+  }
   w.log_bytes += static_cast<int64_t>(kept);
   w.dropped_bytes += static_cast<int64_t>(n - kept);
 }
@@ -208,7 +211,9 @@ void ChildSupervisor::MaybeComplete(pid_t pid, bool force) {
   Drain(*w, w->err);
   if (w->linger) clock_.Cancel(*w->linger);
   if (w->log_fd >= 0 && w->dropped_bytes > 0) {
-    const std::string note = absl::StrCat("[dlaunch] this log keeps the first ", log_limit_,
+    // On a line of its own, even when the cap fell inside one.
+    const std::string note = absl::StrCat(w->log_mid_line ? "\n" : "",
+                                          "[dlaunch] this log keeps the first ", log_limit_,
                                           " bytes of output; ", w->dropped_bytes,
                                           " more bytes were not kept\n");
     (void)!write(w->log_fd, note.data(), note.size());

@@ -99,6 +99,7 @@ class ChildSupervisor {
     std::deque<std::string> tail;
     int64_t log_bytes = 0;      // written to its log file
     int64_t dropped_bytes = 0;  // past the log's limit, not written
+    bool log_mid_line = false;  // the last byte written to the log was not a newline
   };
 
   absl::StatusOr<int> OpenLog(int rank) const;

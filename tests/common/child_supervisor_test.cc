@@ -147,22 +147,21 @@ TEST_F(ChildSupervisorTest, OutputWithoutANewlineIsCutIntoBoundedLines) {
   EXPECT_EQ(output_[1].size(), 2 + 3 * chunk.size() - ChildSupervisor::kMaxLineBytes);
 }
 
-TEST(ChildSupervisorLogTest, ALogPastItsLimitKeepsTheStartAndSaysHowMuchWasNotKept) {
+// The log of a child that wrote `output` and exited, kept to `limit` bytes.
+std::string LogOfAFlood(const std::string& output, int64_t limit) {
   char dir_template[] = "/tmp/dlaunch-log-limit-XXXXXX";
   const std::string dir = mkdtemp(dir_template);
   boost::asio::io_context io;
   FakeProcessLauncher launcher;
   ManualTimerClock clock;
   ChildSupervisor supervisor(io, dir, 3, {}, "rank-", ChildSupervisor::Seams{&launcher, &clock});
-  supervisor.SetLogLimit(100);
+  supervisor.SetLogLimit(limit);
   std::vector<ChildSupervisor::StartRequest> requests(1);
   requests[0].rank = 0;
   requests[0].options.argv = {"flood"};
   auto results = supervisor.StartAll(std::move(requests));
-  ASSERT_TRUE(results[0].ok());
-  std::string flood;
-  for (int i = 0; i < 50; ++i) flood += "line\n";  // 250 bytes
-  launcher.Write(*results[0], flood);
+  EXPECT_TRUE(results[0].ok());
+  launcher.Write(*results[0], output);
   for (int i = 0; i < 10; ++i) {
     io.restart();
     io.poll();
@@ -175,10 +174,27 @@ TEST(ChildSupervisorLogTest, ALogPastItsLimitKeepsTheStartAndSaysHowMuchWasNotKe
   }
   std::ifstream in(dir + "/rank-0.log");
   const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove_all(dir);
+  return log;
+}
+
+TEST(ChildSupervisorLogTest, ALogPastItsLimitKeepsTheStartAndSaysHowMuchWasNotKept) {
+  std::string flood;
+  for (int i = 0; i < 50; ++i) flood += "line\n";  // 250 bytes
+  const std::string log = LogOfAFlood(flood, 100);
   EXPECT_EQ(log.substr(0, 100), flood.substr(0, 100));
   EXPECT_EQ(log.substr(100),
             "[dlaunch] this log keeps the first 100 bytes of output; 150 more bytes were not kept\n");
-  std::filesystem::remove_all(dir);
+}
+
+TEST(ChildSupervisorLogTest, TheClosingNoteStartsALineWhenTheLimitFellInsideOne) {
+  std::string flood;
+  for (int i = 0; i < 50; ++i) flood += "line\n";
+  const std::string log = LogOfAFlood(flood, 102);
+  EXPECT_EQ(log.substr(0, 102), flood.substr(0, 102));
+  EXPECT_EQ(log.substr(102),
+            "\n[dlaunch] this log keeps the first 102 bytes of output; 148 more bytes were not "
+            "kept\n");
 }
 
 TEST_F(ChildSupervisorTest, ExitIsReportedWithItsWaitStatusTailAndNotStopped) {
