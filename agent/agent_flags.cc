@@ -30,18 +30,19 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
   return f;
 }
 
-absl::StatusOr<std::string> ReadAgentToken(const std::string& token_file, const char* env_token) {
+absl::StatusOr<JobCredentials> ReadAgentCredentials(const std::string& token_file,
+                                                    const char* env_token) {
   if (token_file.empty()) {
     if (env_token == nullptr) {
       return absl::InvalidArgumentError("no token: pass --token-file or set DLAUNCH_TOKEN");
     }
-    return std::string(env_token);
+    return JobCredentials{env_token, "", ""};
   }
-  absl::StatusOr<std::string> text = ReadFile(token_file);
-  if (!text.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--token-file: ", text.status().message()));
+  absl::StatusOr<JobCredentials> creds = ReadJobCredentials(token_file);
+  if (!creds.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--token-file: ", creds.status().message()));
   }
-  return text->substr(0, text->find('\n'));
+  return creds;
 }
 
 }  // namespace dlaunch

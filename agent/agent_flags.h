@@ -7,16 +7,17 @@
 
 #include "absl/status/statusor.h"
 #include "agent/node_agent.h"
+#include "proto/control_tls.h"
 
 namespace dlaunch {
 
 inline constexpr char kAgentUsage[] =
     "usage: dlaunch-agent --control HOST:PORT --token-file PATH [--nproc N] [--host NAME]\n"
     "                     [--addr ADDR] [--join-timeout SECONDS] [--tail-lines N]\n"
-    "The token may instead come from the DLAUNCH_TOKEN environment variable.\n";
+    "The token may instead come from the DLAUNCH_TOKEN environment variable (plain TCP only).\n";
 
 struct AgentFlags {
-  AgentOptions options;       // everything but the token
+  AgentOptions options;       // everything but the credentials
   std::string token_file;     // "" = take the token from DLAUNCH_TOKEN
   bool help = false;
 };
@@ -25,8 +26,11 @@ struct AgentFlags {
 // value, a stray argument, or a missing --control (unless --help).
 absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args);
 
-// The job token: the first line of `token_file`, else `env_token` (DLAUNCH_TOKEN, null when
-// unset). InvalidArgument when there is none or the file cannot be read.
-absl::StatusOr<std::string> ReadAgentToken(const std::string& token_file, const char* env_token);
+// The job token and the launcher's pinned certificate, from `token_file` (proto/control_tls.h),
+// else the token alone from `env_token` (DLAUNCH_TOKEN, null when unset; plain TCP).
+// InvalidArgument when there is none, or the file or its certificate cannot be read or do not
+// match.
+absl::StatusOr<JobCredentials> ReadAgentCredentials(const std::string& token_file,
+                                                    const char* env_token);
 
 }  // namespace dlaunch

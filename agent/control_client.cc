@@ -13,13 +13,13 @@ constexpr size_t kMaxQueuedLogBytes = 16 << 20;
 
 }  // namespace
 
-ControlClient::ControlClient(const std::string& target, std::string token)
-    : token_(std::move(token)) {
+ControlClient::ControlClient(const std::string& target, const JobCredentials& creds)
+    : token_(creds.token) {
   grpc::ChannelArguments args;
   // Fail a connection attempt quickly rather than backing off for a minute.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  channel_ = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(target, ControlChannelCredentials(creds, &args), args);
   stub_ = v1::Control::NewStub(channel_);
 }
 

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "dlaunch/control.grpc.pb.h"
+#include "proto/control_credentials.h"
 #include "proto/grpc_status.h"
 
 namespace dlaunch {
@@ -25,7 +26,8 @@ class ControlClient {
   using OnCommand = std::function<void(const v1::LauncherCommand&)>;
   using OnClosed = std::function<void(const std::string& why)>;
 
-  ControlClient(const std::string& target, std::string token);
+  // TLS pinned to the job's certificate when `creds` has one, else plain TCP.
+  ControlClient(const std::string& target, const JobCredentials& creds);
   ~ControlClient();
 
   // What the node must check before it joins; waits for the launcher's server up to `timeout`.

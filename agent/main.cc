@@ -28,10 +28,10 @@ int main(int argc, char** argv) {
     std::cout << dlaunch::kAgentUsage;
     return dlaunch::kExitOk;
   }
-  absl::StatusOr<std::string> token =
-      dlaunch::ReadAgentToken(flags->token_file, std::getenv("DLAUNCH_TOKEN"));
-  if (!token.ok()) return Usage(token.status());
-  flags->options.token = *token;
+  absl::StatusOr<dlaunch::JobCredentials> creds =
+      dlaunch::ReadAgentCredentials(flags->token_file, std::getenv("DLAUNCH_TOKEN"));
+  if (!creds.ok()) return Usage(creds.status());
+  flags->options.credentials = *std::move(creds);
   unsetenv("DLAUNCH_TOKEN");  // workers must not inherit it
 
   boost::asio::io_context io;

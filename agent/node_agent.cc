@@ -73,7 +73,7 @@ absl::Status NodeAgent::Start() {
   if (!gpus_.visible.empty() && !gpu_monitor_->unavailable().empty()) {
     Log(absl::StrCat("no GPU health in heartbeats: ", gpu_monitor_->unavailable()));
   }
-  client_ = std::make_unique<ControlClient>(options_.control, options_.token);
+  client_ = std::make_unique<ControlClient>(options_.control, options_.credentials);
   v1::PreflightRequest asked;
   asked.set_agent_id(agent_id_);
   asked.set_host(options_.host);

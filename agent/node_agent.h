@@ -29,12 +29,13 @@
 #include "common/child_supervisor.h"
 #include "common/clock.h"
 #include "dlaunch/control.pb.h"
+#include "proto/control_tls.h"
 
 namespace dlaunch {
 
 struct AgentOptions {
   std::string control;          // launcher endpoint host:port
-  std::string token;
+  JobCredentials credentials;   // the job token and the launcher's pinned certificate
   std::string host;             // "" = gethostname()
   std::string addr;             // "" = the local address that routes to the launcher
   int nproc = 0;                // 0 = one per visible GPU, else 1

@@ -13,7 +13,8 @@ meeting at a c10d rendezvous endpoint on 127.0.0.1.
 Configurations are interleaved (dlaunch N, torchrun N, dlaunch N, ...) so that a change in the
 machine's load affects both alike; the table reports medians. With --baseline PATH, a second
 dlaunch binary (an older build) runs interleaved with the first, and a second table compares the
-two (start, exit, agent and launcher memory and threads). Only the Python standard library
+two (start, exit, agent and launcher memory and threads); --baseline-flags gives the baseline
+runs extra flags, so one binary can be compared with itself (TLS against --no-tls). Only the Python standard library
 is used; run it with /usr/bin/python3 (see run.sh).
 """
 
@@ -199,9 +200,10 @@ def RunOnce(kind, n, args, workdir, sleep_s=None):
 
     if kind in ("dlaunch", "baseline"):
         binary = args.dlaunch if kind == "dlaunch" else args.baseline
+        extra = args.baseline_flags.split() if kind == "baseline" else []
         cmds = [[binary, "run", "--nnodes", str(n), "--nproc-per-node", "1",
-                 "--heartbeat", str(args.heartbeat), "--job-root", os.path.join(workdir, "runs"),
-                 "--", WORKER]]
+                 "--heartbeat", str(args.heartbeat), "--job-root", os.path.join(workdir, "runs")]
+                + extra + ["--", WORKER]]
     else:
         port, rid = FreePort(), tag
         cmds = [[TORCH_PYTHON, "-m", "torch.distributed.run", "--rdzv_backend=c10d",
@@ -313,7 +315,7 @@ def PrintBaselineTable(results, nodes, args):
         return max(vals) if vals else None
 
     print()
-    print(f"baseline: {args.baseline}")
+    print(f"baseline: {args.baseline} {args.baseline_flags}".rstrip())
     print()
     print("| nodes | all started (s) | baseline (s) | ratio | exit (s) | baseline (s) | ratio "
           "| agent max RSS MB (this/baseline) | launcher max RSS MB | launcher max threads | runs |")
@@ -345,6 +347,8 @@ def main():
     ap.add_argument("--no-torchrun", action="store_true", help="measure dlaunch only")
     ap.add_argument("--dlaunch", help="dlaunch binary (default: $DLAUNCH_BIN, else build/bin/dlaunch)")
     ap.add_argument("--baseline", help="a second dlaunch binary to compare with, run interleaved")
+    ap.add_argument("--baseline-flags", default="",
+                    help="extra `dlaunch run` flags of the baseline runs, e.g. --no-tls with the same binary")
     ap.add_argument("--heartbeat", type=float, default=0.5, help="dlaunch --heartbeat")
     ap.add_argument("--timeout", type=float, default=300, help="per-run limit in seconds")
     ap.add_argument("--json", help="also write every run's raw result to this file")

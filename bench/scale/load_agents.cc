@@ -31,6 +31,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "agent/agent_flags.h"
+#include "proto/control_credentials.h"
 #include "bench/scale/sim_agent.h"
 #include "dlaunch/control.grpc.pb.h"
 
@@ -96,10 +97,9 @@ Options ParseArgs(int argc, char** argv) {
 int Main(int argc, char** argv) {
   const Options opt = ParseArgs(argc, argv);
   // The token file as the real agent reads it.
-  absl::StatusOr<std::string> read = ReadAgentToken(opt.token_file, nullptr);
+  absl::StatusOr<JobCredentials> read = ReadAgentCredentials(opt.token_file, nullptr);
   if (!read.ok()) Usage(std::string(read.status().message()));
-  const std::string token = *read;
-  if (token.empty()) Usage("empty token file " + opt.token_file);
+  const std::string token = read->token;
 
   // Separate TCP connections: each channel keeps its own subchannel pool.
   std::vector<std::shared_ptr<grpc::Channel>> channels;
@@ -110,8 +110,9 @@ int Main(int argc, char** argv) {
     args.SetInt("dlaunch.load_channel", c);
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    channels.push_back(
-        grpc::CreateCustomChannel(opt.control, grpc::InsecureChannelCredentials(), args));
+    // TLS pinned to the job's certificate, as the real agents connect.
+    std::shared_ptr<grpc::ChannelCredentials> creds = ControlChannelCredentials(*read, &args);
+    channels.push_back(grpc::CreateCustomChannel(opt.control, creds, args));
     stubs.push_back(v1::Control::NewStub(channels.back()));
   }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include <grpcpp/grpcpp.h>
@@ -26,6 +27,7 @@
 #include "launcher/run/run_plan.h"
 #include "launcher/spec/job_spec_parser.h"
 #include "launcher/trace/job_trace.h"
+#include "proto/control_credentials.h"
 
 namespace dlaunch {
 namespace {
@@ -43,10 +45,11 @@ int Fail(int code, absl::string_view message) {
   return code;
 }
 
-// The job directory (--job-dir, else <job root>/<new id>) with its token, job.yaml and hostfile.
+// The job directory (--job-dir, else <job root>/<new id>) with its token (and the launcher's
+// certificate with TLS), job.yaml and hostfile.
 absl::StatusOr<JobDirectory> PrepareJobDirectory(const RunFlags& flags, const JobSpec& spec,
                                                  const HostPlan& plan, const std::string& token,
-                                                 std::string* job_id) {
+                                                 const ControlIdentity* tls, std::string* job_id) {
   std::string path = flags.job_dir;
   if (path.empty()) {
     std::random_device rd;
@@ -58,7 +61,8 @@ absl::StatusOr<JobDirectory> PrepareJobDirectory(const RunFlags& flags, const Jo
   }
   absl::StatusOr<JobDirectory> dir = JobDirectory::Create(path);
   if (!dir.ok()) return dir.status();
-  for (absl::Status st : {dir->WriteToken(token), dir->WriteJobYamlIfAbsent(ResolvedJobYaml(spec)),
+  for (absl::Status st : {dir->WriteCredentials(token, tls),
+                          dir->WriteJobYamlIfAbsent(ResolvedJobYaml(spec)),
                           dir->WriteHostfile(plan.AgentHosts())}) {
     if (!st.ok()) return st;
   }
@@ -102,12 +106,13 @@ absl::StatusOr<std::vector<std::vector<std::string>>> LaunchCommands(
   return BuildNodeLaunchCommands(nl);
 }
 
-// What `run` and `doctor` set up before anything starts: the hosts, the token, the job
-// directory and where the workers run.
+// What `run` and `doctor` set up before anything starts: the hosts, the token, the control
+// channel's key and certificate, the job directory and where the workers run.
 struct PreparedJob {
   std::string self_host;
   HostPlan plan;
   std::string token;
+  std::optional<ControlIdentity> tls;  // none: rendezvous.tls off
   std::string job_id;
   JobDirectory dir;
   JobPlacement placement;
@@ -121,17 +126,31 @@ absl::StatusOr<PreparedJob> PrepareJob(const RunFlags& flags, const JobSpec& spe
   auto plan = ResolveHosts(spec, flags.hosts, *alloc, ShortHostName(self_host));
   if (!plan.ok()) return plan.status();
   const std::string token = RandomHex(32);
+  std::optional<ControlIdentity> tls;
+  if (spec.control_tls) {
+    absl::StatusOr<ControlIdentity> made = MakeControlIdentity();
+    if (!made.ok()) return absl::UnavailableError(made.status().message());
+    tls = *std::move(made);
+  }
   std::string job_id;
-  auto dir = PrepareJobDirectory(flags, spec, *plan, token, &job_id);
+  auto dir = PrepareJobDirectory(flags, spec, *plan, token, tls ? &*tls : nullptr, &job_id);
   if (!dir.ok()) return absl::UnavailableError(dir.status().message());
   JobPlacement placement = PlaceWorkers(spec, job_id, *dir);
-  return PreparedJob{self_host, *std::move(plan), token, job_id, *std::move(dir), std::move(placement)};
+  return PreparedJob{self_host,           *std::move(plan), token,
+                     std::move(tls),      job_id,           *std::move(dir),
+                     std::move(placement)};
 }
 
-// Where agents reach the control endpoint: --control-addr, loopback for local agents, else this
-// host's address.
+// Where agents reach the control endpoint: --control-addr (with the bound port unless it names
+// one: a forwarded port), loopback for local agents, else this host's address.
 std::string AgentsControlAddress(const RunFlags& flags, bool local, const std::string& self_host,
                                  int port) {
+  const size_t colon = flags.control_addr.rfind(':');
+  if (colon != std::string::npos && colon + 1 < flags.control_addr.size() &&
+      flags.control_addr.find_first_not_of("0123456789", colon + 1) == std::string::npos &&
+      (flags.control_addr.find(':') == colon || flags.control_addr[colon - 1] == ']')) {
+    return flags.control_addr;  // HOST:PORT or [IPv6]:PORT
+  }
   const std::string host = !flags.control_addr.empty() ? flags.control_addr
                            : local                     ? "127.0.0.1"
                                                        : AdvertisedAddress(self_host);
@@ -143,10 +162,13 @@ int FailPrepare(const absl::Status& status) {
               status.message());
 }
 
-std::unique_ptr<grpc::Server> StartControlServer(const std::string& listen, grpc::Service* service,
+std::unique_ptr<grpc::Server> StartControlServer(const std::string& listen,
+                                                const PreparedJob& job, grpc::Service* service,
                                                 int* bound_port) {
+  if (job.tls) CountFailedHandshakesQuietly();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), bound_port);
+  builder.AddListeningPort(listen, ControlServerCredentials(job.tls ? &*job.tls : nullptr),
+                           bound_port);
   builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (*bound_port == 0) return nullptr;
@@ -221,11 +243,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
   service.SetPreflightPlan(MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement)));
 
   // The endpoint listens everywhere, so `dlaunch watch` reaches it from other hosts (the login
-  // node); local agents still use loopback.
+  // node); local agents still use loopback. With TLS (the default) nothing on the wire reads.
   const bool local = plan->node_launcher == "local";
   const std::string listen = absl::StrCat("0.0.0.0:", spec->control_port);
   int bound_port = 0;
-  std::unique_ptr<grpc::Server> server = StartControlServer(listen, &service, &bound_port);
+  std::unique_ptr<grpc::Server> server = StartControlServer(listen, *prepared, &service, &bound_port);
   if (!server) return Fail(kExitLaunchError, absl::StrCat("cannot listen on ", listen));
   const std::string control = AgentsControlAddress(*flags, local, self_host, bound_port);
   const std::string reachable =
@@ -246,6 +268,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
   io.restart();
   io.poll();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  if (int64_t strangers = FailedHandshakes(); strangers > 0) {
+    std::cerr << "[dlaunch] refused " << strangers
+              << " connection(s) to the control endpoint that failed the TLS handshake (not "
+                 "holding the job's certificate)\n";
+  }
   if (st.ok()) {  // the timeline, from the journal and the workers' step traces (docs/trace.md)
     absl::StatusOr<RenderedTrace> trace = WriteJobTrace(dir->path());
     if (trace.ok()) std::cout << "[dlaunch] timeline: " << TracePath(dir->path()) << "\n";
@@ -299,7 +326,7 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
   const bool local = plan->node_launcher == "local";
   const std::string listen = absl::StrCat(local ? "127.0.0.1" : "0.0.0.0", ":", spec->control_port);
   int bound_port = 0;
-  std::unique_ptr<grpc::Server> server = StartControlServer(listen, &service, &bound_port);
+  std::unique_ptr<grpc::Server> server = StartControlServer(listen, *prepared, &service, &bound_port);
   if (!server) return Fail(kExitLaunchError, absl::StrCat("cannot listen on ", listen));
   auto commands = LaunchCommands(*flags, *spec, *plan, *dir, placement.workdir,
                                  AgentsControlAddress(*flags, local, self_host, bound_port));

@@ -20,7 +20,8 @@ const char kRunUsage[] =
     "  --job-root DIR          where job directories go (default: runs)\n"
     "  --name NAME             job name\n"
     "  --port P                launcher control port (default: a free one)\n"
-    "  --control-addr ADDR     address agents use to reach the launcher\n"
+    "  --control-addr ADDR     address agents use to reach the launcher; HOST:PORT when they\n"
+    "                          reach it through a forwarded port\n"
     "  --show-ranks all|LIST   ranks whose output is shown (default: all)\n"
     "  --grace SECONDS         SIGTERM -> SIGKILL grace when stopping workers\n"
     "  --heartbeat SECONDS     agent heartbeat interval\n"
@@ -29,7 +30,9 @@ const char kRunUsage[] =
     "  --join-timeout SECONDS  how long to wait for every node to join\n"
     "  --max-restarts N        restart the job in a new round up to N times on a failure\n"
     "  --spares K              start K extra agents that wait and replace lost nodes (local runs)\n"
-    "  --no-preflight          skip the nodes' checks before round 0 (docs/preflight.md)\n";
+    "  --no-preflight          skip the nodes' checks before round 0 (docs/preflight.md)\n"
+    "  --no-tls                plain TCP for the control channel (rendezvous.tls: off;\n"
+    "                          docs/security.md)\n";
 
 namespace {
 
@@ -112,6 +115,11 @@ std::vector<Flag> RunFlagTable(RunFlags* f) {
       {{"--no-preflight"}, false,
        [f](const std::string&) {
          f->no_preflight = true;
+         return absl::OkStatus();
+       }},
+      {{"--no-tls"}, false,
+       [f](const std::string&) {
+         f->no_tls = true;
          return absl::OkStatus();
        }},
   };
@@ -198,6 +206,7 @@ absl::StatusOr<JobSpec> BuildRunSpec(const RunFlags& f) {
   if (f.max_restarts >= 0) spec.max_restarts = f.max_restarts;
   if (f.spares >= 0) spec.spare_nodes = f.spares;
   if (f.no_preflight) spec.preflight.enabled = false;
+  if (f.no_tls) spec.control_tls = false;
   if (!f.show_ranks.empty()) {
     if (absl::Status st = ApplyShowRanks(f.show_ranks, &spec); !st.ok()) return st;
   }

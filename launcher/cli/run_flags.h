@@ -35,6 +35,7 @@ struct RunFlags {
   int max_restarts = -1;                  // --max-restarts
   int spares = -1;                        // --spares (nodes.spares)
   bool no_preflight = false;              // --no-preflight (preflight: off)
+  bool no_tls = false;                    // --no-tls (rendezvous.tls: off)
 };
 
 // True when `args` (before any `--`) ask for help.

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <chrono>
 #include <functional>
 #include <iostream>
@@ -11,7 +14,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/exit_codes.h"
 #include "common/file_io.h"
@@ -22,6 +24,7 @@
 #include "launcher/jobdir/journal.h"
 #include "launcher/run/live_table.h"
 #include "launcher/run/live_terminal.h"
+#include "proto/control_credentials.h"
 #include "proto/grpc_status.h"
 
 namespace dlaunch {
@@ -42,7 +45,7 @@ constexpr int kPlainHeight = 2 * (kMaxNodeRows + 4);
 
 struct JobEndpoint {
   std::string address;
-  std::string token;
+  JobCredentials creds;  // the token, and the launcher's certificate to pin
   std::string token_path;
 };
 
@@ -57,17 +60,15 @@ absl::StatusOr<JobEndpoint> ReadJobEndpoint(const std::string& job_dir) {
     return absl::FailedPreconditionError(
         absl::StrCat(job_dir, "/launcher.json names no control endpoint"));
   }
-  JobEndpoint endpoint{info->address, "", job_dir + "/token"};
-  absl::StatusOr<std::string> token = ReadFile(endpoint.token_path);
-  if (!token.ok()) {
+  JobEndpoint endpoint{info->address, {}, job_dir + "/token"};
+  if (access(endpoint.token_path.c_str(), R_OK) != 0) {
     return absl::PermissionDeniedError(
-        absl::StrCat("cannot read the job token ", endpoint.token_path, " (", token.status().message(),
+        absl::StrCat("cannot read the job token ", endpoint.token_path, " (", strerror(errno),
                      "); only the job's owner can watch it"));
   }
-  endpoint.token = std::string(absl::StripAsciiWhitespace(*token));
-  if (endpoint.token.empty()) {
-    return absl::PermissionDeniedError(absl::StrCat("the job token ", endpoint.token_path, " is empty"));
-  }
+  absl::StatusOr<JobCredentials> creds = ReadJobCredentials(endpoint.token_path);
+  if (!creds.ok()) return absl::PermissionDeniedError(creds.status().message());
+  endpoint.creds = *std::move(creds);
   return endpoint;
 }
 
@@ -76,10 +77,11 @@ absl::StatusOr<JobEndpoint> ReadJobEndpoint(const std::string& job_dir) {
 absl::Status StreamSnapshots(const JobEndpoint& endpoint,
                              const std::function<bool(const v1::JobSnapshot&)>& on_snapshot,
                              std::chrono::seconds deadline = std::chrono::seconds(0)) {
-  auto stub = v1::Control::NewStub(
-      grpc::CreateChannel(endpoint.address, grpc::InsecureChannelCredentials()));
+  grpc::ChannelArguments args;
+  std::shared_ptr<grpc::ChannelCredentials> creds = ControlChannelCredentials(endpoint.creds, &args);
+  auto stub = v1::Control::NewStub(grpc::CreateCustomChannel(endpoint.address, creds, args));
   grpc::ClientContext ctx;
-  ctx.AddMetadata(kTokenMetadataKey, endpoint.token);
+  ctx.AddMetadata(kTokenMetadataKey, endpoint.creds.token);
   if (deadline.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + deadline);
   std::unique_ptr<grpc::ClientReader<v1::JobSnapshot>> reader =
       stub->Watch(&ctx, v1::WatchRequest());

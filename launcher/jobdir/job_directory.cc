@@ -50,8 +50,15 @@ absl::StatusOr<JobDirectory> JobDirectory::Create(const std::string& path) {
   return JobDirectory(fs::absolute(path).lexically_normal().string());
 }
 
-absl::Status JobDirectory::WriteToken(const std::string& token) const {
-  return WriteFileAtomically(token_path(), token + "\n", WriteOptions{0600, false});
+absl::Status JobDirectory::WriteCredentials(const std::string& token,
+                                          const ControlIdentity* tls) const {
+  constexpr WriteOptions kOwnerOnly{0600, false};
+  if (tls != nullptr) {
+    absl::Status st = WriteFileAtomically(path_ + "/" + kControlCertFile, tls->cert_pem, kOwnerOnly);
+    if (!st.ok()) return st;
+  }
+  return WriteFileAtomically(token_path(), FormatTokenFile(token, tls ? tls->fingerprint : ""),
+                             kOwnerOnly);
 }
 
 absl::Status JobDirectory::WriteJobYamlIfAbsent(const std::string& yaml) const {

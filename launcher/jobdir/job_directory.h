@@ -1,5 +1,5 @@
 // JobDirectory: the layout of one job's directory (runs/<job-id>/) as `dlaunch run` writes it,
-// and its writers in one place: token (0600), job.yaml, hostfile, launcher.json, summary.json,
+// and its writers in one place: token and control.crt (0600), job.yaml, hostfile, launcher.json, summary.json,
 // and the append-only events.jsonl and metrics.jsonl. Every write reports its error.
 #pragma once
 
@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "dlaunch/journal.pb.h"
 #include "launcher/jobdir/job_record.h"
+#include "proto/control_tls.h"
 
 namespace dlaunch {
 
@@ -28,8 +29,10 @@ class JobDirectory {
   std::string token_path() const { return path_ + "/token"; }
   std::string hostfile_path() const { return path_ + "/hostfile"; }
 
-  // The job's secret, readable by its owner only.
-  absl::Status WriteToken(const std::string& token) const;
+  // The job's secret, readable by its owner only. With `tls`, the launcher's certificate is
+  // written beside it first (control.crt), and its fingerprint follows the token
+  // (proto/control_tls.h); the key itself is never written.
+  absl::Status WriteCredentials(const std::string& token, const ControlIdentity* tls) const;
   // The resolved spec, unless `dlaunch submit` already put one there.
   absl::Status WriteJobYamlIfAbsent(const std::string& yaml) const;
   // One host per line, for node launchers that take a hostfile (mpiexec).

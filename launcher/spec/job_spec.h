@@ -62,6 +62,7 @@ struct JobSpec {
   std::string node_launcher = "auto";    // auto, local, ssh, mpiexec, mpirun, srun
 
   int control_port = 0;                  // launcher gRPC port, 0 = pick a free one
+  bool control_tls = true;               // rendezvous.tls: the control channel encrypted
   int master_port = 0;                   // worker MASTER_PORT, 0 = node 0 picks a free one
   double join_timeout_s = 300;
   double last_call_s = 10;               // wait after min_nodes joined for more (<= max)
@@ -116,7 +117,8 @@ inline bool operator==(const JobSpec& a, const JobSpec& b) {
          a.nodes_auto == b.nodes_auto && a.nproc_per_node == b.nproc_per_node &&
          a.command == b.command && a.env == b.env && a.workdir == b.workdir &&
          a.hosts == b.hosts && a.node_launcher == b.node_launcher &&
-         a.control_port == b.control_port && a.master_port == b.master_port &&
+         a.control_port == b.control_port && a.control_tls == b.control_tls &&
+         a.master_port == b.master_port &&
          a.join_timeout_s == b.join_timeout_s && a.last_call_s == b.last_call_s &&
          a.heartbeat_interval_s == b.heartbeat_interval_s &&
          a.heartbeat_misses == b.heartbeat_misses && a.stop_grace_s == b.stop_grace_s &&

@@ -122,6 +122,9 @@ void SpecReader::Hosts(const SpecField& field, JobSpec* spec) {
 void SpecReader::Rendezvous(const SpecField& field, JobSpec* spec) {
   std::map<std::string, SpecField> fields = Fields(field.value, "rendezvous", field.mark);
   if (fields.count("port")) Int(fields["port"], &spec->control_port);
+  if (std::string word; fields.count("tls") && OneOf(fields["tls"], {"on", "off"}, &word)) {
+    spec->control_tls = word == "on";
+  }
   if (fields.count("master_port")) Int(fields["master_port"], &spec->master_port);
   if (fields.count("join_timeout")) Duration(fields["join_timeout"], &spec->join_timeout_s);
   if (fields.count("last_call")) Duration(fields["last_call"], &spec->last_call_s);

@@ -67,22 +67,42 @@ TEST(AgentFlagsTest, HelpNeedsNothingElse) {
   EXPECT_TRUE(f->help);
 }
 
-TEST(AgentTokenTest, TheFileWinsAndOnlyItsFirstLineCounts) {
+TEST(AgentTokenTest, TheFileWinsAndNamesNoCertificateForPlainTcp) {
   ScratchDir dir;
-  WriteFile(dir.path() + "/token", "s3cret\nignored\n");
-  auto t = ReadAgentToken(dir.path() + "/token", "from-env");
+  WriteFile(dir.path() + "/token", "s3cret\n");
+  auto t = ReadAgentCredentials(dir.path() + "/token", "from-env");
   ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(*t, "s3cret");
+  EXPECT_EQ(t->token, "s3cret");
+  EXPECT_EQ(t->fingerprint, "");
+  EXPECT_EQ(t->cert_pem, "");
 }
 
 TEST(AgentTokenTest, TheEnvironmentIsTheFallbackAndNoTokenIsAnError) {
-  auto t = ReadAgentToken("", "from-env");
+  auto t = ReadAgentCredentials("", "from-env");
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(*t, "from-env");
-  EXPECT_EQ(ReadAgentToken("", nullptr).status().code(), absl::StatusCode::kInvalidArgument);
-  auto missing = ReadAgentToken("/nonexistent/token", "from-env");
+  EXPECT_EQ(t->token, "from-env");
+  EXPECT_EQ(ReadAgentCredentials("", nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  auto missing = ReadAgentCredentials("/nonexistent/token", "from-env");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("--token-file"), std::string::npos);
+}
+
+TEST(AgentTokenTest, ACertificateThatIsNotThePinnedOneIsRefused) {
+  ScratchDir dir;
+  auto job = MakeControlIdentity();
+  auto other = MakeControlIdentity();
+  ASSERT_TRUE(job.ok() && other.ok());
+  WriteFile(dir.path() + "/token", FormatTokenFile("s3cret", job->fingerprint));
+  WriteFile(dir.path() + "/control.crt", job->cert_pem);
+  auto t = ReadAgentCredentials(dir.path() + "/token", nullptr);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->cert_pem, job->cert_pem);
+  WriteFile(dir.path() + "/control.crt", other->cert_pem);
+  auto swapped = ReadAgentCredentials(dir.path() + "/token", nullptr);
+  ASSERT_FALSE(swapped.ok());
+  EXPECT_NE(swapped.status().message().find("is not the certificate the token file pins"),
+            std::string::npos)
+      << swapped.status();
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "dlaunch/control.grpc.pb.h"
+#include "proto/control_credentials.h"
 #include "launcher/jobdir/journal.h"
 #include "tests/integration/test_process.h"
 
@@ -307,7 +308,23 @@ TEST_F(RunTest, TokenStaysOffCommandLinesAndWrongTokenIsRefused) {
   auto pos = launcher.find("\"address\":\"");
   ASSERT_NE(pos, std::string::npos) << launcher;
   std::string address = launcher.substr(pos + 11, launcher.find('"', pos + 11) - pos - 11);
-  auto stub = v1::Control::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  // A stranger over plain TCP gets no answer at all from the TLS endpoint; over TLS pinned to
+  // the job's certificate, without the token, only UNAUTHENTICATED and nothing of the job.
+  auto creds = ReadJobCredentials(job_dir_ + "/token");
+  ASSERT_TRUE(creds.ok()) << creds.status();
+  ASSERT_FALSE(creds->fingerprint.empty()) << "TLS is on by default";
+  {
+    auto plain = v1::Control::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("x-dlaunch-token", token);
+    ctx.set_deadline(std::chrono::system_clock::now() + seconds(5));
+    v1::PreflightPlan plan;
+    grpc::Status s = plain->Preflight(&ctx, v1::PreflightRequest(), &plan);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  }
+  grpc::ChannelArguments args;
+  auto channel_creds = ControlChannelCredentials(*creds, &args);
+  auto stub = v1::Control::NewStub(grpc::CreateCustomChannel(address, channel_creds, args));
   for (const std::string& bad : {std::string(), std::string("0123456789abcdef0123456789abcdef")}) {
     grpc::ClientContext ctx;
     if (!bad.empty()) ctx.AddMetadata("x-dlaunch-token", bad);
@@ -319,11 +336,15 @@ TEST_F(RunTest, TokenStaysOffCommandLinesAndWrongTokenIsRefused) {
     v1::JoinResponse resp;
     grpc::Status s = stub->Join(&ctx, req, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+    EXPECT_EQ(s.error_message(), "missing or wrong job token");
   }
   auto code = run->Wait(seconds(30));
   ASSERT_TRUE(code.has_value());
   EXPECT_EQ(*code, 0) << "the refused calls must not affect the job: " << run->Stderr();
   EXPECT_NE(run->Stderr().find("refused Join"), std::string::npos);
+  // The plain-TCP stranger is counted, not printed line by line into the job's terminal.
+  EXPECT_EQ(run->Stderr().find("Handshake failed"), std::string::npos) << run->Stderr();
+  EXPECT_NE(run->Stderr().find("failed the TLS handshake"), std::string::npos) << run->Stderr();
   std::string events = ReadFile(job_dir_ + "/events.jsonl");
   EXPECT_NE(events.find("\"call_refused\""), std::string::npos);
   EXPECT_EQ(events.find("intruder"), std::string::npos) << "a refused join must not reach the rendezvous";

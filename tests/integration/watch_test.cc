@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dlaunch/control.grpc.pb.h"
+#include "proto/control_credentials.h"
 #include "tests/integration/test_process.h"
 
 namespace dlaunch::testing {
@@ -75,9 +76,14 @@ TEST_F(WatchTest, WatchAndStatusSeeTheRunningJobAndTheSummaryAfterIt) {
   ASSERT_NE(at, std::string::npos) << info;
   const std::string address = info.substr(at + 11, info.find('"', at + 11) - at - 11);
 
-  // The Watch call itself, without the token: refused.
+  // The Watch call itself, over TLS pinned to the job's certificate but without the token:
+  // refused.
   {
-    auto stub = v1::Control::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    auto creds = ReadJobCredentials(job_dir_ + "/token");
+    ASSERT_TRUE(creds.ok()) << creds.status();
+    grpc::ChannelArguments args;
+    auto channel_creds = ControlChannelCredentials(*creds, &args);
+    auto stub = v1::Control::NewStub(grpc::CreateCustomChannel(address, channel_creds, args));
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + seconds(20));
     auto reader = stub->Watch(&ctx, v1::WatchRequest());
@@ -105,7 +111,9 @@ TEST_F(WatchTest, WatchAndStatusSeeTheRunningJobAndTheSummaryAfterIt) {
   // A wrong token, then none at all, from other watchers: refused, and said so.
   const std::string token = ReadFile(job_dir_ + "/token");
   {
-    std::ofstream(job_dir_ + "/token") << "0123456789abcdef0123456789abcdef\n";
+    // The wrong token with the right certificate's fingerprint (the second line).
+    std::ofstream(job_dir_ + "/token") << "0123456789abcdef0123456789abcdef\n"
+                                       << token.substr(token.find('\n') + 1);
     auto wrong = Dlaunch({"watch", job_dir_});
     ASSERT_EQ(wrong->Wait(seconds(30)), 3) << wrong->Stdout() << wrong->Stderr();
     EXPECT_NE(wrong->Stderr().find("refused the token in " + job_dir_ + "/token"), std::string::npos)

@@ -69,11 +69,34 @@ TEST(JobDirectoryTest, TokenIsReadableByItsOwnerOnly) {
   ScratchDir tmp;
   auto dir = JobDirectory::Create(tmp.path() + "/j");
   ASSERT_TRUE(dir.ok());
-  ASSERT_TRUE(dir->WriteToken("abc").ok());
+  ASSERT_TRUE(dir->WriteCredentials("abc", nullptr).ok());
   EXPECT_EQ(ReadFile(dir->token_path()), "abc\n");
+  EXPECT_FALSE(std::filesystem::exists(dir->path() + "/control.crt")) << "plain TCP: no certificate";
   struct stat st;
   ASSERT_EQ(stat(dir->token_path().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(JobDirectoryTest, WithTlsTheCertificateIsBesideTheTokenAndTheKeyIsNowhere) {
+  ScratchDir tmp;
+  auto dir = JobDirectory::Create(tmp.path() + "/j");
+  ASSERT_TRUE(dir.ok());
+  auto tls = MakeControlIdentity();
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  ASSERT_TRUE(dir->WriteCredentials("abc", &*tls).ok());
+  EXPECT_EQ(ReadFile(dir->token_path()), "abc\ntls " + tls->fingerprint + "\n");
+  EXPECT_EQ(ReadFile(dir->path() + "/control.crt"), tls->cert_pem);
+  struct stat st;
+  ASSERT_EQ(stat((dir->path() + "/control.crt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto creds = ReadJobCredentials(dir->token_path());
+  ASSERT_TRUE(creds.ok()) << creds.status();
+  EXPECT_EQ(creds->token, "abc");
+  EXPECT_EQ(creds->cert_pem, tls->cert_pem);
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir->path())) {
+    if (!entry.is_regular_file()) continue;
+    EXPECT_EQ(ReadFile(entry.path().string()).find("PRIVATE KEY"), std::string::npos) << entry.path();
+  }
 }
 
 TEST(JobDirectoryTest, JobYamlFromSubmitIsKept) {
@@ -109,7 +132,7 @@ TEST(JobDirectoryTest, FailedWritesAreReported) {
   EXPECT_FALSE(summary.ok());
   EXPECT_THAT(summary.message(), HasSubstr(dir->path()));
   EXPECT_FALSE(dir->WriteLauncherInfo({1, "h", "a:1"}).ok());
-  EXPECT_FALSE(dir->WriteToken("t").ok());
+  EXPECT_FALSE(dir->WriteCredentials("t", nullptr).ok());
 }
 
 TEST(JobDirectoryTest, JournalAppendsOneLinePerRecord) {

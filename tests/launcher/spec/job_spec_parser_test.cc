@@ -273,7 +273,7 @@ TEST(ParseJobSpecTest, WrongTypesNameTheKeyAndTheValue) {
   EXPECT_EQ(Errors("command: [x, {a: b}]\n"),
             "job.yaml:1:14: command[1] must be a string, got a mapping");
   EXPECT_EQ(Errors("command: [x]\nrendezvous: 5\n"),
-            "job.yaml:2:13: rendezvous must be a mapping with keys port, master_port, "
+            "job.yaml:2:13: rendezvous must be a mapping with keys port, tls, master_port, "
             "join_timeout, last_call, got 5");
   EXPECT_EQ(Errors("command: [x]\nname: {a: 1}\n"),
             "job.yaml:2:7: name must be a string, got a mapping");
@@ -457,6 +457,14 @@ TEST(ParseJobSpecTest, PreflightSectionAndGpusPerNode) {
   EXPECT_FALSE(spec.preflight.imports_auto);
   EXPECT_THAT(spec.preflight.imports, ElementsAre("torch"));
   EXPECT_FALSE(Parse("command: [x]\npreflight: off\n").preflight.enabled);
+}
+
+TEST(ParseJobSpecTest, TheControlChannelIsEncryptedUnlessTurnedOff) {
+  EXPECT_TRUE(Parse("command: [x]\n").control_tls);
+  EXPECT_TRUE(Parse("command: [x]\nrendezvous: {tls: on}\n").control_tls);
+  EXPECT_FALSE(Parse("command: [x]\nrendezvous: {tls: off}\n").control_tls);
+  EXPECT_THAT(Errors("command: [x]\nrendezvous:\n  tls: maybe\n"),
+              HasSubstr("job.yaml:3:8: rendezvous.tls must be \"on\" or \"off\", got \"maybe\""));
 }
 
 TEST(ParseJobSpecTest, BadPreflightValuesAreNamedWhereTheyAre) {

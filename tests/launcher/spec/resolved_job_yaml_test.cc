@@ -65,6 +65,7 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "launcher: auto\n"
             "rendezvous:\n"
             "  port: 0\n"
+            "  tls: \"on\"\n"
             "  master_port: 0\n"
             "  join_timeout: 5m\n"
             "  last_call: 10s\n"

@@ -1,0 +1,30 @@
+// The gRPC credentials of the control channel's two ends (docs/security.md), from the job's
+// key and certificate (proto/control_tls.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <grpcpp/grpcpp.h>
+
+#include "proto/control_tls.h"
+
+namespace dlaunch {
+
+// The credentials a client of the control service uses: TLS pinned to `creds.cert_pem` (the
+// target name is overridden in `args`), or plain TCP when the job has no fingerprint.
+std::shared_ptr<grpc::ChannelCredentials> ControlChannelCredentials(const JobCredentials& creds,
+                                                                    grpc::ChannelArguments* args);
+
+// The launcher's side: TLS with the job's key and certificate (no client certificate asked:
+// the token authenticates the caller), or plain TCP when `identity` is null.
+std::shared_ptr<grpc::ServerCredentials> ControlServerCredentials(const ControlIdentity* identity);
+
+// gRPC logs each failed TLS handshake as an error. On the launcher those are strangers'
+// connections (a port scan, a plain-TCP client), which must not write into the job's terminal:
+// from this call on they are counted (FailedHandshakes) instead; gRPC's other messages still go
+// to stderr, as "[dlaunch] grpc: file:line: message".
+void CountFailedHandshakesQuietly();
+int64_t FailedHandshakes();
+
+}  // namespace dlaunch

@@ -1,0 +1,174 @@
+#include "proto/control_tls.h"
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/file_io.h"
+
+namespace dlaunch {
+namespace {
+
+constexpr long kValidBeforeNowS = 3600;        // nodes whose clocks lag still accept it
+constexpr long kValidForS = 365L * 24 * 3600;  // longer than any walltime
+constexpr char kTlsPrefix[] = "tls ";
+
+struct BioFree { void operator()(BIO* b) const { BIO_free(b); } };
+struct X509Free { void operator()(X509* x) const { X509_free(x); } };
+struct PkeyFree { void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); } };
+struct ExtFree { void operator()(X509_EXTENSION* e) const { X509_EXTENSION_free(e); } };
+using Bio = std::unique_ptr<BIO, BioFree>;
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+
+absl::Status OpensslError(absl::string_view what) {
+  unsigned long e = ERR_get_error();
+  char buf[256] = "unknown error";
+  if (e != 0) ERR_error_string_n(e, buf, sizeof(buf));
+  ERR_clear_error();
+  return absl::InternalError(absl::StrCat(what, ": ", buf));
+}
+
+std::string BioText(BIO* bio) {
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio, &data);
+  return std::string(data, n > 0 ? static_cast<size_t>(n) : 0);
+}
+
+absl::StatusOr<std::string> Fingerprint(X509* cert) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (X509_digest(cert, EVP_sha256(), md, &n) != 1) return OpensslError("certificate digest");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "sha256:";
+  for (unsigned int i = 0; i < n; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
+  }
+  return out;
+}
+
+bool AddExtension(X509* cert, int nid, const char* value) {
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
+  std::unique_ptr<X509_EXTENSION, ExtFree> ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
+  return ext && X509_add_ext(cert, ext.get(), -1) == 1;
+}
+
+// The certificate's fields: a random serial, the fixed name as subject, issuer and DNS name.
+bool FillCertificate(X509* cert, EVP_PKEY* key) {
+  unsigned char serial[16];
+  if (RAND_bytes(serial, sizeof(serial)) != 1) return false;
+  serial[0] &= 0x7f;  // a positive serial
+  BIGNUM* bn = BN_bin2bn(serial, sizeof(serial), nullptr);
+  bool ok = bn != nullptr && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(cert)) != nullptr;
+  BN_free(bn);
+  X509_NAME* name = X509_get_subject_name(cert);
+  const std::string dns = absl::StrCat("DNS:", kControlTlsName);
+  return ok && X509_set_version(cert, 2) == 1 &&
+         X509_gmtime_adj(X509_getm_notBefore(cert), -kValidBeforeNowS) != nullptr &&
+         X509_gmtime_adj(X509_getm_notAfter(cert), kValidForS) != nullptr &&
+         X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                    reinterpret_cast<const unsigned char*>(kControlTlsName), -1,
+                                    -1, 0) == 1 &&
+         X509_set_issuer_name(cert, name) == 1 && X509_set_pubkey(cert, key) == 1 &&
+         AddExtension(cert, NID_basic_constraints, "critical,CA:TRUE") &&
+         AddExtension(cert, NID_key_usage, "critical,digitalSignature,keyCertSign") &&
+         AddExtension(cert, NID_ext_key_usage, "serverAuth") &&
+         AddExtension(cert, NID_subject_alt_name, dns.c_str());
+}
+
+X509Ptr ParsePem(const std::string& pem) {
+  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  if (!bio) return nullptr;
+  return X509Ptr(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+}
+
+}  // namespace
+
+absl::StatusOr<ControlIdentity> MakeControlIdentity() {
+  Pkey key(EVP_EC_gen("P-256"));
+  if (!key) return OpensslError("cannot make the control channel's key");
+  X509Ptr cert(X509_new());
+  if (!cert || !FillCertificate(cert.get(), key.get()) ||
+      X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) {
+    return OpensslError("cannot make the control channel's certificate");
+  }
+  Bio cert_bio(BIO_new(BIO_s_mem())), key_bio(BIO_new(BIO_s_mem()));
+  if (!cert_bio || !key_bio || PEM_write_bio_X509(cert_bio.get(), cert.get()) != 1 ||
+      PEM_write_bio_PrivateKey(key_bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) !=
+          1) {
+    return OpensslError("cannot encode the control channel's key");
+  }
+  absl::StatusOr<std::string> fingerprint = Fingerprint(cert.get());
+  if (!fingerprint.ok()) return fingerprint.status();
+  return ControlIdentity{BioText(cert_bio.get()), BioText(key_bio.get()), *fingerprint};
+}
+
+absl::StatusOr<std::string> CertificateFingerprint(const std::string& cert_pem) {
+  X509Ptr cert = ParsePem(cert_pem);
+  if (!cert) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError("not a PEM certificate");
+  }
+  return Fingerprint(cert.get());
+}
+
+std::string FormatTokenFile(const std::string& token, const std::string& fingerprint) {
+  std::string text = absl::StrCat(token, "\n");
+  if (!fingerprint.empty()) absl::StrAppend(&text, kTlsPrefix, fingerprint, "\n");
+  return text;
+}
+
+absl::StatusOr<JobCredentials> ReadJobCredentials(const std::string& token_file) {
+  absl::StatusOr<std::string> text = ReadFile(token_file);
+  if (!text.ok()) return text.status();
+  std::vector<std::string> lines = absl::StrSplit(*text, '\n', absl::SkipWhitespace());
+  JobCredentials creds;
+  if (!lines.empty()) creds.token = std::string(absl::StripAsciiWhitespace(lines[0]));
+  if (creds.token.empty()) return absl::InvalidArgumentError(absl::StrCat(token_file, " holds no token"));
+  for (size_t i = 1; i < lines.size(); ++i) {
+    absl::string_view line = absl::StripAsciiWhitespace(lines[i]);
+    if (!absl::StartsWith(line, kTlsPrefix) ||
+        !absl::StartsWith(line.substr(sizeof(kTlsPrefix) - 1), "sha256:")) {
+      return absl::InvalidArgumentError(absl::StrCat(token_file, ":", i + 1,
+                                                     ": expected 'tls sha256:<hex>', got '",
+                                                     line.substr(0, 80), "'"));
+    }
+    creds.fingerprint = std::string(line.substr(sizeof(kTlsPrefix) - 1));
+  }
+  if (creds.fingerprint.empty()) return creds;
+  const std::string cert_path =
+      (std::filesystem::path(token_file).parent_path() / kControlCertFile).string();
+  absl::StatusOr<std::string> cert = ReadFile(cert_path);
+  if (!cert.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the token file names the launcher's certificate but ", cert_path,
+        " cannot be read: ", cert.status().message()));
+  }
+  absl::StatusOr<std::string> fingerprint = CertificateFingerprint(*cert);
+  if (!fingerprint.ok() || *fingerprint != creds.fingerprint) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        cert_path, " is not the certificate the token file pins (",
+        fingerprint.ok() ? absl::StrCat("its fingerprint is ", *fingerprint)
+                         : std::string(fingerprint.status().message()),
+        ", the token file names ", creds.fingerprint, "); it was replaced"));
+  }
+  creds.cert_pem = *std::move(cert);
+  return creds;
+}
+
+}  // namespace dlaunch

@@ -1,0 +1,135 @@
+// The control channel's TLS with a real gRPC server on loopback: the pinned certificate is the
+// only one a client accepts, and a plain client gets nothing from a TLS server.
+#include "proto/control_credentials.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "dlaunch/control.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_files.h"
+
+namespace dlaunch {
+namespace {
+
+using std::chrono::seconds;
+
+// Answers Preflight with a plan whose timeout says it was this server.
+class PlanService final : public v1::Control::CallbackService {
+ public:
+  grpc::ServerUnaryReactor* Preflight(grpc::CallbackServerContext* ctx, const v1::PreflightRequest*,
+                                      v1::PreflightPlan* plan) override {
+    plan->set_timeout_ms(4242);
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+};
+
+class TlsServer {
+ public:
+  explicit TlsServer(const ControlIdentity* identity) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", ControlServerCredentials(identity), &port_);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+  }
+  ~TlsServer() { server_->Shutdown(std::chrono::system_clock::now()); }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  PlanService service_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+grpc::Status CallPreflight(const std::string& address, const JobCredentials& creds) {
+  grpc::ChannelArguments args;
+  std::shared_ptr<grpc::ChannelCredentials> channel_creds = ControlChannelCredentials(creds, &args);
+  auto stub = v1::Control::NewStub(grpc::CreateCustomChannel(address, channel_creds, args));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + seconds(10));
+  v1::PreflightPlan plan;
+  grpc::Status s = stub->Preflight(&ctx, v1::PreflightRequest(), &plan);
+  if (s.ok() && plan.timeout_ms() != 4242) return grpc::Status(grpc::StatusCode::INTERNAL, "other server");
+  return s;
+}
+
+TEST(ControlTlsTest, EachJobGetsItsOwnKeyAndTheFingerprintNamesItsCertificate) {
+  auto a = MakeControlIdentity();
+  auto b = MakeControlIdentity();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NE(a->key_pem, b->key_pem);
+  EXPECT_NE(a->fingerprint, b->fingerprint);
+  ASSERT_EQ(a->fingerprint.size(), 7u + 64u) << a->fingerprint;
+  EXPECT_EQ(a->fingerprint.substr(0, 7), "sha256:");
+  auto again = CertificateFingerprint(a->cert_pem);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, a->fingerprint);
+  EXPECT_FALSE(CertificateFingerprint("-----BEGIN CERTIFICATE-----\nnope\n").ok());
+}
+
+TEST(ControlTlsTest, TheTokenFileCarriesTheFingerprintAndTheCertificateMustMatchIt) {
+  ScratchDir dir;
+  auto id = MakeControlIdentity();
+  ASSERT_TRUE(id.ok());
+  const std::string token_file = dir.path() + "/token";
+  WriteFile(token_file, FormatTokenFile("t0ken", id->fingerprint));
+  // The token file names a certificate that is not there.
+  auto missing = ReadJobCredentials(token_file);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find(dir.path() + "/control.crt"), std::string::npos)
+      << missing.status();
+  WriteFile(dir.path() + "/control.crt", id->cert_pem);
+  auto creds = ReadJobCredentials(token_file);
+  ASSERT_TRUE(creds.ok()) << creds.status();
+  EXPECT_EQ(creds->token, "t0ken");
+  EXPECT_EQ(creds->fingerprint, id->fingerprint);
+  EXPECT_EQ(creds->cert_pem, id->cert_pem);
+  // A line that is neither: named with its line.
+  WriteFile(token_file, "t0ken\nsomething else\n");
+  auto bad = ReadJobCredentials(token_file);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(token_file + ":2: expected 'tls sha256:<hex>'"),
+            std::string::npos)
+      << bad.status();
+  WriteFile(token_file, "\n");
+  EXPECT_FALSE(ReadJobCredentials(token_file).ok());
+}
+
+TEST(ControlTlsTest, OnlyAClientPinnedToTheJobsCertificateGetsThrough) {
+  auto job = MakeControlIdentity();
+  auto other = MakeControlIdentity();
+  ASSERT_TRUE(job.ok() && other.ok());
+  TlsServer server(&*job);
+  JobCredentials pinned{"t", job->fingerprint, job->cert_pem};
+  grpc::Status ok = CallPreflight(server.address(), pinned);
+  EXPECT_TRUE(ok.ok()) << ok.error_code() << " " << ok.error_message();
+
+  // Another job's certificate: the server cannot prove it holds that key.
+  JobCredentials wrong{"t", other->fingerprint, other->cert_pem};
+  grpc::Status refused = CallPreflight(server.address(), wrong);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  // Plain TCP against the TLS server: no call gets through.
+  grpc::Status plain = CallPreflight(server.address(), JobCredentials{"t", "", ""});
+  EXPECT_EQ(plain.error_code(), grpc::StatusCode::UNAVAILABLE) << plain.error_message();
+}
+
+TEST(ControlTlsTest, APinnedClientRefusesAServerWithAnotherKey) {
+  auto job = MakeControlIdentity();
+  auto impostor = MakeControlIdentity();
+  ASSERT_TRUE(job.ok() && impostor.ok());
+  TlsServer server(&*impostor);  // listens where the launcher should be
+  grpc::Status s = CallPreflight(server.address(), JobCredentials{"t", job->fingerprint, job->cert_pem});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  TlsServer plain(nullptr);
+  grpc::Status p = CallPreflight(plain.address(), JobCredentials{"t", job->fingerprint, job->cert_pem});
+  EXPECT_EQ(p.error_code(), grpc::StatusCode::UNAVAILABLE) << p.error_message();
+}
+
+}  // namespace
+}  // namespace dlaunch
