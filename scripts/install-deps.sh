@@ -7,7 +7,7 @@ set -euo pipefail
 
 declare -A GROUP
 GROUP[build]="build-essential cmake ninja-build pkg-config git ca-certificates ccache
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libssl-dev
   libboost-dev libyaml-cpp-dev libkainjow-mustache-dev procps libhwloc-dev hwloc-nox"
 GROUP[worker]="libtorch-dev libgloo-dev zlib1g-dev dataset-fashion-mnist"
 GROUP[test]="libgtest-dev libgmock-dev python3 python3-torch gdb gnuplot-nox
