@@ -1,5 +1,6 @@
 #include "agent/job_cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -87,7 +88,30 @@ int ProbeMove(int procs_fd) {
   return WEXITSTATUS(status);
 }
 
+// rmdir of each empty dlaunch cgroup in `parent_dir` whose agent is no longer alive. A live
+// agent's, or a pid now someone else's, is left alone; a populated one cannot be removed.
+void RemoveStaleJobCgroups(const std::string& parent_dir) {
+  DIR* dir = opendir(parent_dir.c_str());
+  if (dir == nullptr) return;
+  while (const dirent* e = readdir(dir)) {
+    std::optional<pid_t> owner = OwnerOfJobCgroup(e->d_name);
+    if (!owner || kill(*owner, 0) == 0 || errno != ESRCH) continue;
+    rmdir(absl::StrCat(parent_dir, "/", e->d_name).c_str());
+  }
+  closedir(dir);
+}
+
 }  // namespace
+
+std::optional<pid_t> OwnerOfJobCgroup(const std::string& name) {
+  if (!absl::StartsWith(name, "dlaunch-")) return std::nullopt;
+  std::vector<absl::string_view> fields = absl::StrSplit(name, '-');
+  pid_t pid = 0;
+  if (fields.size() < 4 || !absl::SimpleAtoi(fields[fields.size() - 2], &pid) || pid <= 0) {
+    return std::nullopt;
+  }
+  return pid;
+}
 
 absl::StatusOr<std::string> CgroupV2Dir(const std::string& proc_cgroup,
                                         const std::string& mountinfo) {
@@ -136,6 +160,7 @@ absl::StatusOr<std::unique_ptr<JobCgroup>> JobCgroup::Create(const std::string& 
   if (access(parent_procs.c_str(), W_OK) != 0) {
     return ErrnoStatus(errno, "cannot write", parent_procs);
   }
+  RemoveStaleJobCgroups(parent_dir);
   const std::string dir = absl::StrCat(parent_dir, "/", name);
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return ErrnoStatus(errno, "cannot make the cgroup", dir);

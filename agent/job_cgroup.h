@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,13 +29,18 @@ absl::StatusOr<std::string> CgroupV2Dir(const std::string& proc_cgroup,
 // [A-Za-z0-9._-] as '-', at most 200 bytes.
 std::string JobCgroupName(const std::string& job_id, const std::string& agent_id);
 
+// The pid of the agent that made a JobCgroupName cgroup, from its agent id's "<host>:<pid>:<hex>"
+// (the name's last two '-' fields); nothing when the name is not one.
+std::optional<pid_t> OwnerOfJobCgroup(const std::string& name);
+
 // The pids of a cgroup.procs text.
 std::vector<pid_t> ParseCgroupProcs(const std::string& text);
 
 class JobCgroup {
  public:
   // Makes `<parent_dir>/<name>` and checks that a child can move itself into it; the error says
-  // why not (no cgroup v2, not writable, the move refused).
+  // why not (no cgroup v2, not writable, the move refused). First removes the empty cgroups
+  // there of agents that are gone (one killed by SIGKILL could not remove its own).
   static absl::StatusOr<std::unique_ptr<JobCgroup>> Create(const std::string& parent_dir,
                                                            const std::string& name);
   // The same under this process's own cgroup (CgroupV2Dir of /proc/self).

@@ -66,6 +66,14 @@ TEST(JobCgroupNameTest, OnlySafeBytesAndBounded) {
   EXPECT_EQ(JobCgroupName(std::string(500, 'j'), "a").size(), 200u);
 }
 
+TEST(OwnerOfJobCgroupTest, TheAgentsPidFromItsId) {
+  EXPECT_EQ(OwnerOfJobCgroup(JobCgroupName("job-7", "node-3:4242:a1b2c3")), 4242);
+  EXPECT_EQ(OwnerOfJobCgroup("dlaunch-x-h-17-ff"), 17);
+  EXPECT_EQ(OwnerOfJobCgroup("system.slice"), std::nullopt);
+  EXPECT_EQ(OwnerOfJobCgroup("dlaunch-x-h-notapid-ff"), std::nullopt);
+  EXPECT_EQ(OwnerOfJobCgroup("dlaunch-1-2"), std::nullopt);
+}
+
 TEST(ParseCgroupProcsTest, OnePidPerLine) {
   EXPECT_THAT(ParseCgroupProcs("12\n345\n\n"), ElementsAre(12, 345));
   EXPECT_TRUE(ParseCgroupProcs("").empty());

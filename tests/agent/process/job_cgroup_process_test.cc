@@ -5,6 +5,7 @@
 #include "agent/job_cgroup.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,6 +67,28 @@ TEST(JobCgroupProcessTest, EverythingAChildStartsIsKilledAndTheCgroupRemoved) {
   }
   cgroup->reset();
   EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+// An agent killed with SIGKILL leaves its (empty) cgroup; the next agent's Create removes it,
+// and leaves a live agent's alone.
+TEST(JobCgroupProcessTest, TheEmptyCgroupsOfAgentsThatAreGoneAreRemoved) {
+  auto mine = JobCgroup::CreateForThisProcess(JobCgroupName("test", RandomHex(8)));
+  if (!mine.ok()) GTEST_SKIP() << "no cgroup v2 this test may make: " << mine.status();
+  const std::string parent = (*mine)->dir().substr(0, (*mine)->dir().rfind('/'));
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  int status = 0;
+  ASSERT_EQ(waitpid(gone, &status, 0), gone);
+  const std::string stale = absl::StrCat(parent, "/", JobCgroupName("test", absl::StrCat("h:", gone, ":ff")));
+  const std::string live = absl::StrCat(parent, "/", JobCgroupName("test", absl::StrCat("h:", getpid(), ":ff")));
+  ASSERT_EQ(mkdir(stale.c_str(), 0755), 0) << stale;
+  ASSERT_EQ(mkdir(live.c_str(), 0755), 0) << live;
+  auto next = JobCgroup::Create(parent, JobCgroupName("test", RandomHex(8)));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  rmdir(live.c_str());
+  rmdir(stale.c_str());
 }
 
 TEST(JobCgroupProcessTest, ACgroupThatCannotBeMadeSaysWhy) {
