@@ -8,11 +8,13 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -47,10 +49,13 @@ std::string BioText(BIO* bio) {
   return std::string(data, n > 0 ? static_cast<size_t>(n) : 0);
 }
 
-absl::StatusOr<std::string> Fingerprint(X509* cert) {
+// "sha256:<hex>" of a certificate's DER bytes.
+absl::StatusOr<std::string> DerFingerprint(absl::string_view der) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  if (X509_digest(cert, EVP_sha256(), md, &n) != 1) return OpensslError("certificate digest");
+  if (EVP_Digest(der.data(), der.size(), md, &n, EVP_sha256(), nullptr) != 1) {
+    return OpensslError("certificate digest");
+  }
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "sha256:";
   for (unsigned int i = 0; i < n; ++i) {
@@ -91,10 +96,14 @@ bool FillCertificate(X509* cert, EVP_PKEY* key) {
          AddExtension(cert, NID_subject_alt_name, dns.c_str());
 }
 
-X509Ptr ParsePem(const std::string& pem) {
-  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  if (!bio) return nullptr;
-  return X509Ptr(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+absl::StatusOr<std::string> Fingerprint(X509* cert) {
+  unsigned char* der = nullptr;
+  int n = i2d_X509(cert, &der);
+  if (n <= 0) return OpensslError("certificate encoding");
+  absl::StatusOr<std::string> out = DerFingerprint(
+      absl::string_view(reinterpret_cast<const char*>(der), static_cast<size_t>(n)));
+  OPENSSL_free(der);
+  return out;
 }
 
 }  // namespace
@@ -118,13 +127,23 @@ absl::StatusOr<ControlIdentity> MakeControlIdentity() {
   return ControlIdentity{BioText(cert_bio.get()), BioText(key_bio.get()), *fingerprint};
 }
 
+// The DER bytes are the PEM block's base64 text: decoding it here rather than through
+// OpenSSL's decoders keeps the agent's start-up cost to one SHA-256 (docs/BENCHMARKS.md).
 absl::StatusOr<std::string> CertificateFingerprint(const std::string& cert_pem) {
-  X509Ptr cert = ParsePem(cert_pem);
-  if (!cert) {
-    ERR_clear_error();
+  static const std::string kBegin = "-----BEGIN CERTIFICATE-----";
+  static const std::string kEnd = "-----END CERTIFICATE-----";
+  const size_t begin = cert_pem.find(kBegin);
+  const size_t end = begin == std::string::npos ? begin : cert_pem.find(kEnd, begin);
+  if (end == std::string::npos) return absl::InvalidArgumentError("not a PEM certificate");
+  std::string base64 = cert_pem.substr(begin + kBegin.size(), end - begin - kBegin.size());
+  base64.erase(std::remove_if(base64.begin(), base64.end(),
+                              [](char c) { return absl::ascii_isspace(static_cast<unsigned char>(c)); }),
+               base64.end());
+  std::string der;
+  if (base64.empty() || !absl::Base64Unescape(base64, &der)) {
     return absl::InvalidArgumentError("not a PEM certificate");
   }
-  return Fingerprint(cert.get());
+  return DerFingerprint(der);
 }
 
 std::string FormatTokenFile(const std::string& token, const std::string& fingerprint) {

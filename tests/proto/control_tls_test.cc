@@ -2,12 +2,16 @@
 // only one a client accepts, and a plain client gets nothing from a TLS server.
 #include "proto/control_credentials.h"
 
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_format.h"
 #include "dlaunch/control.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/testing/test_files.h"
@@ -71,6 +75,20 @@ TEST(ControlTlsTest, EachJobGetsItsOwnKeyAndTheFingerprintNamesItsCertificate) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, a->fingerprint);
   EXPECT_FALSE(CertificateFingerprint("-----BEGIN CERTIFICATE-----\nnope\n").ok());
+  EXPECT_FALSE(CertificateFingerprint("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n").ok());
+  // The same figure as OpenSSL's own digest of the parsed certificate (`openssl x509
+  // -fingerprint -sha256` prints it with colons).
+  BIO* bio = BIO_new_mem_buf(a->cert_pem.data(), static_cast<int>(a->cert_pem.size()));
+  X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  ASSERT_NE(cert, nullptr);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  ASSERT_EQ(X509_digest(cert, EVP_sha256(), md, &n), 1);
+  X509_free(cert);
+  BIO_free(bio);
+  std::string hex;
+  for (unsigned int i = 0; i < n; ++i) absl::StrAppendFormat(&hex, "%02x", md[i]);
+  EXPECT_EQ(a->fingerprint, "sha256:" + hex);
 }
 
 TEST(ControlTlsTest, TheTokenFileCarriesTheFingerprintAndTheCertificateMustMatchIt) {
