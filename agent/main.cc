@@ -10,6 +10,7 @@
 
 #include "agent/agent_flags.h"
 #include "agent/node_agent.h"
+#include "proto/control_credentials.h"
 #include "common/exit_codes.h"
 
 namespace {
@@ -38,10 +39,22 @@ int main(int argc, char** argv) {
   flags->options.credentials = *std::move(creds);
   unsetenv("DLAUNCH_TOKEN");  // workers must not inherit it
 
+  // A server that cannot prove it holds the job's key shows as handshake failures; they are
+  // counted and named once, below, instead of one gRPC line per attempt.
+  const std::string pinned = flags->options.credentials.fingerprint;
+  if (!pinned.empty()) dlaunch::CountFailedHandshakesQuietly();
+
   boost::asio::io_context io;
   dlaunch::NodeAgent agent(io, flags->options);
   if (absl::Status started = agent.Start(); !started.ok()) {
     std::cerr << "dlaunch-agent: " << started.ToString() << std::endl;
+    if (int64_t failed = dlaunch::FailedHandshakes(); failed > 0) {
+      std::cerr << "dlaunch-agent: the server at " << flags->options.control << " failed " << failed
+                << " TLS handshake(s): it did not prove it holds the key of the certificate the "
+                   "token file pins ("
+                << pinned << "), so it is not this job's launcher (another job's, or a stale one "
+                   "on a reused port)\n";
+    }
     return dlaunch::kExitLaunchError;
   }
   io.run();

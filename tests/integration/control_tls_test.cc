@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -179,6 +180,37 @@ TEST(ControlTlsWireTest, TheTokenAndTheJobNeverCrossTheWireInClear) {
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_NE(plain.wire.find(plain.token), std::string::npos) << plain.wire.size() << " bytes";
   EXPECT_NE(plain.wire.find("secretjobname"), std::string::npos);
+}
+
+// An agent of job B sent to job A's launcher (a reused port, a stale address): A cannot prove it
+// holds B's key, and the agent says so instead of only timing out.
+TEST(ControlTlsWireTest, AnAgentRefusesALauncherThatIsNotItsJobs) {
+  const std::string tmp = MakeTempDir();
+  ChildProcess b({kBin + "/dlaunch", "run", "--nnodes", "1", "--job-dir", tmp + "/b", "--", "true"},
+                 tmp);
+  ASSERT_EQ(b.Wait(seconds(60)), 0) << b.Stderr();
+  ChildProcess a({kBin + "/dlaunch", "run", "--nnodes", "1", "--job-dir", tmp + "/a", "--", "sleep",
+                  "60"},
+                 tmp);
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(tmp + "/a/launcher.json").find("address") !=
+                                   std::string::npos; },
+                      seconds(30)));
+  const std::string info = ReadFile(tmp + "/a/launcher.json");
+  const size_t at = info.find("\"address\":\"") + 11;
+  const std::string address = info.substr(at, info.find('"', at) - at);
+  ChildProcess agent({kBin + "/dlaunch-agent", "--control", address, "--token-file",
+                      tmp + "/b/token", "--join-timeout", "3"},
+                     tmp);
+  std::optional<int> code = agent.Wait(seconds(60));
+  a.Signal(SIGINT);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 3) << agent.Stderr();
+  EXPECT_NE(agent.Stderr().find("did not prove it holds the key of the certificate the token file "
+                                "pins (sha256:"),
+            std::string::npos)
+      << agent.Stderr();
+  EXPECT_EQ(agent.Stderr().find("Handshake failed"), std::string::npos) << agent.Stderr();
+  EXPECT_TRUE(a.Wait(seconds(60)).has_value());
 }
 
 }  // namespace
