@@ -33,6 +33,7 @@ class Dlaunch(CMakePackage):
     depends_on("boost@1.74:")     # header-only parts (Asio); no compiled Boost library is used
     depends_on("yaml-cpp@0.7:")
     depends_on("hwloc@2:")        # the agent reads the node's topology for placement (hwloc.pc)
+    depends_on("openssl@3:")      # the control channel's per-job TLS key and certificate
     # The worker's LibTorch-free core (checkpoint files) is built with or without +worker.
     depends_on("zlib-api")
     depends_on("googletest@1.12: +gmock", type="test")

@@ -34,6 +34,8 @@ DEPENDENCIES = {
     "yaml-cpp": (("libyaml-cpp-dev",), "yaml-cpp", "always"),
     "Boost": (("libboost-dev",), "boost", "always"),
     "hwloc": (("libhwloc-dev",), "hwloc", "always"),
+    # The control channel's per-job TLS key and certificate (libcrypto).
+    "OpenSSL": (("libssl-dev",), "openssl", "always"),
     # dlaunch_worker_core (checkpoint files) is built with or without LibTorch.
     "ZLIB": (("zlib1g-dev",), "zlib-api", "always"),
     "GTest": (("libgtest-dev", "libgmock-dev"), "googletest", "test"),
