@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <errno.h>
+#include <string.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -140,10 +141,18 @@ void ChildSupervisor::WriteLog(Worker& w, const char* data, size_t n) {
   if (w.log_fd < 0 || n == 0) return;
   const int64_t room = std::max<int64_t>(0, log_limit_ - w.log_bytes);
   const size_t kept = static_cast<size_t>(std::min<int64_t>(room, static_cast<int64_t>(n)));
-  if (kept > 0) {
-    (void)!write(w.log_fd, data, kept);
-    w.log_mid_line = data[kept - 1] != '\n';
+  size_t done = 0;
+  while (done < kept) {
+    ssize_t n_written = write(w.log_fd, data + done, kept - done);
+    if (n_written < 0 && errno == EINTR) continue;
+    if (n_written <= 0) {
+      if (w.log_errno == 0) w.log_errno = n_written < 0 ? errno : ENOSPC;
+      w.unwritten_bytes += static_cast<int64_t>(kept - done);
+      break;
+    }
+    done += static_cast<size_t>(n_written);
   }
+  if (done > 0) w.log_mid_line = data[done - 1] != '\n';
   w.log_bytes += static_cast<int64_t>(kept);
   w.dropped_bytes += static_cast<int64_t>(n - kept);
 }
@@ -217,6 +226,17 @@ void ChildSupervisor::MaybeComplete(pid_t pid, bool force) {
                                           " bytes of output; ", w->dropped_bytes,
                                           " more bytes were not kept\n");
     (void)!write(w->log_fd, note.data(), note.size());
+  }
+  if (w->unwritten_bytes > 0) {
+    // The log could not take it (a full disk): said where it can still be seen, as the rank's
+    // last line of output (live view, failure tail), and tried in the log once more.
+    const std::string note = absl::StrCat("[dlaunch] ", w->unwritten_bytes,
+                                          " bytes of this rank's output could not be written to "
+                                          "its log: ",
+                                          strerror(w->log_errno));
+    (void)!write(w->log_fd, (note + "\n").data(), note.size() + 1);
+    w->tail.push_back(note);
+    if (callbacks_.on_output) callbacks_.on_output(w->rank, true, {note});
   }
   if (w->log_fd >= 0) close(w->log_fd);
   ChildExit e;

@@ -99,6 +99,8 @@ class ChildSupervisor {
     std::deque<std::string> tail;
     int64_t log_bytes = 0;      // written to its log file
     int64_t dropped_bytes = 0;  // past the log's limit, not written
+    int64_t unwritten_bytes = 0;  // within the limit, but the write failed (a full disk)
+    int log_errno = 0;            // the first such failure
     bool log_mid_line = false;  // the last byte written to the log was not a newline
   };
 

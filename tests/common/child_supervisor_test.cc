@@ -197,6 +197,48 @@ TEST(ChildSupervisorLogTest, TheClosingNoteStartsALineWhenTheLimitFellInsideOne)
             "kept\n");
 }
 
+// A full disk (/dev/full as the rank's log): what could not be written is counted and said as
+// the rank's last line of output, which the live view and a failure's tail show.
+TEST(ChildSupervisorLogTest, OutputTheLogCouldNotTakeIsCountedAndSaidAsTheLastLine) {
+  char dir_template[] = "/tmp/dlaunch-log-full-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  ASSERT_EQ(symlink("/dev/full", (dir + "/rank-0.log").c_str()), 0);
+  boost::asio::io_context io;
+  FakeProcessLauncher launcher;
+  ManualTimerClock clock;
+  std::vector<std::string> lines;
+  std::vector<std::string> tail;
+  ChildSupervisor::Callbacks callbacks;
+  callbacks.on_output = [&](int, bool, std::vector<std::string> l) {
+    lines.insert(lines.end(), l.begin(), l.end());
+  };
+  callbacks.on_exit = [&](const ChildExit& e) { tail = e.tail; };
+  ChildSupervisor supervisor(io, dir, 3, callbacks, "rank-", ChildSupervisor::Seams{&launcher, &clock});
+  std::vector<ChildSupervisor::StartRequest> requests(1);
+  requests[0].rank = 0;
+  requests[0].options.argv = {"writer"};
+  auto results = supervisor.StartAll(std::move(requests));
+  ASSERT_TRUE(results[0].ok()) << results[0].status();
+  launcher.Write(*results[0], "one\ntwo\n");
+  for (int i = 0; i < 10; ++i) {
+    io.restart();
+    io.poll();
+  }
+  launcher.Exit(*results[0], W_EXITCODE(0, 0));
+  clock.Advance(milliseconds(60000));
+  for (int i = 0; i < 10; ++i) {
+    io.restart();
+    io.poll();
+  }
+  std::filesystem::remove_all(dir);
+  const std::string note =
+      "[dlaunch] 8 bytes of this rank's output could not be written to its log: No space left on "
+      "device";
+  EXPECT_THAT(lines, ElementsAre("one", "two", note));
+  ASSERT_FALSE(tail.empty());
+  EXPECT_EQ(tail.back(), note);
+}
+
 TEST_F(ChildSupervisorTest, ExitIsReportedWithItsWaitStatusTailAndNotStopped) {
   pid_t pid = Start(1)[0];
   launcher_.Write(pid, "a\nb\nc\nd\nlast words");

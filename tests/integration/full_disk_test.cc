@@ -75,6 +75,11 @@ TEST_F(FullDiskTest, ADiskThatFillsDuringTheJobIsSaidAndWhatWasWrittenStaysWhole
   ASSERT_TRUE(code.has_value()) << "dlaunch run did not end on a full disk: " << run->Stderr();
   const std::string out = run->Stdout() + run->Stderr();
   EXPECT_NE(out.find("No space left on device"), std::string::npos) << out;
+  // A rank whose log the disk could not take says how much of its output is missing.
+  EXPECT_NE(out.find("of this rank's output could not be written to its log: No space left on "
+                     "device"),
+            std::string::npos)
+      << out.substr(out.size() > 4000 ? out.size() - 4000 : 0);
   // The token and the resolved job.yaml, written before the disk filled, are whole.
   std::string token = ReadFile(job_dir_ + "/token");
   EXPECT_EQ(token.substr(0, token.find('\n')).size(), 32u) << token;
