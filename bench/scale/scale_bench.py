@@ -182,7 +182,7 @@ def RunOne(args, dlaunch, load_agents, n):
            "--join-timeout", str(args.join_timeout)]
     if args.lose_at_s > 0:
         cmd += ["--nnodes", f"{n - 1}:{n}"]  # the job may go on without the lost node
-    cmd += ["--", "true"]
+    cmd += args.dlaunch_flags.split() + ["--", "true"]
     log_path = os.path.join(work, "dlaunch.out")
     t_start = time.time()
     with open(log_path, "wb") as log:
@@ -258,6 +258,7 @@ def main():
     ap.add_argument("--join-timeout", type=float, default=300)
     ap.add_argument("--timeout", type=float, default=240, help="per size, seconds")
     ap.add_argument("--json", help="write the rows here too")
+    ap.add_argument("--dlaunch-flags", default="", help="extra `dlaunch run` flags, e.g. --no-tls")
     args = ap.parse_args()
     dlaunch = FindBinary(args.dlaunch, "dlaunch")
     load_agents = FindBinary(args.load_agents, "load_agents")
