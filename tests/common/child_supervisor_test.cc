@@ -147,6 +147,22 @@ TEST_F(ChildSupervisorTest, OutputWithoutANewlineIsCutIntoBoundedLines) {
   EXPECT_EQ(output_[1].size(), 2 + 3 * chunk.size() - ChildSupervisor::kMaxLineBytes);
 }
 
+// The child `pid` writes `output` and exits 0; the supervisor handles both and the linger.
+void WriteThenExit(boost::asio::io_context& io, FakeProcessLauncher& launcher,
+                   ManualTimerClock& clock, pid_t pid, const std::string& output) {
+  auto settle = [&io] {
+    for (int i = 0; i < 10; ++i) {
+      io.restart();
+      io.poll();
+    }
+  };
+  launcher.Write(pid, output);
+  settle();
+  launcher.Exit(pid, W_EXITCODE(0, 0));
+  clock.Advance(milliseconds(60000));
+  settle();
+}
+
 // The log of a child that wrote `output` and exited, kept to `limit` bytes.
 std::string LogOfAFlood(const std::string& output, int64_t limit) {
   char dir_template[] = "/tmp/dlaunch-log-limit-XXXXXX";
@@ -161,17 +177,7 @@ std::string LogOfAFlood(const std::string& output, int64_t limit) {
   requests[0].options.argv = {"flood"};
   auto results = supervisor.StartAll(std::move(requests));
   EXPECT_TRUE(results[0].ok());
-  launcher.Write(*results[0], output);
-  for (int i = 0; i < 10; ++i) {
-    io.restart();
-    io.poll();
-  }
-  launcher.Exit(*results[0], W_EXITCODE(0, 0));
-  clock.Advance(milliseconds(60000));
-  for (int i = 0; i < 10; ++i) {
-    io.restart();
-    io.poll();
-  }
+  WriteThenExit(io, launcher, clock, *results[0], output);
   std::ifstream in(dir + "/rank-0.log");
   const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::filesystem::remove_all(dir);
@@ -219,17 +225,7 @@ TEST(ChildSupervisorLogTest, OutputTheLogCouldNotTakeIsCountedAndSaidAsTheLastLi
   requests[0].options.argv = {"writer"};
   auto results = supervisor.StartAll(std::move(requests));
   ASSERT_TRUE(results[0].ok()) << results[0].status();
-  launcher.Write(*results[0], "one\ntwo\n");
-  for (int i = 0; i < 10; ++i) {
-    io.restart();
-    io.poll();
-  }
-  launcher.Exit(*results[0], W_EXITCODE(0, 0));
-  clock.Advance(milliseconds(60000));
-  for (int i = 0; i < 10; ++i) {
-    io.restart();
-    io.poll();
-  }
+  WriteThenExit(io, launcher, clock, *results[0], "one\ntwo\n");
   std::filesystem::remove_all(dir);
   const std::string note =
       "[dlaunch] 8 bytes of this rank's output could not be written to its log: No space left on "
