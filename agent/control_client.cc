@@ -19,7 +19,7 @@ ControlClient::ControlClient(const std::string& target, const JobCredentials& cr
   // Fail a connection attempt quickly rather than backing off for a minute.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  channel_ = grpc::CreateCustomChannel(target, ControlChannelCredentials(creds, &args), args);
+  channel_ = ControlChannel(target, creds, args);
   stub_ = v1::Control::NewStub(channel_);
 }
 

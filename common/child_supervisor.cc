@@ -234,7 +234,8 @@ void ChildSupervisor::MaybeComplete(pid_t pid, bool force) {
                                           " bytes of this rank's output could not be written to "
                                           "its log: ",
                                           strerror(w->log_errno));
-    (void)!write(w->log_fd, (note + "\n").data(), note.size() + 1);
+    const std::string line = note + "\n";
+    (void)!write(w->log_fd, line.data(), line.size());
     w->tail.push_back(note);
     if (callbacks_.on_output) callbacks_.on_output(w->rank, true, {note});
   }

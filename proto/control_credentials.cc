@@ -28,13 +28,15 @@ void LogGrpcMessage(gpr_log_func_args* args) {
 
 }  // namespace
 
-std::shared_ptr<grpc::ChannelCredentials> ControlChannelCredentials(const JobCredentials& creds,
-                                                                    grpc::ChannelArguments* args) {
-  if (creds.fingerprint.empty()) return grpc::InsecureChannelCredentials();
-  args->SetSslTargetNameOverride(kControlTlsName);
+std::shared_ptr<grpc::Channel> ControlChannel(const std::string& target, const JobCredentials& creds,
+                                              grpc::ChannelArguments args) {
+  if (creds.fingerprint.empty()) {
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  }
+  args.SetSslTargetNameOverride(kControlTlsName);
   grpc::SslCredentialsOptions options;
   options.pem_root_certs = creds.cert_pem;
-  return grpc::SslCredentials(options);
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(options), args);
 }
 
 std::shared_ptr<grpc::ServerCredentials> ControlServerCredentials(const ControlIdentity* identity) {

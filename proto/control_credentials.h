@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include <grpcpp/grpcpp.h>
 
@@ -11,10 +12,11 @@
 
 namespace dlaunch {
 
-// The credentials a client of the control service uses: TLS pinned to `creds.cert_pem` (the
-// target name is overridden in `args`), or plain TCP when the job has no fingerprint.
-std::shared_ptr<grpc::ChannelCredentials> ControlChannelCredentials(const JobCredentials& creds,
-                                                                    grpc::ChannelArguments* args);
+// A channel to the control service at `target` with the caller's `args`: TLS pinned to
+// `creds.cert_pem` (the name checked is kControlTlsName), or plain TCP when the job has no
+// fingerprint.
+std::shared_ptr<grpc::Channel> ControlChannel(const std::string& target, const JobCredentials& creds,
+                                              grpc::ChannelArguments args = {});
 
 // The launcher's side: TLS with the job's key and certificate (no client certificate asked:
 // the token authenticates the caller), or plain TCP when `identity` is null.

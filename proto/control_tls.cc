@@ -155,7 +155,12 @@ std::string FormatTokenFile(const std::string& token, const std::string& fingerp
 absl::StatusOr<JobCredentials> ReadJobCredentials(const std::string& token_file) {
   absl::StatusOr<std::string> text = ReadFile(token_file);
   if (!text.ok()) return text.status();
-  std::vector<std::string> lines = absl::StrSplit(*text, '\n', absl::SkipWhitespace());
+  return ParseJobCredentials(*text, token_file);
+}
+
+absl::StatusOr<JobCredentials> ParseJobCredentials(const std::string& text,
+                                                   const std::string& token_file) {
+  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipWhitespace());
   JobCredentials creds;
   if (!lines.empty()) creds.token = std::string(absl::StripAsciiWhitespace(lines[0]));
   if (creds.token.empty()) return absl::InvalidArgumentError(absl::StrCat(token_file, " holds no token"));

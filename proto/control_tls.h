@@ -45,5 +45,8 @@ std::string FormatTokenFile(const std::string& token, const std::string& fingerp
 // Reads the token file and, when it names a fingerprint, the certificate beside it, which must
 // match. Errors name the file and what is wrong with it.
 absl::StatusOr<JobCredentials> ReadJobCredentials(const std::string& token_file);
+// The same, for the token file's `text` already read from `token_file`.
+absl::StatusOr<JobCredentials> ParseJobCredentials(const std::string& text,
+                                                   const std::string& token_file);
 
 }  // namespace dlaunch

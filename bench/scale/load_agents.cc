@@ -111,8 +111,7 @@ int Main(int argc, char** argv) {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     // TLS pinned to the job's certificate, as the real agents connect.
-    std::shared_ptr<grpc::ChannelCredentials> creds = ControlChannelCredentials(*read, &args);
-    channels.push_back(grpc::CreateCustomChannel(opt.control, creds, args));
+    channels.push_back(ControlChannel(opt.control, *read, args));
     stubs.push_back(v1::Control::NewStub(channels.back()));
   }
 

@@ -2,9 +2,6 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <chrono>
 #include <functional>
 #include <iostream>
@@ -61,12 +58,13 @@ absl::StatusOr<JobEndpoint> ReadJobEndpoint(const std::string& job_dir) {
         absl::StrCat(job_dir, "/launcher.json names no control endpoint"));
   }
   JobEndpoint endpoint{info->address, {}, job_dir + "/token"};
-  if (access(endpoint.token_path.c_str(), R_OK) != 0) {
+  absl::StatusOr<std::string> token = ReadFile(endpoint.token_path);
+  if (!token.ok()) {
     return absl::PermissionDeniedError(
-        absl::StrCat("cannot read the job token ", endpoint.token_path, " (", strerror(errno),
+        absl::StrCat("cannot read the job token ", endpoint.token_path, " (", token.status().message(),
                      "); only the job's owner can watch it"));
   }
-  absl::StatusOr<JobCredentials> creds = ReadJobCredentials(endpoint.token_path);
+  absl::StatusOr<JobCredentials> creds = ParseJobCredentials(*token, endpoint.token_path);
   if (!creds.ok()) return absl::PermissionDeniedError(creds.status().message());
   endpoint.creds = *std::move(creds);
   return endpoint;
@@ -77,9 +75,7 @@ absl::StatusOr<JobEndpoint> ReadJobEndpoint(const std::string& job_dir) {
 absl::Status StreamSnapshots(const JobEndpoint& endpoint,
                              const std::function<bool(const v1::JobSnapshot&)>& on_snapshot,
                              std::chrono::seconds deadline = std::chrono::seconds(0)) {
-  grpc::ChannelArguments args;
-  std::shared_ptr<grpc::ChannelCredentials> creds = ControlChannelCredentials(endpoint.creds, &args);
-  auto stub = v1::Control::NewStub(grpc::CreateCustomChannel(endpoint.address, creds, args));
+  auto stub = v1::Control::NewStub(ControlChannel(endpoint.address, endpoint.creds));
   grpc::ClientContext ctx;
   ctx.AddMetadata(kTokenMetadataKey, endpoint.creds.token);
   if (deadline.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + deadline);

@@ -322,9 +322,7 @@ TEST_F(RunTest, TokenStaysOffCommandLinesAndWrongTokenIsRefused) {
     grpc::Status s = plain->Preflight(&ctx, v1::PreflightRequest(), &plan);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
   }
-  grpc::ChannelArguments args;
-  auto channel_creds = ControlChannelCredentials(*creds, &args);
-  auto stub = v1::Control::NewStub(grpc::CreateCustomChannel(address, channel_creds, args));
+  auto stub = v1::Control::NewStub(ControlChannel(address, *creds));
   for (const std::string& bad : {std::string(), std::string("0123456789abcdef0123456789abcdef")}) {
     grpc::ClientContext ctx;
     if (!bad.empty()) ctx.AddMetadata("x-dlaunch-token", bad);

@@ -81,9 +81,7 @@ TEST_F(WatchTest, WatchAndStatusSeeTheRunningJobAndTheSummaryAfterIt) {
   {
     auto creds = ReadJobCredentials(job_dir_ + "/token");
     ASSERT_TRUE(creds.ok()) << creds.status();
-    grpc::ChannelArguments args;
-    auto channel_creds = ControlChannelCredentials(*creds, &args);
-    auto stub = v1::Control::NewStub(grpc::CreateCustomChannel(address, channel_creds, args));
+    auto stub = v1::Control::NewStub(ControlChannel(address, *creds));
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + seconds(20));
     auto reader = stub->Watch(&ctx, v1::WatchRequest());

@@ -51,9 +51,7 @@ class TlsServer {
 };
 
 grpc::Status CallPreflight(const std::string& address, const JobCredentials& creds) {
-  grpc::ChannelArguments args;
-  std::shared_ptr<grpc::ChannelCredentials> channel_creds = ControlChannelCredentials(creds, &args);
-  auto stub = v1::Control::NewStub(grpc::CreateCustomChannel(address, channel_creds, args));
+  auto stub = v1::Control::NewStub(ControlChannel(address, creds));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + seconds(10));
   v1::PreflightPlan plan;
