@@ -11,7 +11,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/exit_codes.h"
@@ -175,6 +177,27 @@ std::unique_ptr<grpc::Server> StartControlServer(const std::string& listen,
   return server;
 }
 
+// The timeline, from the journal and the workers' step traces (docs/trace.md). A journal too big
+// to read in a few seconds is left to `dlaunch trace`: at thousands of nodes the allocation would
+// otherwise sit idle while the launcher reads it.
+// DLAUNCH_TRACE_AT_EXIT_MB moves the bound (0: never at exit).
+void WriteTimelineAtExit(const std::string& job_dir) {
+  uint64_t limit = kTraceAtExitInputBytes;
+  if (const char* mb = std::getenv("DLAUNCH_TRACE_AT_EXIT_MB"); mb != nullptr && *mb != '\0') {
+    uint64_t v = 0;
+    if (absl::SimpleAtoi(mb, &v)) limit = v << 20;
+  }
+  if (const uint64_t bytes = TraceInputBytes(job_dir); bytes > limit) {
+    std::cout << "[dlaunch] timeline: not built at exit, the journal holds "
+              << absl::StrFormat("%.1f", bytes / 1048576.0) << " MB (more than " << (limit >> 20)
+              << " MB); `dlaunch trace " << job_dir << "` builds it\n";
+    return;
+  }
+  absl::StatusOr<RenderedTrace> trace = WriteJobTrace(job_dir);
+  if (trace.ok()) std::cout << "[dlaunch] timeline: " << TracePath(job_dir) << "\n";
+  else std::cerr << "[dlaunch] error: cannot write the timeline: " << trace.status().message() << "\n";
+}
+
 }  // namespace
 
 const char kDoctorUsage[] =
@@ -273,11 +296,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
               << " connection(s) to the control endpoint that failed the TLS handshake (not "
                  "holding the job's certificate)\n";
   }
-  if (st.ok()) {  // the timeline, from the journal and the workers' step traces (docs/trace.md)
-    absl::StatusOr<RenderedTrace> trace = WriteJobTrace(dir->path());
-    if (trace.ok()) std::cout << "[dlaunch] timeline: " << TracePath(dir->path()) << "\n";
-    else std::cerr << "[dlaunch] error: cannot write the timeline: " << trace.status().message() << "\n";
-  }
+  if (st.ok()) WriteTimelineAtExit(dir->path());
   if (!st.ok()) {
     return Fail(st.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitLaunchError,
                 st.message());

@@ -47,6 +47,21 @@ absl::StatusOr<TraceInput> LoadTraceInput(const std::string& job_dir) {
   return in;
 }
 
+uint64_t TraceInputBytes(const std::string& job_dir) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const char* name : {"/events.jsonl", "/metrics.jsonl"}) {
+    const uintmax_t size = fs::file_size(job_dir + name, ec);
+    if (!ec) bytes += size;
+  }
+  for (fs::directory_iterator it(job_dir + "/trace", ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code size_ec;
+    const uintmax_t size = it->file_size(size_ec);
+    if (!size_ec) bytes += size;
+  }
+  return bytes;
+}
+
 absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, size_t limit_bytes) {
   absl::StatusOr<TraceInput> in = LoadTraceInput(job_dir);
   if (!in.ok()) return in.status();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir,
 // The same from an input already loaded.
 absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, const TraceInput& input,
                                             size_t limit_bytes = kDefaultTraceLimitBytes);
+
+// The bytes of what a trace is built from: events.jsonl, metrics.jsonl and trace/*.jsonl.
+uint64_t TraceInputBytes(const std::string& job_dir);
+// At the end of a run the launcher builds trace.json only up to this much input (about 5 s on
+// one core: reading the journal is most of the cost); `dlaunch trace JOB` builds any size.
+constexpr uint64_t kTraceAtExitInputBytes = 32ull << 20;
 
 // The notes in a trace.json's metadata (what was thinned or skipped).
 absl::StatusOr<std::vector<std::string>> ReadTraceNotes(const std::string& trace_json);

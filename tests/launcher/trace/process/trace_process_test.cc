@@ -141,5 +141,28 @@ TEST(TraceProcessTest, ARealJobWritesItsTimeline) {
   if (!HasFailure()) std::filesystem::remove_all(tmp);  // kept for a look when it failed
 }
 
+// Past DLAUNCH_TRACE_AT_EXIT_MB of journal (32 MB by default, 0 here) the launcher exits without
+// reading it and says how to build the timeline; `dlaunch trace` then does.
+TEST(TraceProcessTest, ABigJournalIsLeftToDlaunchTrace) {
+  const std::string tmp = MakeTempDir();
+  const std::string job_dir = tmp + "/big-job";
+  ASSERT_EQ(::setenv("DLAUNCH_TRACE_AT_EXIT_MB", "0", 1), 0);
+  std::string output;
+  const int code = RunToEnd({kBin + "/dlaunch", "run", "--nnodes", "2", "--job-dir", job_dir,
+                             "--heartbeat", "1", "--", "true"},
+                            tmp, &output);
+  ::unsetenv("DLAUNCH_TRACE_AT_EXIT_MB");
+  ASSERT_EQ(code, 0) << output;
+  EXPECT_THAT(output, HasSubstr("[dlaunch] timeline: not built at exit, the journal holds "));
+  EXPECT_THAT(output, HasSubstr("(more than 0 MB); `dlaunch trace " + job_dir + "` builds it"));
+  EXPECT_FALSE(std::filesystem::exists(job_dir + "/trace.json"));
+
+  std::string summary;
+  ASSERT_EQ(RunToEnd({kBin + "/dlaunch", "trace", job_dir}, tmp, &summary), 0) << summary;
+  EXPECT_THAT(summary, HasSubstr("built " + job_dir + "/trace.json"));
+  EXPECT_THAT(StructureProblems(ParseTrace(ReadFile(job_dir + "/trace.json"))), IsEmpty());
+  if (!HasFailure()) std::filesystem::remove_all(tmp);
+}
+
 }  // namespace
 }  // namespace dlaunch::testing
