@@ -185,7 +185,9 @@ int Main(int argc, char** argv) {
        << (g.join_errors + g.sessions_error + g.write_failures) << " (join " << g.join_errors
        << ", session " << g.sessions_error << ", write " << g.write_failures << "), "
        << std::chrono::duration<double>(Clock::now() - t0).count() << " s, lost at unix "
-       << std::fixed << g_lost_at_unix.load();
+       << std::fixed << g_lost_at_unix.load() << ", round stops at unix " << g_round_stops.first.load()
+       << " to " << g_round_stops.last.load() << ", exit stops at unix " << g_exit_stops.first.load()
+       << " to " << g_exit_stops.last.load();
   std::cout << line.str() << std::endl;
   if (!opt.summary.empty()) std::ofstream(opt.summary) << line.str() << "\n";
   const bool errors = g.join_errors + g.sessions_error + g.write_failures > 0;

@@ -15,6 +15,8 @@ succeeds at --run-s. From the job's events.jsonl and from sampling the launcher'
   max RSS        the launcher's VmHWM
   exit_s         the last rank's SUCCEEDED (worker_ended) -> the launcher's exit
   result         job_finished's result and dlaunch's exit code
+  stop_s         the stop fan-out: failure_detected -> the last agent's round stop received, and
+                 stop_requested (job finished) -> the last agent's exit stop received
 and the load generator's own line (joins, sessions, messages, commands, errors) and CPU. Only the
 Python standard library is used; run it with /usr/bin/python3 (run.sh does).
 """
@@ -131,7 +133,8 @@ def ParseTime(s):
 
 def ReadEvents(path, lost_node):
     out = {"workers_started": {}, "last_success": None, "node_lost": None, "finished": None,
-           "job_started": None, "rendezvous_closed": None, "detected": None, "first_success": None, "lines": 0}
+           "job_started": None, "rendezvous_closed": None, "detected": None, "first_success": None,
+           "stop_requested": None, "lines": 0}
     try:
         f = open(path)
     except OSError:
@@ -160,6 +163,8 @@ def ReadEvents(path, lost_node):
                 out["last_success"] = t
                 if out["first_success"] is None:
                     out["first_success"] = t
+            elif "stop_requested" in d:
+                out["stop_requested"] = t
             elif "job_finished" in d:
                 out["finished"] = (t, d["job_finished"])
     return out
@@ -238,6 +243,15 @@ def RunOne(args, dlaunch, load_agents, n):
         # The lost session's end to the launcher's failure_detected for that node (another node's
         # failure may come first): mostly the backlog of the launcher's event loop.
         row["detect_s"] = ev["detected"] - float(m.group(1))
+    # The stop fan-out: the launcher's decision (failure_detected for the restart's stop,
+    # stop_requested for the job's end) to the last simulated agent that received it.
+    m = re.search(r"round stops at unix [0-9.]+ to ([0-9.]+), exit stops at unix [0-9.]+ to ([0-9.]+)",
+                  row["generator"])
+    if m:
+        if float(m.group(1)) > 0 and ev["detected"]:
+            row["restart_stop_s"] = float(m.group(1)) - ev["detected"]
+        if float(m.group(2)) > 0 and ev["stop_requested"]:
+            row["exit_stop_s"] = float(m.group(2)) - ev["stop_requested"]
     with open(log_path, errors="replace") as f:
         lines = [l.rstrip("\n") for l in f]
     # The per-rank table at the end has one line per rank: keep the lines around it short.
@@ -284,13 +298,15 @@ def main():
     print(f"\n{os.cpu_count()} CPUs, load average {load[0]:.2f} after the runs; heartbeat 1 s, "
           f"{args.slots} ranks per agent, lose a node at {args.lose_at_s} s, succeed at "
           f"{args.run_s} s, {args.channels} connections\n")
-    print("| N | rendezvous s | all started s | loss detected s | restart s | launcher CPU % r0 / r1 | "
-          "launcher max RSS MB | threads | success -> exit s | result (rc) | "
-          "load_agents CPU % r0 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| N | rendezvous s | all started s | loss detected s | restart s | stop fan-out s "
+          "(restart / exit) | launcher CPU % r0 / r1 | launcher max RSS MB | threads | "
+          "success -> exit s | result (rc) | load_agents CPU % r0 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['n']} | {Fmt(r.get('rendezvous_s'))} | {Fmt(r.get('started_s'))} | "
-              f"{Fmt(r.get('detect_s'))} | {Fmt(r.get('restart_s'))} | {Fmt(r.get('cpu_r0'), '{:.0f}')} / "
+              f"{Fmt(r.get('detect_s'))} | {Fmt(r.get('restart_s'))} | "
+              f"{Fmt(r.get('restart_stop_s'))} / {Fmt(r.get('exit_stop_s'))} | "
+              f"{Fmt(r.get('cpu_r0'), '{:.0f}')} / "
               f"{Fmt(r.get('cpu_r1'), '{:.0f}')} | {r['hwm_mb']:.0f} | {r['threads']} | "
               f"{Fmt(r.get('exit_s'))} | {r['result']} ({r['rc']}"
               f"{', timed out' if r['timed_out'] else ''}) | "

@@ -51,6 +51,26 @@ inline std::atomic<int> g_heartbeat_ms{1000};
 inline std::atomic<double> g_lost_at_unix{0};
 inline std::mutex g_log_mu;
 
+inline double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// When the first and the last agent received a stop (Unix time, s), apart for the stops that end
+// a round for a restart and the ones that end the job (exit): the bench measures the fan-out from
+// the launcher's stop_requested event to the last of them.
+struct StopWindow {
+  std::atomic<double> first{0}, last{0};
+  void Saw(double t) {
+    double f = first.load();
+    while ((f == 0 || t < f) && !first.compare_exchange_weak(f, t)) {
+    }
+    double l = last.load();
+    while (t > l && !last.compare_exchange_weak(l, t)) {
+    }
+  }
+};
+inline StopWindow g_round_stops, g_exit_stops;
+
 inline void Note(const std::string& line) {
   std::lock_guard<std::mutex> lock(g_log_mu);
   std::cerr << "load_agents: " << line << std::endl;
@@ -143,9 +163,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
     lost_ = true;
     closing_ = true;
     lock.unlock();
-    g_lost_at_unix = std::chrono::duration<double>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+    g_lost_at_unix = UnixNow();
     session_ctx_.TryCancel();
   }
 
@@ -353,6 +371,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
       const v1::StopCommand& stop = cmd.stop();
       g.stops++;
       if (stop.exit()) g.stops_exit++;
+      (stop.exit() ? g_exit_stops : g_round_stops).Saw(UnixNow());
       if (stop.round() < round_) {
         g.stale_commands++;
         return;

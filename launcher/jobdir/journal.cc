@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "common/file_io.h"
 #include "launcher/jobdir/job_record.h"
+#include "launcher/jobdir/json_print.h"
 
 namespace dlaunch {
 namespace {
@@ -26,6 +27,8 @@ using google::protobuf::Value;
 namespace pbutil = google::protobuf::util;
 
 absl::StatusOr<std::string> ToLine(const Message& m, const char* what) {
+  std::string quick;
+  if (QuickJson(m, &quick)) return quick;
   pbutil::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   options.always_print_primitive_fields = true;
