@@ -8,7 +8,12 @@
 // worker processes: what is measured is the launcher, not the agents.
 //
 //   load_agents --agents N [--slots 4] [--run-s 20] [--lose-at-s 8] [--channels 8]
-//               [--log-lines-per-s 0] [--summary FILE] [--] <agent argv>
+//               [--log-lines-per-s 0] [--silent-connections 0] [--slow-readers 0]
+//               [--summary FILE] [--] <agent argv>
+//
+// Overload: --silent-connections K opens K TCP connections to the launcher first that never send
+// a byte (the summary says how many the launcher closed); --slow-readers K makes the first K
+// agents read one command from the launcher every 2 s.
 //
 // --lose-at-s and --run-s count from the first JoinResponse (round 0 closed); --lose-at-s 0
 // loses no node. A round still starting at --run-s (a slow restart) succeeds as soon as it runs. Prints one line at the end (also written to --summary FILE).
@@ -27,6 +32,12 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <grpcpp/grpcpp.h>
 
@@ -72,6 +83,10 @@ Options ParseArgs(int argc, char** argv) {
       o.channels = std::atoi(value(a).c_str());
     } else if (a == "--log-lines-per-s") {
       o.log_lines_per_s = std::atof(value(a).c_str());
+    } else if (a == "--silent-connections") {
+      o.silent_connections = std::atoi(value(a).c_str());
+    } else if (a == "--slow-readers") {
+      o.slow_readers = std::atoi(value(a).c_str());
     } else if (a == "--summary") {
       o.summary = value(a);
     } else {
@@ -94,8 +109,51 @@ Options ParseArgs(int argc, char** argv) {
   return o;
 }
 
+// K connections to `control` (HOST:PORT) that never send: file descriptors, -1 where connect failed.
+std::vector<int> OpenSilentConnections(const std::string& control, int k) {
+  std::vector<int> fds;
+  const size_t colon = control.rfind(':');
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (k <= 0 || colon == std::string::npos ||
+      getaddrinfo(control.substr(0, colon).c_str(), control.substr(colon + 1).c_str(), &hints,
+                  &res) != 0) {
+    return fds;
+  }
+  for (int i = 0; i < k; ++i) {
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+      close(fd);
+      fd = -1;
+    }
+    fds.push_back(fd);
+  }
+  freeaddrinfo(res);
+  return fds;
+}
+
+// How many of them the other side has closed (a read would return 0 or an error).
+int ClosedByPeer(const std::vector<int>& fds) {
+  int closed = 0;
+  for (int fd : fds) {
+    if (fd < 0) continue;
+    pollfd p{fd, POLLIN, 0};
+    char c;
+    closed += poll(&p, 1, 0) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+  }
+  return closed;
+}
+
+// The launcher stops its node launchers with SIGTERM when agents do not end in time: the
+// summary is still written.
+std::atomic<bool> g_terminated{false};
+
 int Main(int argc, char** argv) {
   const Options opt = ParseArgs(argc, argv);
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_terminated = true; };
+  sigaction(SIGTERM, &sa, nullptr);
   // The token file as the real agent reads it.
   absl::StatusOr<JobCredentials> read = ReadAgentCredentials(opt.token_file, nullptr);
   if (!read.ok()) Usage(std::string(read.status().message()));
@@ -115,6 +173,12 @@ int Main(int argc, char** argv) {
     stubs.push_back(v1::Control::NewStub(channels.back()));
   }
 
+  const std::vector<int> silent = OpenSilentConnections(opt.control, opt.silent_connections);
+  const long silent_open = std::count_if(silent.begin(), silent.end(), [](int fd) { return fd >= 0; });
+  if (opt.silent_connections > 0) {
+    Note("opened " + std::to_string(silent_open) + " of " + std::to_string(opt.silent_connections) +
+         " silent connections");
+  }
   const Clock::time_point t0 = Clock::now();
   std::vector<std::unique_ptr<SimAgent>> agents;
   agents.reserve(opt.agents);
@@ -130,6 +194,7 @@ int Main(int argc, char** argv) {
   Clock::time_point round0_closed{};
   bool lost = false, succeeded = false;
   int slice = 0;
+  long sweeps = 0;
   const Clock::time_point give_up = t0 + std::chrono::seconds(static_cast<int64_t>(
                                              opt.join_timeout_s + opt.run_s + 600));
   for (;;) {
@@ -142,6 +207,9 @@ int Main(int argc, char** argv) {
     }
     for (int i = slice; i < opt.agents; i += kSlices) agents[i]->Tick();
     slice = (slice + 1) % kSlices;
+    if (slice == 0 && ++sweeps % 2 == 0) {  // every 2 heartbeats
+      for (int i = 0; i < std::min(opt.slow_readers, opt.agents); ++i) agents[i]->ResumeSlowRead();
+    }
     if (round0_closed != Clock::time_point{}) {
       const double since = std::chrono::duration<double>(now - round0_closed).count();
       if (!lost && opt.lose_at_s > 0 && since >= opt.lose_at_s) {
@@ -165,6 +233,10 @@ int Main(int argc, char** argv) {
         all_done = all_done && a->finished();
       }
       if (all_done) break;
+      if (g_terminated) {
+        Note("terminated: not every session ended");
+        break;
+      }
       if (now > give_up) {
         Note("giving up: not every session ended");
         break;
@@ -187,7 +259,9 @@ int Main(int argc, char** argv) {
        << std::chrono::duration<double>(Clock::now() - t0).count() << " s, lost at unix "
        << std::fixed << g_lost_at_unix.load() << ", round stops at unix " << g_round_stops.first.load()
        << " to " << g_round_stops.last.load() << ", exit stops at unix " << g_exit_stops.first.load()
-       << " to " << g_exit_stops.last.load();
+       << " to " << g_exit_stops.last.load() << ", silent connections " << silent_open
+       << " (closed by the launcher " << ClosedByPeer(silent) << "), slow readers "
+       << std::min(opt.slow_readers, opt.agents) << " (reads " << g.slow_reads << ")";
   std::cout << line.str() << std::endl;
   if (!opt.summary.empty()) std::ofstream(opt.summary) << line.str() << "\n";
   const bool errors = g.join_errors + g.sessions_error + g.write_failures > 0;

@@ -180,13 +180,16 @@ def RunOne(args, dlaunch, load_agents, n):
     summary = os.path.join(work, "load_agents.txt")
     prefix = (f"{load_agents} --agents {n} --slots {args.slots} --run-s {args.run_s} "
               f"--lose-at-s {args.lose_at_s} --channels {args.channels} "
-              f"--log-lines-per-s {args.log_lines_per_s} --summary {summary}")
+              f"--log-lines-per-s {args.log_lines_per_s} --silent-connections {args.silent_connections} "
+              f"--slow-readers {args.slow_readers} --summary {summary}")
     cmd = [dlaunch, "run", "--launcher", "mpiexec", "--launcher-cmd", prefix,
            "--hosts", f"h[0-{n - 1}]", "--nproc-per-node", str(args.slots),
            "--heartbeat", "1", "--max-restarts", "1", "--job-dir", job_dir,
            "--join-timeout", str(args.join_timeout)]
     if args.lose_at_s > 0:
-        cmd += ["--nnodes", f"{n - 1}:{n}"]  # the job may go on without the lost node
+        # The job may go on without the lost node, and without slow readers that do not end
+        # their round within the stop's grace (they count as lost too).
+        cmd += ["--nnodes", f"{n - 1 - min(args.slow_readers, n - 2)}:{n}"]
     cmd += args.dlaunch_flags.split() + ["--", "true"]
     log_path = os.path.join(work, "dlaunch.out")
     t_start = time.time()
@@ -269,6 +272,10 @@ def main():
     ap.add_argument("--lose-at-s", type=float, default=10)
     ap.add_argument("--channels", type=int, default=8)
     ap.add_argument("--log-lines-per-s", type=float, default=0)
+    ap.add_argument("--silent-connections", type=int, default=0,
+                    help="TCP connections to the launcher that never send (overload)")
+    ap.add_argument("--slow-readers", type=int, default=0,
+                    help="agents that read one command every 2 s (overload)")
     ap.add_argument("--join-timeout", type=float, default=300)
     ap.add_argument("--timeout", type=float, default=240, help="per size, seconds")
     ap.add_argument("--json", help="write the rows here too")

@@ -30,6 +30,8 @@ struct Options {
   double lose_at_s = 8;
   int channels = 8;
   double log_lines_per_s = 0;
+  int silent_connections = 0;  // raw TCP connections that never send a byte
+  int slow_readers = 0;        // agents (the first ones) that read one command every 2 s
   std::string summary;
   std::string control;
   std::string token_file;
@@ -42,6 +44,7 @@ struct Counters {
   std::atomic<long> messages_sent{0}, write_failures{0};
   std::atomic<long> pings{0}, stops{0}, stops_exit{0}, starts{0}, stale_commands{0};
   std::atomic<long> cancelled_after_close{0};
+  std::atomic<long> slow_reads{0};
 };
 
 inline Counters g;
@@ -213,6 +216,24 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
   void OnReadDone(bool ok) override {
     if (!ok) return;  // the stream ended; OnDone has the status
     HandleCommand(in_);
+    if (slow()) {  // the ticker reads the next one (ResumeSlowRead)
+      std::lock_guard<std::mutex> lock(mu_);
+      read_paused_ = true;
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  bool slow() const { return index_ < opt_.slow_readers; }
+
+  // Called by the ticker every 2 s for a slow reader: one more command is read.
+  void ResumeSlowRead() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!read_paused_ || done_) return;
+      read_paused_ = false;
+    }
+    g.slow_reads++;
     StartRead(&in_);
   }
 
@@ -423,6 +444,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
   bool cancel_sent_ = false;
   bool lost_ = false;
   bool done_ = false;
+  bool read_paused_ = false;
   Clock::time_point close_asked_{};
 
   int node_id_ = -1;

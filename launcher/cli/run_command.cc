@@ -1,6 +1,7 @@
 #include "launcher/cli/run_command.h"
 
 #include <limits.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -164,11 +165,33 @@ int FailPrepare(const absl::Status& status) {
               status.message());
 }
 
+// Every agent holds a connection to the launcher: a batch system's usual soft limit of 1024 open
+// files would refuse agents past about a thousand. The soft limit goes up to the hard one, and a
+// hard limit too low for the job is said before any agent starts.
+void RaiseOpenFileLimit(size_t agents) {
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) getrlimit(RLIMIT_NOFILE, &lim);
+  }
+  const rlim_t needed = agents + 256;  // one connection per agent, and the launcher's own files
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < needed) {
+    std::cerr << "[dlaunch] warning: this process may open " << lim.rlim_cur << " files (ulimit -n), "
+              << agents << " agents need about " << needed
+              << ": agents past that will fail to connect; raise the limit (ulimit -Hn)\n";
+  }
+}
+
 std::unique_ptr<grpc::Server> StartControlServer(const std::string& listen,
                                                 const PreparedJob& job, grpc::Service* service,
                                                 int* bound_port) {
   if (job.tls) CountFailedHandshakesQuietly();
+  RaiseOpenFileLimit(job.plan.AgentHosts().size());
   grpc::ServerBuilder builder;
+  // A connection that never completes its TLS handshake is dropped after 30 s instead of gRPC's
+  // 120 s, so silent connections cannot pile up (docs/security.md).
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 30000);
   builder.AddListeningPort(listen, ControlServerCredentials(job.tls ? &*job.tls : nullptr),
                            bound_port);
   builder.RegisterService(service);

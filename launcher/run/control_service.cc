@@ -34,6 +34,8 @@ class JoinReactor final : public grpc::ServerUnaryReactor {
   std::string agent_id_;
 };
 
+bool IsPing(const v1::LauncherCommand& c) { return !c.has_stop() && !c.has_start(); }
+
 // The launcher-to-agent queue of one session: one write in flight, the next started from
 // OnWriteDone on gRPC's threads. Finishing waits for the write in flight.
 class SessionOutbox final : public AgentSession {
@@ -45,6 +47,10 @@ class SessionOutbox final : public AgentSession {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (closed_) return;
+      // A queued ping (not the write in flight) says only the newest heard_ms, which every later
+      // command carries too: it is replaced, so an agent that reads slowly gets its next stop
+      // or start after one write, not after a ping for every second it fell behind.
+      if (writing_ && queue_.size() >= 2 && IsPing(queue_.back())) queue_.pop_back();
       queue_.push_back(command);
       if (writing_) return;
       writing_ = true;

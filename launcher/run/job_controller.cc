@@ -18,6 +18,7 @@ JobController::JobController(boost::asio::io_context& io, JobSettings settings, 
     : io_(io),
       dir_(std::move(settings.dir)),
       join_template_(settings.join_template),
+      accept_spares_(settings.accept_spares),
       out_(out),
       err_(err),
       start_(std::chrono::steady_clock::now()),
@@ -71,7 +72,31 @@ absl::Status JobController::Start(const std::vector<std::vector<std::string>>& l
 // --- ControlHandler ---------------------------------------------------------------------------
 
 void JobController::HandleJoin(const Participant& participant, JoinReply reply) {
-  rendezvous_.Join(participant, std::move(reply));
+  if (!rendezvous_.closed()) {
+    rendezvous_.Join(participant, std::move(reply));
+    return;
+  }
+  // After the close an agent waits as a spare while the job has room for one; beyond the agents
+  // it started (a flood of joins) it is refused and counted, so nothing is kept for it.
+  if (accept_spares_ && !state_.HasRoomForSpare(rendezvous_.expected_agents())) {
+    const std::string why = absl::StrCat(
+        "the job started ", rendezvous_.expected_agents(), " agent(s) and all of them are in it: ",
+        "agent ", participant.agent_id, " (host ", participant.host, ") is one too many");
+    Apply(state_.OnJoinRefused(why));
+    reply(absl::FailedPreconditionError(why));
+    return;
+  }
+  if (accept_spares_ || !UnfitReasons(participant).empty()) {  // a spare; or unfit, said apart
+    rendezvous_.Join(participant, std::move(reply));
+    return;
+  }
+  // No spares: the rendezvous refuses it as too late; counted here.
+  rendezvous_.Join(participant, [this, reply = std::move(reply)](absl::StatusOr<v1::JoinResponse> r) {
+    if (!r.ok()) {
+      Apply(state_.OnJoinRefused(std::string(r.status().message())));
+    }
+    reply(std::move(r));
+  });
 }
 
 void JobController::HandleJoinCancelled(const std::string& agent_id) {

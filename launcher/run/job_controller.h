@@ -80,6 +80,7 @@ class JobController final : public ControlHandler {
   boost::asio::io_context& io_;
   const JobDirectory dir_;
   const v1::JoinResponse join_template_;  // for the StartRound of later rounds
+  const bool accept_spares_;
   std::ostream& out_;
   std::ostream& err_;
   const std::chrono::steady_clock::time_point start_;

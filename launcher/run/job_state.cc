@@ -7,6 +7,7 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -149,11 +150,22 @@ JobActions JobState::OnAgentMessage(int node, const v1::AgentMessage& msg, doubl
     case v1::AgentMessage::kWorker:
       HandleWorkerEvent(node, msg.worker(), now_s, out);
       break;
-    case v1::AgentMessage::kLog:
-      for (const auto& line : msg.log().lines()) {
+    case v1::AgentMessage::kLog: {
+      // The agent's own notes on a rank ("[dlaunch] ... could not be written to its log") are
+      // always shown; the rank's lines within the budget.
+      const auto& lines = msg.log().lines();
+      const auto is_note = [](const std::string& l) { return absl::StartsWith(l, "[dlaunch]"); };
+      int64_t budget = output_budget_.Take(
+          lines.size() - std::count_if(lines.begin(), lines.end(), is_note), now_s);
+      for (const std::string& line : lines) {
+        if (!is_note(line) && budget-- <= 0) continue;
         out.push_back(PrintLine{msg.log().stderr(), absl::StrCat("[rank ", msg.log().rank(), "] ", line)});
       }
+      if (std::string note = output_budget_.Note(now_s); !note.empty()) {
+        out.push_back(PrintLine{true, std::move(note)});
+      }
       break;
+    }
     default:
       break;
   }
@@ -339,6 +351,9 @@ JobActions JobState::OnLauncherExited(int index, int wait_status,
 JobActions JobState::OnTick(double now_s, double loop_lag_s) {
   JobActions out;
   if (finished_) return out;
+  if (std::string note = output_budget_.Note(now_s); !note.empty()) {
+    out.push_back(PrintLine{true, std::move(note)});
+  }
   if (round_) {
     CheckLiveness(now_s, loop_lag_s, out);
     AdvanceRestart(now_s, out);
@@ -381,11 +396,37 @@ void JobState::CheckLiveness(double now_s, double loop_lag_s, JobActions& out) {
   if (!ping.nodes.empty()) out.insert(out.begin(), std::move(ping));
 }
 
+namespace {
+
+// The first three of a kind of refusal, then the 10th, 100th, ...: what a flood costs the
+// terminal and the journal grows with the logarithm of its size, and the count is always said.
+bool SayRefusal(int64_t count) {
+  if (count <= 3) return true;
+  while (count % 10 == 0) count /= 10;
+  return count == 1;
+}
+
+std::string SoFar(int64_t count) {
+  return count <= 3 ? "" : absl::StrCat(" (", count, " refused so far; only every tenfold is said)");
+}
+
+}  // namespace
+
 JobActions JobState::OnCallRefused(const std::string& peer, const std::string& method) {
   JobActions out;
+  if (!SayRefusal(++calls_refused_)) return out;
   out.push_back(PrintLine{true, absl::StrCat("[dlaunch] refused ", method, " from ", peer,
-                                             ": missing or wrong job token")});
+                                             ": missing or wrong job token",
+                                             SoFar(calls_refused_))});
   out.push_back(AppendEvent{CallRefusedEvent(current_round(), peer, method)});
+  return out;
+}
+
+JobActions JobState::OnJoinRefused(const std::string& why) {
+  JobActions out;
+  if (!SayRefusal(++joins_refused_)) return out;
+  out.push_back(PrintLine{true, absl::StrCat("[dlaunch] refused a join: ", why,
+                                             SoFar(joins_refused_))});
   return out;
 }
 

@@ -25,6 +25,7 @@
 #include "launcher/run/failure.h"
 #include "launcher/run/failure_ledger.h"
 #include "launcher/run/job_actions.h"
+#include "launcher/run/line_budget.h"
 #include "launcher/run/job_events.h"
 #include "launcher/run/job_snapshot.h"
 #include "launcher/run/job_view.h"
@@ -72,6 +73,12 @@ class JobState {
   JobActions OnSpareJoined(const Participant& p, int node_id, double now_s);
   // An agent whose node failed its preflight: named, and left out of the job.
   JobActions OnNodeUnfit(const Participant& p, double now_s);
+  // Whether one more agent may join as a spare: the nodes not gone are fewer than the `agents`
+  // the job started (a flood of joins beyond them is refused, not kept).
+  bool HasRoomForSpare(int agents) const { return agents <= 0 || nodes_.NotGone() < agents; }
+  // A join refused after the round closed (too late, or no room): counted, and said for the
+  // first three and at every tenfold count, so a flood cannot flood the terminal or journal.
+  JobActions OnJoinRefused(const std::string& why);
   // Nodes are named by their node id (JoinResponse.node_id), stable across rounds.
   // `session` tells a node's current session from one it replaced.
   JobActions OnSessionOpened(int node, int session, double now_s);
@@ -178,6 +185,10 @@ class JobState {
   double health_armed_at_s_ = -1;
   std::vector<int> dump_ranks_;             // hung ranks, for the stop command
   int signals_seen_ = 0;
+  // Workers' output lines printed per second at most; the rest counted (line_budget.h).
+  LineBudget output_budget_{10000};
+  int64_t joins_refused_ = 0;   // OnJoinRefused
+  int64_t calls_refused_ = 0;   // OnCallRefused
   bool all_started_reported_ = false;
   std::optional<double> stop_started_at_s_;
   std::optional<double> stop_deadline_s_;

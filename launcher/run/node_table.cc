@@ -66,6 +66,7 @@ bool NodeTable::MarkGone(int id) {
   NodeRecord& n = nodes_[id];
   if (n.gone()) return false;
   n.status = NodeStatus::kGone;
+  ++gone_;
   return true;
 }
 

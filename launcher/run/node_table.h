@@ -84,12 +84,15 @@ class NodeTable {
   bool AnyOpen() const { return open_ > 0; }
   // Not gone, with an open session (the nodes a restart can use).
   int Available() const;
+  // Members and spares not gone, whatever their session.
+  int NotGone() const { return static_cast<int>(nodes_.size()) - gone_; }
 
  private:
   std::map<int, NodeRecord> nodes_;
   std::vector<int> members_;  // node ids of the current round, in node-rank order
   std::unordered_map<int, int> rank_of_;  // node id -> its index in members_
   int open_ = 0;              // nodes whose session is open
+  int gone_ = 0;              // nodes marked gone
 };
 
 }  // namespace dlaunch

@@ -37,6 +37,9 @@ class RendezvousHost {
   // time. Joins before Start (no agent has been launched yet) are refused.
   void Start();
   void Join(const Participant& participant, JoinReply reply);
+  bool closed() const { return state_.phase() == RendezvousPhase::kClosed; }
+  // The agents the job started (0: not known).
+  int expected_agents() const { return state_.config().expected_agents; }
   void Cancel(const std::string& agent_id);
   // Answers every waiting Join with CANCELLED and refuses later ones (the launcher is stopping).
   void Shutdown();

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "common/exit_codes.h"
 #include "launcher/run/job_state.h"
 #include "tests/testing/job_actions.h"
@@ -310,6 +311,31 @@ TEST_F(JobStateRoundsTest, ALostAgentLeavesTheJobWhileNodesMinRemain) {
   JobActions c = state_->OnAgentMessage(0, RoundEndedMessage(1, 40010), 8.1);
   EXPECT_THAT(Printed(c), HasSubstr("not restarting: only 1 node(s) left, fewer than nodes.min (2)"));
   EXPECT_EQ(ExitCode(EndAll({0}, 9)), kExitJobFailed);
+}
+
+// A flood of joins after the close: room for spares only up to the agents the job started, a
+// lost node making room again; refusals said for the first three and every tenfold count.
+TEST_F(JobStateRoundsTest, JoinsBeyondTheAgentsStartedAreRefusedAndCounted) {
+  Begin(2, {.max_restarts = 2});
+  EXPECT_TRUE(state_->HasRoomForSpare(3));
+  EXPECT_TRUE(state_->HasRoomForSpare(0)) << "0: the number of agents is not known";
+  state_->OnSpareJoined(TestNode(7, 2), 2, 1.5);
+  EXPECT_FALSE(state_->HasRoomForSpare(3));
+  state_->OnSessionOpened(2, 102, 1.6);
+  state_->OnSessionEnded(1, 101, 4);  // node 1 lost: gone once the round has ended
+  state_->OnAgentMessage(0, RoundEndedMessage(0, 40000), 4.1);
+  EXPECT_TRUE(state_->HasRoomForSpare(3)) << "the lost node's place is free for another agent";
+
+  std::vector<int> said;
+  for (int k = 1; k <= 1000; ++k) {
+    JobActions a = state_->OnJoinRefused("agent x is one too many");
+    if (!a.empty()) {
+      said.push_back(k);
+      EXPECT_THAT(Printed(a), HasSubstr("[dlaunch] refused a join: agent x is one too many"));
+      if (k > 3) EXPECT_THAT(Printed(a), HasSubstr(absl::StrCat("(", k, " refused so far")));
+    }
+  }
+  EXPECT_THAT(said, ElementsAre(1, 2, 3, 10, 100, 1000));
 }
 
 TEST_F(JobStateRoundsTest, ASpareTakesALostNodesPlace) {
