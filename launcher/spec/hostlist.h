@@ -24,6 +24,8 @@ inline constexpr size_t kMaxHostlistHosts = 1000000;
 // A host name longer than DNS allows is a mistake; with kMaxHostlistHosts it also bounds an
 // expansion's memory (a long name times a large range).
 inline constexpr size_t kMaxHostNameLength = 255;
+// The hosts a job.yaml may list: ten times the largest machines' node counts.
+inline constexpr size_t kMaxJobHosts = 100000;
 // The characters of all names of one expansion: a million names of 64 characters.
 inline constexpr size_t kMaxHostlistBytes = 64 << 20;
 

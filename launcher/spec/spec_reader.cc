@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -110,12 +113,31 @@ void SpecReader::Hosts(const SpecField& field, JobSpec* spec) {
   std::vector<std::string> lists;
   StringList(field, &lists, /*split_command=*/false);
   for (const std::string& list : lists) {
+    // Host names are letters, digits, '-', '.', '_' (and ':' of an address); with the hostlist's
+    // brackets and commas nothing else can make one.
+    const auto bad = std::find_if(list.begin(), list.end(), [](char c) {
+      return !absl::ascii_isalnum(static_cast<unsigned char>(c)) && !absl::StrContains("-._:[],", c);
+    });
+    if (bad != list.end()) {
+      Report(field.mark, field.path,
+             absl::StrCat(field.path, ": \"", absl::CHexEscape(list.substr(0, 64)),
+                          list.size() > 64 ? "..." : "", "\" holds '", absl::CHexEscape(std::string(1, *bad)),
+                          "', which no host name has (letters, digits, '-', '.', '_')"));
+      continue;
+    }
     absl::StatusOr<std::vector<std::string>> hosts = ExpandHostlist(list);
     if (!hosts.ok()) {
       Report(field.mark, field.path, absl::StrCat(field.path, ": ", hosts.status().message()));
       continue;
     }
     spec->hosts.insert(spec->hosts.end(), hosts->begin(), hosts->end());
+    if (spec->hosts.size() > kMaxJobHosts) {
+      Report(field.mark, field.path,
+             absl::StrCat(field.path, ": more than ", kMaxJobHosts, " hosts (", spec->hosts.size(),
+                          " so far); no machine has that many nodes: is a range mistyped?"));
+      spec->hosts.clear();
+      return;
+    }
   }
 }
 
