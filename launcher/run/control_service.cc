@@ -122,7 +122,9 @@ class SessionReactor final : public SessionReactorBase {
       node_ = in_.node_id();
       service_->Post([h, id = id_, node = node_, out = outbox_] { h->HandleSessionOpened(id, node, out); });
     }
-    service_->Post([h, id = id_, node = node_, msg = in_] { h->HandleAgentMessage(id, node, msg); });
+    // Moved, not copied: a heartbeat carries a report per rank. in_ is empty again for the read.
+    service_->Post([h, id = id_, node = node_, msg = std::move(in_)] { h->HandleAgentMessage(id, node, msg); });
+    in_.Clear();
     StartRead(&in_);
   }
   void OnWriteDone(bool ok) override { outbox_->OnWriteDone(ok); }

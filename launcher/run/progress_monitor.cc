@@ -60,7 +60,13 @@ void ProgressMonitor::RecordInterval(double seconds) {
   if (seconds < 0) return;
   intervals_.push_back(seconds);
   if (intervals_.size() > kMaxIntervals) intervals_.pop_front();
-  stall_limit_.reset();
+  // The 99th percentile of up to 2,048 intervals moves little with one more: it is computed
+  // again once a 32nd of the window is new, not after every report (at 10,000 agents that was
+  // 40,000 selections over 2,048 values a second on the launcher's loop).
+  if (++new_intervals_ * 32 >= intervals_.size()) {
+    stall_limit_.reset();
+    new_intervals_ = 0;
+  }
 }
 
 double ProgressMonitor::StallLimit() const {

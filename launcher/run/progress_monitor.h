@@ -77,7 +77,8 @@ class ProgressMonitor {
   std::set<std::pair<double, int>> by_since_[2];
   double first_success_at_ = -1;
   std::deque<double> intervals_;   // recent intervals between progress events, all ranks
-  mutable std::optional<double> stall_limit_;  // StallLimit() until the next interval
+  mutable std::optional<double> stall_limit_;  // StallLimit() until a 32nd of the window is new
+  size_t new_intervals_ = 0;                   // intervals recorded since it was computed
 };
 
 }  // namespace dlaunch
