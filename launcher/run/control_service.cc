@@ -156,8 +156,24 @@ ControlService::ControlService(std::string token, boost::asio::io_context& io,
 bool ControlService::Post(std::function<void()> task) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!posting_) return false;
-  boost::asio::post(io_, std::move(task));
+  pending_.push_back(std::move(task));
+  // One task on the loop drains everything posted until it runs: at 10,000 agents a post (and
+  // a wake-up of the loop) per message was a quarter of the loop's time.
+  if (!drain_posted_) {
+    drain_posted_ = true;
+    boost::asio::post(io_, [this] { Drain(); });
+  }
   return true;
+}
+
+void ControlService::Drain() {
+  std::vector<std::function<void()>> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    batch.swap(pending_);
+    drain_posted_ = false;
+  }
+  for (auto& task : batch) task();
 }
 
 void ControlService::StopPosting() {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <boost/asio.hpp>
 #include <grpcpp/grpcpp.h>
@@ -51,14 +52,18 @@ class ControlService final : public v1::Control::CallbackService {
 
  private:
   bool Authorized(grpc::CallbackServerContext* ctx, const char* method);
+  // Runs what Post queued, in order, on the loop.
+  void Drain();
 
   const std::string token_;
   boost::asio::io_context& io_;
   ControlHandler* handler_;
   WatchHandler* watch_handler_ = nullptr;
   v1::PreflightPlan preflight_;
-  std::mutex mu_;  // orders Post against StopPosting
+  std::mutex mu_;  // orders Post against StopPosting, and guards the queue
   bool posting_ = true;
+  std::vector<std::function<void()>> pending_;  // posted, not yet drained
+  bool drain_posted_ = false;                    // a Drain is on the loop's queue
   std::atomic<int> next_session_id_{0};
 };
 
