@@ -15,6 +15,7 @@
 #include "agent/orphan_sweeper.h"
 #include "agent/preflight.h"
 #include "agent/report_merge.h"
+#include "agent/torch_error_file.h"
 #include "agent/worker_env.h"
 #include "agent/worker_launch.h"
 #include "common/environment.h"
@@ -122,8 +123,7 @@ const absl::StatusOr<std::vector<RankSlot>>& NodeAgent::PlanRound() {
     planned_local_world_size_ = job_.local_world_size();
     if (plan_.ok()) Log(plan_note_);
   }
-  // Written every round: the node rank in the file's name and the global ranks may change.
-  // Not fatal: the plan is also in this log, line by line, as each rank starts.
+  // Written every round (node rank and global ranks may change); not fatal: this log has it too.
   if (plan_.ok()) {
     if (absl::Status st = WritePlacementFile(job_, PlacementText(job_, *plan_, plan_note_));
         !st.ok()) {
@@ -159,8 +159,7 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
             [this](const ChildExit& e) { OnChildExit(e); }});
     supervisor_->SetLogLimit(WorkerLogLimit(ProcessEnv()));
   }
-  // A plan the node cannot honour (an explicit map naming CPUs it lacks) fails every rank's
-  // start with the plan's message, so the launcher fails the round and shows why.
+  // A plan the node cannot honour (a map naming CPUs it lacks) fails every rank's start, saying why.
   const absl::StatusOr<std::vector<RankSlot>>& plan = PlanRound();
   const std::vector<RankSlot> slots = plan.ok() ? *plan : UnplacedSlots(job_);
   std::vector<ChildSupervisor::StartRequest> requests =
@@ -453,6 +452,7 @@ void NodeAgent::ReportWorkerExit(const SendWorkerExit& ev) {
   w->set_state(ToProto(ev.outcome));
   if (ev.outcome == WorkerOutcome::kFailed) {
     for (const auto& l : e.tail) w->add_last_lines(l);
+    w->set_error(ReadTorchError(job_.job_dir(), e.rank));  // torch's @record, where it ran
   }
   client_->Send(std::move(msg));
 }

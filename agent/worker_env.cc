@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/torch_error_file.h"
 
 extern char** environ;
 
@@ -38,7 +39,7 @@ EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   env["DLAUNCH_ROUND"] = std::to_string(in.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(in.max_restarts);
   env["TORCHELASTIC_RUN_ID"] = in.job_id;
-  env["TORCHELASTIC_ERROR_FILE"] = absl::StrCat(in.job_dir, "/errors/rank-", rank, ".json");
+  env["TORCHELASTIC_ERROR_FILE"] = RankErrorFilePath(in.job_dir, rank);
 
   // One OpenMP thread per core the rank owns: N ranks each starting one thread per core of the
   // node would oversubscribe it N-fold (torchrun's reason for 1), but a rank pinned to its own

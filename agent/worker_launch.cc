@@ -2,12 +2,14 @@
 
 #include <errno.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "agent/torch_error_file.h"
 #include "common/file_io.h"
 
 namespace dlaunch {
@@ -62,6 +64,8 @@ std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResp
     ChildSupervisor::StartRequest r;
     r.rank = job.rank_offset() + slot.local_rank;
     r.local_rank = slot.local_rank;
+    // An earlier round's error file is not this round's: torch writes one only on an exception.
+    ::unlink(RankErrorFilePath(job.job_dir(), r.rank).c_str());
     r.options.argv = argv;
     r.options.envp = ToEnvp(BuildWorkerEnv(in));
     r.options.workdir = job.worker().workdir();

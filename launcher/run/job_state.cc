@@ -231,7 +231,7 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
     Failure f = RankFailure(CrashClass(ev), ev.rank(), now_s);
     f.exit_code = ev.signal() != 0 ? -1 : ev.exit_code();
     f.signal = ev.signal();
-    f.detail = ev.out_of_memory();
+    f.detail = ev.out_of_memory().empty() ? ev.error() : ev.out_of_memory();
     f.log_tail.assign(ev.last_lines().begin(), ev.last_lines().end());
     // An agent reports FAILED only for a rank that ended before it heard of a stop (one that
     // ends after is STOPPED), so such a failure is never a mere consequence of the stop, even

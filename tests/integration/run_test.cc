@@ -445,6 +445,32 @@ TEST_F(RunTest, UnmodifiedPyTorchScriptRunsUnderDlaunch) {
   EXPECT_TRUE(JobProcesses().empty()) << Leftovers();
 }
 
+// torch's @record writes the failing rank's TORCHELASTIC_ERROR_FILE; the root cause names the
+// exception and the frame that raised it, not only the exit code.
+TEST_F(RunTest, ARecordedPythonExceptionIsNamedInTheRootCause) {
+  const std::string python = "/usr/bin/python3";
+  ChildProcess probe({python, "-c", "import torch.distributed.elastic.multiprocessing.errors"}, tmp_);
+  auto importable = probe.Wait(seconds(120));
+  if (!importable.has_value() || *importable != 0) {
+    GTEST_SKIP() << "python3-torch is not installed (scripts/install-deps.sh test installs it)";
+  }
+  const std::string script = std::string(DLAUNCH_SOURCE_DIR) + "/tests/integration/torch_record_fail.py";
+  ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--job-dir", job_dir_, "--heartbeat",
+                    kHeartbeat, "--", python, script},
+                   tmp_);
+  auto code = run.Wait(seconds(240));
+  ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish";
+  EXPECT_EQ(*code, 1) << run.Stdout() << run.Stderr();
+  const std::string raised =
+      absl::StrCat("exited with code 1: RuntimeError: batch 3 is corrupt (at ", script, ":11, in load_batch)");
+  EXPECT_NE(run.Stderr().find("root cause: worker crash: rank 1 "), std::string::npos) << run.Stderr();
+  EXPECT_NE(run.Stderr().find(raised), std::string::npos) << run.Stderr();
+  EXPECT_NE(ReadFile(job_dir_ + "/summary.json").find("RuntimeError: batch 3 is corrupt (at "),
+            std::string::npos)
+      << ReadFile(job_dir_ + "/summary.json");
+  EXPECT_TRUE(JobProcesses().empty()) << Leftovers();
+}
+
 TEST_F(RunTest, BadUsageExitsTwo) {
   ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "zero", "--", "/bin/true"}, tmp_);
   auto code = run.Wait(seconds(30));
