@@ -24,23 +24,8 @@
 #include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
-namespace {
 
 using std::chrono::milliseconds;
-
-v1::WorkerEvent::State ToProto(WorkerOutcome outcome) {
-  switch (outcome) {
-    case WorkerOutcome::kSucceeded:
-      return v1::WorkerEvent::SUCCEEDED;
-    case WorkerOutcome::kStopped:
-      return v1::WorkerEvent::STOPPED;
-    case WorkerOutcome::kFailed:
-      break;
-  }
-  return v1::WorkerEvent::FAILED;
-}
-
-}  // namespace
 
 NodeAgent::NodeAgent(boost::asio::io_context& io, AgentOptions options,
                      std::unique_ptr<GpuMonitor> gpu_monitor)
@@ -142,6 +127,8 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
   pending_reports_.clear();
   output_lines_.clear();
   dumped_ranks_.clear();
+  worker_store_.reset();  // the last round's, if this node hosted it; then this round's
+  worker_store_ = HostWorkerStore(io_, job_, [this](const std::string& l) { Log(l); });
   Log(absl::StrCat("round ", start.round, ": node rank ", job_.node_rank(), " of ", job_.nnodes(),
                    ", ranks ", job_.rank_offset(), "..",
                    job_.rank_offset() + job_.local_world_size() - 1, " of ", job_.world_size(),
@@ -450,7 +437,7 @@ void NodeAgent::ReportWorkerExit(const SendWorkerExit& ev) {
   } else {
     oom_.Forget(e.pid);
   }
-  w->set_state(ToProto(ev.outcome));
+  w->set_state(WorkerEventState(ev.outcome));
   if (ev.outcome == WorkerOutcome::kFailed) {
     for (const auto& l : e.tail) w->add_last_lines(l);
   }
