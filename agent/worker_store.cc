@@ -81,6 +81,7 @@ struct WorkerStoreServer::State : std::enable_shared_from_this<WorkerStoreServer
   LogFn log;
   std::unordered_map<uint64_t, ConnectionPtr> connections;
   uint64_t next_id = 1;
+  uint64_t accept_failures = 0;  // in a row, since the last accepted connection
   Stats stats;
   bool stopped = false;
   std::vector<char> buffer = std::vector<char>(64 * 1024);  // one, shared: one thread reads
@@ -91,14 +92,22 @@ void WorkerStoreServer::State::Accept() {
                                                     tcp::socket socket) {
     if (self->stopped || ec == boost::asio::error::operation_aborted) return;
     if (!ec) {
+      if (self->accept_failures > 0) {
+        self->log(absl::StrCat("worker store: accepting again after ", self->accept_failures,
+                               " failed tries (", self->stats.open, " open)"));
+        self->accept_failures = 0;
+      }
       self->Adopt(std::move(socket));
       self->Accept();
       return;
     }
     // Out of file descriptors (EMFILE, ENFILE) or the like: the connection waits in the
-    // backlog; try again shortly rather than spin.
-    self->log(absl::StrCat("worker store: accepting a connection failed: ", ec.message(),
-                           " (", self->stats.open, " open); retrying in 100 ms"));
+    // backlog; try again shortly rather than spin, and say so once.
+    if (self->accept_failures++ == 0) {
+      self->log(absl::StrCat("worker store: accepting a connection failed: ", ec.message(),
+                             " (", self->stats.open, " open; the open-files limit?); retrying "
+                             "every 100 ms"));
+    }
     self->retry.expires_after(std::chrono::milliseconds(100));
     self->retry.async_wait([self](const boost::system::error_code& e) {
       if (!e && !self->stopped) self->Accept();
