@@ -128,7 +128,8 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
   output_lines_.clear();
   dumped_ranks_.clear();
   worker_store_.reset();  // the last round's, if this node hosted it; then this round's
-  worker_store_ = HostWorkerStore(io_, job_, [this](const std::string& l) { Log(l); });
+  auto store = HostWorkerStore(io_, job_, [this](const std::string& l) { Log(l); });
+  if (store.ok()) worker_store_ = *std::move(store);
   Log(absl::StrCat("round ", start.round, ": node rank ", job_.node_rank(), " of ", job_.nnodes(),
                    ", ranks ", job_.rank_offset(), "..",
                    job_.rank_offset() + job_.local_world_size() - 1, " of ", job_.world_size(),
@@ -153,9 +154,11 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
   std::vector<ChildSupervisor::StartRequest> requests =
       BuildStartRequests(job_, slots, ProcessEnv(), report_socket_);
   for (auto& r : requests) r.options.cgroup_procs_fd = cgroup_ ? cgroup_->procs_fd() : -1;
+  // A store node 0 cannot serve fails every start here, as a plan the node cannot honour does.
+  const absl::Status unstartable = !store.ok() ? store.status() : plan.status();
   std::vector<absl::StatusOr<pid_t>> started =
-      plan.ok() ? supervisor_->StartAll(requests)
-                : std::vector<absl::StatusOr<pid_t>>(requests.size(), plan.status());
+      unstartable.ok() ? supervisor_->StartAll(requests)
+                       : std::vector<absl::StatusOr<pid_t>>(requests.size(), unstartable);
   int ok = ReportStarts(requests, slots, started);
   Apply(state_->OnWorkersStarted(ok, static_cast<int>(requests.size()) - ok));
 }

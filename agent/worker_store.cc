@@ -261,16 +261,17 @@ WorkerStoreServer::Stats WorkerStoreServer::stats() const {
   return s;
 }
 
-std::unique_ptr<WorkerStoreServer> HostWorkerStore(boost::asio::io_context& io,
-                                                   const v1::JoinResponse& place,
-                                                   const WorkerStoreServer::LogFn& log) {
-  if (!place.worker().agent_store() || place.node_rank() != 0) return nullptr;
+absl::StatusOr<std::unique_ptr<WorkerStoreServer>> HostWorkerStore(
+    boost::asio::io_context& io, const v1::JoinResponse& place,
+    const WorkerStoreServer::LogFn& log) {
+  if (!place.worker().agent_store() || place.node_rank() != 0) {
+    return std::unique_ptr<WorkerStoreServer>();
+  }
   auto server = WorkerStoreServer::Listen(io, place.master_port(), log);
   if (!server.ok()) {
-    log(absl::StrCat(server.status().message(), "; the workers of round ", place.round(),
-                     " will not reach their store at ", place.master_addr(), ":",
-                     place.master_port()));
-    return nullptr;
+    return absl::UnavailableError(absl::StrCat(
+        "the agent cannot serve round ", place.round(), "'s workers' store at ",
+        place.master_addr(), ":", place.master_port(), ": ", server.status().message()));
   }
   log(absl::StrCat("serving the workers' store (TORCHELASTIC_USE_AGENT_STORE) at ",
                    place.master_addr(), ":", (*server)->port(), " for round ", place.round()));

@@ -48,10 +48,10 @@ class WorkerStoreServer {
 };
 
 // Node 0's agent hosts its round's store when the job asks for one: a server at the round's
-// MASTER_PORT, or null when this node does not host it (or cannot: `log` says why, and the
-// workers will fail to reach their store, naming its address).
-std::unique_ptr<WorkerStoreServer> HostWorkerStore(boost::asio::io_context& io,
-                                                   const v1::JoinResponse& place,
-                                                   const WorkerStoreServer::LogFn& log);
+// MASTER_PORT, or null when this node does not host it. An error when it cannot listen (the
+// port taken): the agent fails the round's starts with it, as rank 0 would fail to bind.
+absl::StatusOr<std::unique_ptr<WorkerStoreServer>> HostWorkerStore(
+    boost::asio::io_context& io, const v1::JoinResponse& place,
+    const WorkerStoreServer::LogFn& log);
 
 }  // namespace dlaunch

@@ -64,7 +64,7 @@ struct JobSpec {
   int control_port = 0;                  // launcher gRPC port, 0 = pick a free one
   bool control_tls = true;               // rendezvous.tls: the control channel encrypted
   int master_port = 0;                   // worker MASTER_PORT, 0 = node 0 picks a free one
-  bool agent_store = true;               // rendezvous.worker_store: agent (node 0's agent) or rank0
+  bool agent_store = false;              // rendezvous.worker_store: agent (node 0's agent) or rank0
   double join_timeout_s = 300;
   double last_call_s = 10;               // wait after min_nodes joined for more (<= max)
   double heartbeat_interval_s = 2;

@@ -2,6 +2,8 @@
 // PyTorch workers: Debian's 1.13 and, when build-torch2/venv exists (scripts/torch-venv.sh),
 // PyTorch 2.x, each 2 nodes x 2 ranks under `dlaunch run` doing init_process_group over Gloo,
 // an all_reduce and a barrier; and the rank-0 store (rank0) for comparison.
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -91,6 +93,32 @@ TEST_F(WorkerStoreTest, Torch113RanksRendezvousThroughRank0) {
     GTEST_SKIP() << why << " (scripts/install-deps.sh test installs python3-torch)";
   }
   RunJob("/usr/bin/python3", "rank0");
+}
+
+TEST_F(WorkerStoreTest, ATakenPortFailsTheRoundAtOnceNamingIt) {
+  // Something else listens on the job's MASTER_PORT (the preflight, which would find it, is off).
+  int blocker = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(blocker, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(blocker, 1), 0);
+  socklen_t len = sizeof addr;
+  getsockname(blocker, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  const std::string yaml = tmp_ + "/job.yaml";
+  std::ofstream(yaml) << "nodes: 2\nnproc_per_node: 1\ncommand: [/bin/sleep, '30']\n"
+                      << "rendezvous: {worker_store: agent, master_port: " << port << "}\n"
+                      << "heartbeat: {interval: 1s}\n";
+  ChildProcess run({kBin + "/dlaunch", "run", yaml, "--job-dir", job_dir_, "--no-preflight"}, tmp_);
+  auto code = run.Wait(seconds(120));
+  close(blocker);
+  ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish";
+  EXPECT_EQ(*code, 1) << run.Stdout() << run.Stderr();
+  EXPECT_NE((run.Stdout() + run.Stderr()).find("the agent cannot serve round 0's workers' store"),
+            std::string::npos)
+      << run.Stdout() << run.Stderr();
+  EXPECT_TRUE(FindProcesses("DLAUNCH_JOB_ID=" + job_id_, job_dir_ + "/token").empty());
 }
 
 }  // namespace

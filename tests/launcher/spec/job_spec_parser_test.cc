@@ -33,7 +33,7 @@ std::string Errors(const std::string& text) {
 
 TEST(ParseJobSpecTest, MinimalJobGetsDefaults) {
   const JobSpec spec = Parse("command: [python, train.py]\n");
-  EXPECT_TRUE(spec.agent_store);  // node 0's agent serves the workers' store
+  EXPECT_FALSE(spec.agent_store);  // rank 0 serves the workers' store unless asked
   EXPECT_THAT(spec.command, ElementsAre("python", "train.py"));
   EXPECT_EQ(spec.name, "dlaunch-job");
   EXPECT_TRUE(spec.nodes_auto);
@@ -71,7 +71,7 @@ env:
 workdir: /lus/eagle/projects/demo
 hosts: ["nid[001-002]", login1]
 launcher: mpiexec
-rendezvous: {port: 29400, master_port: 29500, worker_store: rank0, join_timeout: 10m, last_call: 30s}
+rendezvous: {port: 29400, master_port: 29500, worker_store: agent, join_timeout: 10m, last_call: 30s}
 heartbeat: {interval: 500ms, misses: 5}
 stop: {grace: 1m30s, exit_timeout: 2s}
 health: {stall_timeout: 3s, startup_timeout: 1m}
@@ -105,7 +105,7 @@ scheduler:
   EXPECT_EQ(spec.node_launcher, "mpiexec");
   EXPECT_EQ(spec.control_port, 29400);
   EXPECT_EQ(spec.master_port, 29500);
-  EXPECT_FALSE(spec.agent_store);
+  EXPECT_TRUE(spec.agent_store);
   EXPECT_EQ(spec.join_timeout_s, 600);
   EXPECT_EQ(spec.last_call_s, 30);
   EXPECT_EQ(spec.heartbeat_interval_s, 0.5);
