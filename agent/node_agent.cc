@@ -25,23 +25,8 @@
 #include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
-namespace {
 
 using std::chrono::milliseconds;
-
-v1::WorkerEvent::State ToProto(WorkerOutcome outcome) {
-  switch (outcome) {
-    case WorkerOutcome::kSucceeded:
-      return v1::WorkerEvent::SUCCEEDED;
-    case WorkerOutcome::kStopped:
-      return v1::WorkerEvent::STOPPED;
-    case WorkerOutcome::kFailed:
-      break;
-  }
-  return v1::WorkerEvent::FAILED;
-}
-
-}  // namespace
 
 NodeAgent::NodeAgent(boost::asio::io_context& io, AgentOptions options,
                      std::unique_ptr<GpuMonitor> gpu_monitor)
@@ -142,6 +127,9 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
   pending_reports_.clear();
   output_lines_.clear();
   dumped_ranks_.clear();
+  worker_store_.reset();  // the last round's, if this node hosted it; then this round's
+  auto store = HostWorkerStore(io_, job_, [this](const std::string& l) { Log(l); });
+  if (store.ok()) worker_store_ = *std::move(store);
   Log(absl::StrCat("round ", start.round, ": node rank ", job_.node_rank(), " of ", job_.nnodes(),
                    ", ranks ", job_.rank_offset(), "..",
                    job_.rank_offset() + job_.local_world_size() - 1, " of ", job_.world_size(),
@@ -165,9 +153,11 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
   std::vector<ChildSupervisor::StartRequest> requests =
       BuildStartRequests(job_, slots, ProcessEnv(), report_socket_);
   for (auto& r : requests) r.options.cgroup_procs_fd = cgroup_ ? cgroup_->procs_fd() : -1;
+  // A store node 0 cannot serve fails every start here, as a plan the node cannot honour does.
+  const absl::Status unstartable = !store.ok() ? store.status() : plan.status();
   std::vector<absl::StatusOr<pid_t>> started =
-      plan.ok() ? supervisor_->StartAll(requests)
-                : std::vector<absl::StatusOr<pid_t>>(requests.size(), plan.status());
+      unstartable.ok() ? supervisor_->StartAll(requests)
+                       : std::vector<absl::StatusOr<pid_t>>(requests.size(), unstartable);
   int ok = ReportStarts(requests, slots, started);
   Apply(state_->OnWorkersStarted(ok, static_cast<int>(requests.size()) - ok));
 }
@@ -449,7 +439,7 @@ void NodeAgent::ReportWorkerExit(const SendWorkerExit& ev) {
   } else {
     oom_.Forget(e.pid);
   }
-  w->set_state(ToProto(ev.outcome));
+  w->set_state(WorkerEventState(ev.outcome));
   if (ev.outcome == WorkerOutcome::kFailed) {
     for (const auto& l : e.tail) w->add_last_lines(l);
     w->set_error(ReadTorchError(job_.job_dir(), e.rank));  // torch's @record, where it ran

@@ -26,6 +26,7 @@
 #include "agent/oom_detector.h"
 #include "agent/report_server.h"
 #include "agent/stack_dumper.h"
+#include "agent/worker_store.h"
 #include "common/child_supervisor.h"
 #include "common/clock.h"
 #include "dlaunch/control.pb.h"
@@ -113,6 +114,7 @@ class NodeAgent {
   std::unique_ptr<ControlClient> client_;
   std::unique_ptr<ChildSupervisor> supervisor_;
   std::unique_ptr<ReportServer> reports_;
+  std::unique_ptr<WorkerStoreServer> worker_store_;  // node 0's, with rendezvous.worker_store: agent
   std::unique_ptr<JobCgroup> cgroup_;  // the workers' cgroup; null where the node allows none
   std::optional<boost::asio::signal_set> signals_;
   std::optional<TimerClock::TimerId> heartbeat_timer_;

@@ -14,10 +14,13 @@ namespace dlaunch {
 
 EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   EnvMap env = in.base_env;
-  // Left over when dlaunch itself runs under torchrun: it would make torch's env:// init
-  // connect to an agent store that does not exist instead of hosting one on rank 0.
+  // Only dlaunch says whether an agent serves the store: one left over from a torchrun around
+  // dlaunch would send torch's env:// init to a store that does not exist.
   env.erase("TORCHELASTIC_USE_AGENT_STORE");
   for (const auto& [k, v] : in.spec_env) env[k] = v;
+  // torch's env:// then connects every rank, rank 0 too, as a client of the agent's store and
+  // keeps each round's keys apart under the prefix /worker/attempt_<TORCHELASTIC_RESTART_COUNT>.
+  if (in.agent_store) env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
 
   const int rank = in.rank_offset + in.slot.local_rank;
   const std::string rank_s = std::to_string(rank);

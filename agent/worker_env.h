@@ -29,6 +29,8 @@ struct WorkerEnvInput {
   std::string job_dir;
   std::string report_socket;
   bool isolate_gpus = false;  // CUDA_VISIBLE_DEVICES = the rank's own GPU entries
+  // Node 0's agent serves the store at MASTER_ADDR:MASTER_PORT: TORCHELASTIC_USE_AGENT_STORE=True.
+  bool agent_store = false;
 };
 
 // The full environment for one worker. Precedence: base_env < spec_env < the contract

@@ -56,6 +56,7 @@ std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResp
   in.job_dir = job.job_dir();
   in.report_socket = report_socket;
   in.isolate_gpus = job.worker().isolate_gpus();
+  in.agent_store = job.worker().agent_store();
   const std::vector<std::string> argv(job.worker().argv().begin(), job.worker().argv().end());
 
   std::vector<ChildSupervisor::StartRequest> requests;
@@ -103,6 +104,18 @@ int64_t WorkerLogLimit(const EnvMap& env) {
     return ChildSupervisor::kDefaultLogLimit;
   }
   return n << shift;
+}
+
+v1::WorkerEvent::State WorkerEventState(WorkerOutcome outcome) {
+  switch (outcome) {
+    case WorkerOutcome::kSucceeded:
+      return v1::WorkerEvent::SUCCEEDED;
+    case WorkerOutcome::kStopped:
+      return v1::WorkerEvent::STOPPED;
+    case WorkerOutcome::kFailed:
+      break;
+  }
+  return v1::WorkerEvent::FAILED;
 }
 
 absl::Status MakeJobDirs(const std::string& job_dir) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "agent/agent_state.h"
 #include "agent/local_rank_plan.h"
 #include "agent/worker_env.h"
 #include "common/child_supervisor.h"
@@ -29,6 +30,9 @@ std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResp
                                                               const std::vector<RankSlot>& plan,
                                                               const EnvMap& base_env,
                                                               const std::string& report_socket);
+
+// How a worker's end is reported to the launcher.
+v1::WorkerEvent::State WorkerEventState(WorkerOutcome outcome);
 
 // Creates <job_dir>, <job_dir>/logs and <job_dir>/errors (existing ones are fine). The
 // launcher usually made them already; this covers a node that does not share its file system.

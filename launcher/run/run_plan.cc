@@ -59,6 +59,7 @@ v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& place
   w->set_isolate_gpus(spec.isolate_gpus);
   w->set_gpus_per_proc(spec.gpus_per_proc);
   w->set_cpu_binding_none(spec.cpu_binding_none);
+  w->set_agent_store(spec.agent_store);
   for (const CpuMapEntry& entry : spec.cpu_map) {
     v1::RankCpus* rank = w->add_cpu_map();
     for (int cpu : entry.cpus) rank->add_cpus(cpu);

@@ -128,6 +128,7 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
   absl::StrAppend(&out, "  port: ", spec.control_port, "\n");
   absl::StrAppend(&out, "  tls: ", Quote(spec.control_tls ? "on" : "off"), "\n");
   absl::StrAppend(&out, "  master_port: ", spec.master_port, "\n");
+  absl::StrAppend(&out, "  worker_store: ", Quote(spec.agent_store ? "agent" : "rank0"), "\n");
   absl::StrAppend(&out, "  join_timeout: ", FormatDuration(spec.join_timeout_s), "\n");
   absl::StrAppend(&out, "  last_call: ", FormatDuration(spec.last_call_s), "\n");
   absl::StrAppend(&out, "heartbeat:\n");

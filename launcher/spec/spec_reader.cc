@@ -148,6 +148,10 @@ void SpecReader::Rendezvous(const SpecField& field, JobSpec* spec) {
     spec->control_tls = word == "on";
   }
   if (fields.count("master_port")) Int(fields["master_port"], &spec->master_port);
+  if (std::string word; fields.count("worker_store") &&
+                        OneOf(fields["worker_store"], {"agent", "rank0"}, &word)) {
+    spec->agent_store = word == "agent";
+  }
   if (fields.count("join_timeout")) Duration(fields["join_timeout"], &spec->join_timeout_s);
   if (fields.count("last_call")) Duration(fields["last_call"], &spec->last_call_s);
 }

@@ -126,6 +126,15 @@ TEST(WorkerEnvTest, InheritedContractVariablesAreReplaced) {
   EXPECT_EQ(env.count("TORCHELASTIC_USE_AGENT_STORE"), 0u);
 }
 
+TEST(WorkerEnvTest, TheAgentStoreIsAnnouncedAsTorchrunDoes) {
+  WorkerEnvInput in = Input();
+  in.agent_store = true;
+  in.base_env["TORCHELASTIC_USE_AGENT_STORE"] = "False";  // an outer launcher's says nothing
+  EnvMap env = BuildWorkerEnv(in);
+  EXPECT_EQ(env["TORCHELASTIC_USE_AGENT_STORE"], "True");
+  EXPECT_EQ(env["MASTER_PORT"], "29500");  // the agent's store, where rank 0's would be
+}
+
 TEST(WorkerEnvTest, ThreadAndNcclDefaultsYieldToBaseOrSpec) {
   WorkerEnvInput in = Input();
   in.base_env["OMP_NUM_THREADS"] = "8";

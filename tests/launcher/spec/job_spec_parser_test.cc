@@ -33,6 +33,7 @@ std::string Errors(const std::string& text) {
 
 TEST(ParseJobSpecTest, MinimalJobGetsDefaults) {
   const JobSpec spec = Parse("command: [python, train.py]\n");
+  EXPECT_FALSE(spec.agent_store);  // rank 0 serves the workers' store unless asked
   EXPECT_THAT(spec.command, ElementsAre("python", "train.py"));
   EXPECT_EQ(spec.name, "dlaunch-job");
   EXPECT_TRUE(spec.nodes_auto);
@@ -70,7 +71,7 @@ env:
 workdir: /lus/eagle/projects/demo
 hosts: ["nid[001-002]", login1]
 launcher: mpiexec
-rendezvous: {port: 29400, master_port: 29500, join_timeout: 10m, last_call: 30s}
+rendezvous: {port: 29400, master_port: 29500, worker_store: agent, join_timeout: 10m, last_call: 30s}
 heartbeat: {interval: 500ms, misses: 5}
 stop: {grace: 1m30s, exit_timeout: 2s}
 health: {stall_timeout: 3s, startup_timeout: 1m}
@@ -104,6 +105,7 @@ scheduler:
   EXPECT_EQ(spec.node_launcher, "mpiexec");
   EXPECT_EQ(spec.control_port, 29400);
   EXPECT_EQ(spec.master_port, 29500);
+  EXPECT_TRUE(spec.agent_store);
   EXPECT_EQ(spec.join_timeout_s, 600);
   EXPECT_EQ(spec.last_call_s, 30);
   EXPECT_EQ(spec.heartbeat_interval_s, 0.5);
@@ -274,7 +276,10 @@ TEST(ParseJobSpecTest, WrongTypesNameTheKeyAndTheValue) {
             "job.yaml:1:14: command[1] must be a string, got a mapping");
   EXPECT_EQ(Errors("command: [x]\nrendezvous: 5\n"),
             "job.yaml:2:13: rendezvous must be a mapping with keys port, tls, master_port, "
-            "join_timeout, last_call, got 5");
+            "worker_store, join_timeout, last_call, got 5");
+  EXPECT_EQ(Errors("command: [x]\nrendezvous:\n  worker_store: rank_0\n"),
+            "job.yaml:3:17: rendezvous.worker_store must be \"agent\" or \"rank0\", got "
+            "\"rank_0\" (did you mean 'rank0'?)");
   EXPECT_EQ(Errors("command: [x]\nname: {a: 1}\n"),
             "job.yaml:2:7: name must be a string, got a mapping");
   EXPECT_EQ(Errors("command: [x]\ngpus: {binding: isolated}\n"),

@@ -67,6 +67,7 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "  port: 0\n"
             "  tls: \"on\"\n"
             "  master_port: 0\n"
+            "  worker_store: rank0\n"
             "  join_timeout: 5m\n"
             "  last_call: 10s\n"
             "heartbeat:\n"
