@@ -421,13 +421,17 @@ TEST_F(RunTest, MissingWorkerProgramIsNamed) {
   EXPECT_TRUE(JobProcesses().empty()) << Leftovers();
 }
 
-TEST_F(RunTest, UnmodifiedPyTorchScriptRunsUnderDlaunch) {
-  // Debian's python3-torch is importable by /usr/bin/python3 (the python3 first on PATH may
-  // be another interpreter).
-  const std::string python = "/usr/bin/python3";
-  ChildProcess probe({python, "-c", "import torch.distributed"}, tmp_);
+// Debian's python3-torch is importable by /usr/bin/python3 (the python3 first on PATH may be
+// another interpreter); false when `module` is not.
+bool DebianPythonImports(const std::string& module, const std::string& dir) {
+  ChildProcess probe({"/usr/bin/python3", "-c", "import " + module}, dir);
   auto importable = probe.Wait(seconds(120));
-  if (!importable.has_value() || *importable != 0) {
+  return importable.has_value() && *importable == 0;
+}
+
+TEST_F(RunTest, UnmodifiedPyTorchScriptRunsUnderDlaunch) {
+  const std::string python = "/usr/bin/python3";
+  if (!DebianPythonImports("torch.distributed", tmp_)) {
     GTEST_SKIP() << "python3-torch is not installed (scripts/install-deps.sh test installs it)";
   }
   ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2", "--job-dir",
@@ -449,9 +453,7 @@ TEST_F(RunTest, UnmodifiedPyTorchScriptRunsUnderDlaunch) {
 // exception and the frame that raised it, not only the exit code.
 TEST_F(RunTest, ARecordedPythonExceptionIsNamedInTheRootCause) {
   const std::string python = "/usr/bin/python3";
-  ChildProcess probe({python, "-c", "import torch.distributed.elastic.multiprocessing.errors"}, tmp_);
-  auto importable = probe.Wait(seconds(120));
-  if (!importable.has_value() || *importable != 0) {
+  if (!DebianPythonImports("torch.distributed.elastic.multiprocessing.errors", tmp_)) {
     GTEST_SKIP() << "python3-torch is not installed (scripts/install-deps.sh test installs it)";
   }
   const std::string script = std::string(DLAUNCH_SOURCE_DIR) + "/tests/integration/torch_record_fail.py";
