@@ -1,6 +1,7 @@
 #include "launcher/trace/journal_rows.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 
@@ -166,6 +167,7 @@ RankStepTrace ParseStepTrace(absl::string_view text) {
     bool has_ts = false, header = false;
     std::string sampling;
     bool text_ok = true;  // its strings reach trace.json: a line with invalid UTF-8 is bad
+    bool numbers_ok = true;
     const bool ok = ScanJsonObject(line, [&](absl::string_view key, const JsonScalar& v) {
       if (v.kind == JsonScalar::kString) {
         text_ok = text_ok && ValidUtf8(v.text);
@@ -178,6 +180,12 @@ RankStepTrace ParseStepTrace(absl::string_view text) {
         return;
       }
       if (v.kind != JsonScalar::kNumber) return;
+      // A number no int64 holds (1e63 as a step, found by fuzzing) makes the line bad: the
+      // conversion would be undefined.
+      if (!(std::fabs(v.number) < 9.2e18)) {
+        numbers_ok = false;
+        return;
+      }
       const int64_t n = static_cast<int64_t>(v.number);
       if (key == "ts") {
         r.ts_us = n;
@@ -197,9 +205,9 @@ RankStepTrace ParseStepTrace(absl::string_view text) {
       else if (key == "stride")
         r.stride = n > 0 ? n : 1;
     });
-    if (ok && text_ok && header) {
+    if (ok && text_ok && numbers_ok && header) {
       out.sampling = sampling;
-    } else if (ok && text_ok && has_ts) {
+    } else if (ok && text_ok && numbers_ok && has_ts) {
       out.rows.push_back(std::move(r));
     } else {
       ++out.bad_lines;

@@ -66,5 +66,16 @@ TEST(JournalRowsTest, AStepTraceLineWithInvalidUtf8IsBadNotCopiedIntoTheTrace) {
   EXPECT_EQ(t.rows[0].span, "caf\xc3\xa9");
 }
 
+// Found by fuzzing: a number no int64 holds was converted anyway (undefined behaviour).
+TEST(JournalRowsTest, AStepTraceLineWithANumberNoInt64HoldsIsBad) {
+  RankStepTrace t = ParseStepTrace(
+      "{\"step\":1.79562e+63,\"ts\":1795428002000000,\"dur\":4000}\n"
+      "{\"step\":3,\"ts\":-1e300,\"dur\":4000}\n"
+      "{\"step\":4,\"ts\":1795428003000000,\"dur\":4000}\n");
+  EXPECT_EQ(t.bad_lines, 2);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0].step, 4);
+}
+
 }  // namespace
 }  // namespace dlaunch
