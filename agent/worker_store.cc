@@ -1,6 +1,5 @@
 #include "agent/worker_store.h"
 
-#include <sys/resource.h>
 
 #include <deque>
 #include <unordered_map>
@@ -8,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/process.h"
 
 namespace dlaunch {
 namespace {
@@ -19,13 +19,6 @@ using boost::asio::ip::tcp;
 constexpr size_t kMaxPendingReplyBytes = 64 * 1024 * 1024;
 // Connection errors logged one by one; after these, only counted.
 constexpr uint64_t kLoggedErrors = 10;
-
-void RaiseOpenFileLimit() {
-  rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
-  lim.rlim_cur = lim.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &lim);
-}
 
 // The listener on every address: IPv6 with IPv4 mapped in, or IPv4 alone where the node has no
 // IPv6.

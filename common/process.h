@@ -63,4 +63,9 @@ bool IsSpawnedChild(pid_t pid);
 // Exit status of a reaped child in words: "exit code 3", "signal 9 (Killed)".
 std::string DescribeWaitStatus(int wait_status);
 
+// Raises this process's open-file soft limit to its hard limit (a server holding a connection
+// per agent or per rank needs more than the usual 1024); the soft limit it has afterwards,
+// UINT64_MAX when unlimited or unknown.
+uint64_t RaiseOpenFileLimit();
+
 }  // namespace dlaunch

@@ -1,7 +1,6 @@
 #include "launcher/cli/run_command.h"
 
 #include <limits.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "common/exit_codes.h"
 #include "common/host_identity.h"
+#include "common/process.h"
 #include "launcher/jobdir/job_directory.h"
 #include "launcher/run/allocation.h"
 #include "launcher/run/control_service.h"
@@ -168,16 +168,11 @@ int FailPrepare(const absl::Status& status) {
 // Every agent holds a connection to the launcher: a batch system's usual soft limit of 1024 open
 // files would refuse agents past about a thousand. The soft limit goes up to the hard one, and a
 // hard limit too low for the job is said before any agent starts.
-void RaiseOpenFileLimit(size_t agents) {
-  struct rlimit lim;
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
-  if (lim.rlim_cur < lim.rlim_max) {
-    lim.rlim_cur = lim.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) getrlimit(RLIMIT_NOFILE, &lim);
-  }
-  const rlim_t needed = agents + 256;  // one connection per agent, and the launcher's own files
-  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < needed) {
-    std::cerr << "[dlaunch] warning: this process may open " << lim.rlim_cur << " files (ulimit -n), "
+void RaiseOpenFileLimitFor(size_t agents) {
+  const uint64_t limit = RaiseOpenFileLimit();
+  const uint64_t needed = agents + 256;  // one connection per agent, and the launcher's own files
+  if (limit < needed) {
+    std::cerr << "[dlaunch] warning: this process may open " << limit << " files (ulimit -n), "
               << agents << " agents need about " << needed
               << ": agents past that will fail to connect; raise the limit (ulimit -Hn)\n";
   }
@@ -187,7 +182,7 @@ std::unique_ptr<grpc::Server> StartControlServer(const std::string& listen,
                                                 const PreparedJob& job, grpc::Service* service,
                                                 int* bound_port) {
   if (job.tls) CountFailedHandshakesQuietly();
-  RaiseOpenFileLimit(job.plan.AgentHosts().size());
+  RaiseOpenFileLimitFor(job.plan.AgentHosts().size());
   grpc::ServerBuilder builder;
   // A connection that never completes its TLS handshake is dropped after 30 s instead of gRPC's
   // 120 s, so silent connections cannot pile up (docs/security.md).
