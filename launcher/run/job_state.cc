@@ -161,9 +161,7 @@ JobActions JobState::OnAgentMessage(int node, const v1::AgentMessage& msg, doubl
         if (!is_note(line) && budget-- <= 0) continue;
         out.push_back(PrintLine{msg.log().stderr(), absl::StrCat("[rank ", msg.log().rank(), "] ", line)});
       }
-      if (std::string note = output_budget_.Note(now_s); !note.empty()) {
-        out.push_back(PrintLine{true, std::move(note)});
-      }
+      SayHeldBackOutput(now_s, false, out);
       break;
     }
     default:
@@ -351,9 +349,7 @@ JobActions JobState::OnLauncherExited(int index, int wait_status,
 JobActions JobState::OnTick(double now_s, double loop_lag_s) {
   JobActions out;
   if (finished_) return out;
-  if (std::string note = output_budget_.Note(now_s); !note.empty()) {
-    out.push_back(PrintLine{true, std::move(note)});
-  }
+  SayHeldBackOutput(now_s, false, out);
   if (round_) {
     CheckLiveness(now_s, loop_lag_s, out);
     AdvanceRestart(now_s, out);
@@ -420,6 +416,12 @@ JobActions JobState::OnCallRefused(const std::string& peer, const std::string& m
                                              SoFar(calls_refused_))});
   out.push_back(AppendEvent{CallRefusedEvent(current_round(), peer, method)});
   return out;
+}
+
+void JobState::SayHeldBackOutput(double now_s, bool force, JobActions& out) {
+  if (std::string note = output_budget_.Note(now_s, force); !note.empty()) {
+    out.push_back(PrintLine{true, std::move(note)});
+  }
 }
 
 JobActions JobState::OnJoinRefused(const std::string& why) {

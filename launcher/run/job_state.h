@@ -187,6 +187,8 @@ class JobState {
   int signals_seen_ = 0;
   // Workers' output lines printed per second at most; the rest counted (line_budget.h).
   LineBudget output_budget_{10000};
+  // output_budget_'s note on what it held back, when it has one (`force`: the job's end).
+  void SayHeldBackOutput(double now_s, bool force, JobActions& out);
   int64_t joins_refused_ = 0;   // OnJoinRefused
   int64_t calls_refused_ = 0;   // OnCallRefused
   bool all_started_reported_ = false;

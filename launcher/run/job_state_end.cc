@@ -256,9 +256,7 @@ void JobState::Finish(double now_s, JobActions& out) {
   if (finished_) return;
   ledger_.Announce(now_s, true, current_round(), out);
   finished_ = true;
-  if (std::string note = output_budget_.Note(now_s, true); !note.empty()) {
-    out.push_back(PrintLine{true, std::move(note)});
-  }
+  SayHeldBackOutput(now_s, true, out);
   const JobSummary s = Summarize(now_s);
   exit_code_ = s.exit_code;
   for (auto& line : FinalReport(s, ranks_, nodes_.Hosts())) {
