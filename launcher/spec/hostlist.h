@@ -18,16 +18,16 @@ namespace dlaunch {
 // kMaxHostNameLength, more than kMaxHostlistBytes of names) is InvalidArgument naming the problem.
 absl::StatusOr<std::vector<std::string>> ExpandHostlist(std::string_view hostlist);
 
+// The hosts a job.yaml may list: ten times the largest machines' node counts.
+inline constexpr size_t kMaxJobHosts = 100000;
 // Upper bound on one expansion, so a typo like "n[0-999999999]" fails fast instead of
-// exhausting memory.
-inline constexpr size_t kMaxHostlistHosts = 1000000;
+// exhausting memory: no list a job can use names more hosts than a job may have.
+inline constexpr size_t kMaxHostlistHosts = kMaxJobHosts;
 // A host name longer than DNS allows is a mistake; with kMaxHostlistHosts it also bounds an
 // expansion's memory (a long name times a large range).
 inline constexpr size_t kMaxHostNameLength = 255;
-// The hosts a job.yaml may list: ten times the largest machines' node counts.
-inline constexpr size_t kMaxJobHosts = 100000;
-// The characters of all names of one expansion: a million names of 64 characters.
-inline constexpr size_t kMaxHostlistBytes = 64 << 20;
+// The characters of all names of one expansion: the most hosts, at 80 characters each.
+inline constexpr size_t kMaxHostlistBytes = 8 << 20;
 
 
 }  // namespace dlaunch

@@ -300,7 +300,10 @@ TEST(ParseJobSpecTest, WrongTypesNameTheKeyAndTheValue) {
             "job.yaml:2:8: hosts: \"n\\xc3\\xbf[0-90]x[0-90]\" holds '\\xc3', which no host name has "
             "(letters, digits, '-', '.', '_')");
   EXPECT_EQ(Errors("command: [x]\nhosts: \"a[0-90]b[0-90]c[0-90]\"\n"),
-            "job.yaml:2:8: hosts: more than 100000 hosts (753571 so far); no machine has that many "
+            "job.yaml:2:8: hosts: bad hostlist \"a[0-90]b[0-90]c[0-90]\": more than 100000 hosts");
+  // Lists that each fit, together past what a job may have.
+  EXPECT_EQ(Errors("command: [x]\nhosts: [\"a[0-59999]\", \"b[0-59999]\"]\n"),
+            "job.yaml:2:8: hosts: more than 100000 hosts (120000 so far); no machine has that many "
             "nodes: is a range mistyped?");
 }
 
