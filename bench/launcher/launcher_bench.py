@@ -600,6 +600,21 @@ def PrintSmaps(results, kinds):
             print(f"  {kind} launcher max RSS {r['launcher_peak_kb']['hwm'] / 1024:.1f} MB")
 
 
+def Unique(items):
+    return list(dict.fromkeys(items))
+
+
+def MergeReports(reports):
+    """One report of several --json files (a run done in parts): their runs together, configurations
+    ordered by workers per node, then nodes."""
+    configs = Unique(c for r in reports for c in r["configs"])
+    return {"machine_before": reports[0]["machine_before"], "machine_after": reports[-1]["machine_after"],
+            "versions": Unique(v for r in reports for v in r["versions"]),
+            "configs": sorted(configs, key=lambda c: tuple(reversed(ParseConfigs(c)[0]))),
+            "kinds": Unique(k for r in reports for k in r["kinds"]), "baseline": reports[0].get("baseline"),
+            "results": [x for r in reports for x in r["results"]]}
+
+
 def PrintReport(report):
     results, configs, kinds = report["results"], report["configs"], report["kinds"]
     after = report["machine_after"].rsplit("average ", 1)[-1]
@@ -610,7 +625,8 @@ def PrintReport(report):
         first = next((r for r in results if r["kind"] == kind), None)
         if first:
             times = f"{first['launcher_processes']} x " if first["launcher_processes"] > 1 else ""
-            print(f"{kind}: {times}{' '.join(first['cmd'])}")
+            cmd = " ".join(first["cmd"]).replace(REPO + os.sep, "")  # paths relative to the repository
+            print(f"{kind}: {times}{cmd}")
     print()
     PrintTimeTable(results, configs, kinds, "start", "All workers started")
     PrintTimeTable(results, configs, kinds, "wall", "Whole job: until the last launcher process exits")
@@ -648,7 +664,8 @@ def ParseArgs():
     ap.add_argument("--heartbeat", type=float, default=0.5, help="dlaunch --heartbeat")
     ap.add_argument("--timeout", type=float, default=300, help="per-run limit in seconds")
     ap.add_argument("--json", help="write every run's raw result to this file, after each run")
-    ap.add_argument("--report", help="print the tables of a --json file of an earlier run, and run nothing")
+    ap.add_argument("--report", nargs="+", metavar="JSON",
+                    help="print the tables of --json files of earlier runs (one run done in parts), and run nothing")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory (logs, stamps)")
     return ap.parse_args()
 
@@ -699,8 +716,11 @@ def Measure(args, configs, kinds):
 def main():
     args = ParseArgs()
     if args.report:
-        with open(args.report) as f:
-            PrintReport(json.load(f))
+        reports = []
+        for path in args.report:
+            with open(path) as f:
+                reports.append(json.load(f))
+        PrintReport(MergeReports(reports))
         return 0
     args.dlaunch = os.path.abspath(FindDlaunch(args.dlaunch))
     args.venv = os.path.abspath(os.path.join(REPO, args.venv))
