@@ -6,7 +6,8 @@ trivial worker (stamp_worker.sh), which appends its wall-clock start time to a f
 Per run we record
   start_s   time from invoking the launcher(s) to the last worker's start stamp,
   wall_s    time from invoking the launcher(s) to the exit of the last launcher process,
-  agent     the peak RSS (VmHWM) of each node's agent process, polled from /proc every 20 ms, and
+  agent     the peak RSS (VmHWM) of each node's agent process, polled from /proc every 20 ms (the
+            largest over a run's nodes; the table gives the median over runs), and
   per node  in one run per kind and configuration whose workers sleep (--rss-sleep), once every
             worker runs: the node's launcher processes (its agent and the agent's helpers, never
             the workers), their summed RSS, and the distinct physical pages they map together
@@ -514,7 +515,7 @@ def Cell(results, kind, config):
     node = next((r["node_kb"] for r in reversed(every) if r.get("node_kb")), None)
     return {"start": Median([r["start_s"] for r in timed]), "wall": Median([r["wall_s"] for r in timed]),
             "runs": len(timed), "fails": len(mine) - len(every), "node": node,
-            "agent_mb": max(agent_kb) / 1024 if agent_kb else None}
+            "agent_mb": Median(agent_kb) / 1024 if agent_kb else None}
 
 
 def PrintTimeTable(results, configs, kinds, key, title):
@@ -541,7 +542,7 @@ def PrintMemoryTables(results, configs, kinds):
         print()
 
     mb = lambda kb: Fmt(kb / 1024, digits=1)
-    Table("Agent process per node: peak RSS (VmHWM, MB), max over runs and nodes",
+    Table("Agent process per node: peak RSS (VmHWM, MB), largest over the nodes of a run, median over runs",
           lambda c: Fmt(c["agent_mb"], digits=1))
     Table("A node's launcher processes, all workers running (memory run): processes: distinct resident MB"
           " (summed RSS MB)", lambda c: f"{c['node']['procs']}: {mb(c['node']['unique']) if c['node']['unique'] else '–'} ({mb(c['node']['rss'])})"
