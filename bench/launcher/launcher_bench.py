@@ -519,15 +519,15 @@ def Cell(results, kind, config):
 
 
 def PrintTimeTable(results, configs, kinds, key, title):
-    others = [k for k in kinds if k != "dlaunch"]
     print(f"{title} (median s; ratio = launcher / dlaunch)")
     print()
-    print("| nodes x workers | dlaunch | " + " | ".join(others) + " |")
-    print("|---:|---:|" + "---:|" * len(others))
+    print("| nodes x workers | " + " | ".join(kinds) + " |")
+    print("|---:|" + "---:|" * len(kinds))
     for config in configs:
         d = Cell(results, "dlaunch", config)[key]
-        cells = [Cell(results, k, config)[key] for k in others]
-        print(f"| {config} | {Fmt(d)} | " + " | ".join(f"{Fmt(c)} ({Ratio(c, d)})" for c in cells) + " |")
+        cells = [Cell(results, k, config)[key] for k in kinds]
+        print(f"| {config} | " + " | ".join(Fmt(c) if k == "dlaunch" else f"{Fmt(c)} ({Ratio(c, d)})"
+                                             for k, c in zip(kinds, cells)) + " |")
     print()
 
 
@@ -579,8 +579,9 @@ def PrintBaselineTable(results, configs, baseline):
         a = [Peak(k, config, "agent_peak_kb", "hwm") for k in DLAUNCH_KINDS]
         lr = [Peak(k, config, "launcher_peak_kb", "hwm") for k in DLAUNCH_KINDS]
         lt = [Peak(k, config, "launcher_peak_kb", "threads") for k in DLAUNCH_KINDS]
-        print(f"| {config} | {Fmt(d['start'])} | {Fmt(b['start'])} | {Ratio(d['start'], b['start'])} "
-              f"| {Fmt(d['wall'])} | {Fmt(b['wall'])} | {Ratio(d['wall'], b['wall'])} "
+        ratio = lambda x, y: Fmt(x / y if x and y else None)
+        print(f"| {config} | {Fmt(d['start'])} | {Fmt(b['start'])} | {ratio(d['start'], b['start'])} "
+              f"| {Fmt(d['wall'])} | {Fmt(b['wall'])} | {ratio(d['wall'], b['wall'])} "
               f"| {mb(a[0])} / {mb(a[1])} | {mb(lr[0])} / {mb(lr[1])} | {lt[0]} / {lt[1]} "
               f"| {d['runs']}/{b['runs']} |")
     print()
