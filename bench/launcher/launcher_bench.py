@@ -6,6 +6,8 @@ trivial worker (stamp_worker.sh), which appends its wall-clock start time to a f
 Per run we record
   start_s   time from invoking the launcher(s) to the last worker's start stamp,
   wall_s    time from invoking the launcher(s) to the exit of the last launcher process,
+  cpu_s     user + system CPU of the whole job (from wait4: each launcher process and every
+            descendant it waited for),
   agent     the peak RSS (VmHWM) of each node's agent process, polled from /proc every 20 ms (the
             largest over a run's nodes; the table gives the median over runs), and
   per node  in one run per kind and configuration whose workers sleep (--rss-sleep), once every
@@ -355,15 +357,22 @@ def KillGroups(procs):
 
 
 def WaitAll(procs, timeout_s):
-    """Polls until every process exits or the limit passes; returns (exit codes, exit times)."""
+    """Polls until every process exits or the limit passes; returns (exit codes, exit times, CPU s).
+    The CPU is user + system time of each launcher process and of every descendant it waited for
+    (the agents, their helpers and the workers): the whole job's, when every process exited."""
     deadline = time.monotonic() + timeout_s
-    codes, exited = [None] * len(procs), [None] * len(procs)
+    codes, exited, cpu = [None] * len(procs), [None] * len(procs), [None] * len(procs)
     while any(c is None for c in codes) and time.monotonic() < deadline:
         for i, p in enumerate(procs):
-            if codes[i] is None and p.poll() is not None:
+            if codes[i] is not None:
+                continue
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid == p.pid:
+                p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait
                 codes[i], exited[i] = p.returncode, time.time()
+                cpu[i] = usage.ru_utime + usage.ru_stime
         time.sleep(0.005)
-    return codes, exited
+    return codes, exited, cpu
 
 
 def RunOnce(kind, n, m, args, workdir, sleep_s=None):
@@ -387,7 +396,7 @@ def RunOnce(kind, n, m, args, workdir, sleep_s=None):
         single_launcher = kind in DLAUNCH_KINDS or kind == "torchx"
         sampler = Sampler(kind, roots, launcher_pid=roots[0] if single_launcher else None, smaps_when=smaps_when)
         sampler.start()
-        codes, exited = WaitAll(procs, args.timeout)
+        codes, exited, cpu = WaitAll(procs, args.timeout)
         sampler.stop.set()
         sampler.join()
         KillGroups(procs)
@@ -400,6 +409,7 @@ def RunOnce(kind, n, m, args, workdir, sleep_s=None):
            "start_s": (max(starts) - t0) if starts else None,
            "first_start_s": (min(starts) - t0) if starts else None,
            "wall_s": (max(e for e in exited if e) - t0) if any(exited) else None,
+           "cpu_s": sum(cpu) if all(c is not None for c in cpu) else None,
            "agent_peak_kb": sampler.AgentPeak(), "node_kb": sampler.node,
            "launcher_peak_kb": sampler.launcher if single_launcher else None,
            "smaps_kb": sampler.smaps, "rollup_kb": sampler.rollup, "log": log.name,
@@ -514,6 +524,7 @@ def Cell(results, kind, config):
     agent_kb = [r["agent_peak_kb"]["hwm"] for r in every if r["agent_peak_kb"]]
     node = next((r["node_kb"] for r in reversed(every) if r.get("node_kb")), None)
     return {"start": Median([r["start_s"] for r in timed]), "wall": Median([r["wall_s"] for r in timed]),
+            "cpu": Median([r.get("cpu_s") for r in timed]),
             "runs": len(timed), "fails": len(mine) - len(every), "node": node,
             "agent_mb": Median(agent_kb) / 1024 if agent_kb else None}
 
@@ -632,6 +643,8 @@ def PrintReport(report):
     print()
     PrintTimeTable(results, configs, kinds, "start", "All workers started")
     PrintTimeTable(results, configs, kinds, "wall", "Whole job: until the last launcher process exits")
+    PrintTimeTable(results, configs, kinds, "cpu", "CPU of the whole job: user + system s of the launcher"
+                   " processes, their helpers and the workers")
     PrintMemoryTables(results, configs, kinds)
     PrintRunsTable(results, configs, kinds)
     if report.get("baseline"):
