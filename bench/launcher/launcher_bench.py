@@ -375,32 +375,42 @@ def WaitAll(procs, timeout_s):
     return codes, exited, cpu
 
 
-def RunOnce(kind, n, m, args, workdir, sleep_s=None):
-    """Runs one job of N nodes x M workers with one launcher kind; returns a result dict."""
-    tag = f"{kind}-{ConfigName(n, m)}-{time.monotonic_ns()}"
-    stamps = os.path.join(workdir, tag + ".stamps")
+def RunEnv(kind, args, stamps, sleep_s):
     env = dict(os.environ, DLAUNCH_BENCH_STAMPS=stamps, **KindEnv(kind, args))
     env.pop("DLAUNCH_BENCH_SLEEP", None)
     if sleep_s is not None:
         env["DLAUNCH_BENCH_SLEEP"] = str(sleep_s)
+    return env
+
+
+def Launch(kind, cmds, env, workdir, log, smaps_when, timeout_s):
+    """Starts the launcher processes, samples them until they exit; returns (t0, codes, exit times,
+    CPU, sampler)."""
+    t0 = time.time()
+    procs = [subprocess.Popen(c, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, start_new_session=True) for c in cmds]
+    roots = [p.pid for p in procs]
+    single_launcher = kind in DLAUNCH_KINDS or kind == "torchx"
+    sampler = Sampler(kind, roots, launcher_pid=roots[0] if single_launcher else None, smaps_when=smaps_when)
+    sampler.start()
+    codes, exited, cpu = WaitAll(procs, timeout_s)
+    sampler.stop.set()
+    sampler.join()
+    KillGroups(procs)
+    return t0, codes, exited, cpu, sampler
+
+
+def RunOnce(kind, n, m, args, workdir, sleep_s=None):
+    """Runs one job of N nodes x M workers with one launcher kind; returns a result dict."""
+    tag = f"{kind}-{ConfigName(n, m)}-{time.monotonic_ns()}"
+    stamps = os.path.join(workdir, tag + ".stamps")
     cmds = Commands(kind, n, m, args, workdir, tag)
-
+    # With a sleeping worker, look inside an agent once every worker runs (a Python agent is
+    # still importing torch long before that).
+    smaps_when = (lambda: len(Stamps(stamps)) >= n * m) if sleep_s else None
     with open(os.path.join(workdir, tag + ".log"), "w") as log:
-        t0 = time.time()
-        procs = [subprocess.Popen(c, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, start_new_session=True) for c in cmds]
-        roots = [p.pid for p in procs]
-        # With a sleeping worker, look inside an agent once every worker runs (a Python agent is
-        # still importing torch long before that).
-        smaps_when = (lambda: len(Stamps(stamps)) >= n * m) if sleep_s else None
-        single_launcher = kind in DLAUNCH_KINDS or kind == "torchx"
-        sampler = Sampler(kind, roots, launcher_pid=roots[0] if single_launcher else None, smaps_when=smaps_when)
-        sampler.start()
-        codes, exited, cpu = WaitAll(procs, args.timeout)
-        sampler.stop.set()
-        sampler.join()
-        KillGroups(procs)
-
+        t0, codes, exited, cpu, sampler = Launch(kind, cmds, RunEnv(kind, args, stamps, sleep_s), workdir, log,
+                                                 smaps_when, args.timeout)
     starts = Stamps(stamps)
     timed_out = any(c is None for c in codes)
     res = {"kind": kind, "config": ConfigName(n, m), "n": n, "m": m,
@@ -411,7 +421,7 @@ def RunOnce(kind, n, m, args, workdir, sleep_s=None):
            "wall_s": (max(e for e in exited if e) - t0) if any(exited) else None,
            "cpu_s": sum(cpu) if all(c is not None for c in cpu) else None,
            "agent_peak_kb": sampler.AgentPeak(), "node_kb": sampler.node,
-           "launcher_peak_kb": sampler.launcher if single_launcher else None,
+           "launcher_peak_kb": sampler.launcher if sampler.launcher_pid else None,
            "smaps_kb": sampler.smaps, "rollup_kb": sampler.rollup, "log": log.name,
            "cmd": [a.replace(workdir, "<tmp>") for a in cmds[0]], "launcher_processes": len(cmds)}
     if kind in DLAUNCH_KINDS:
