@@ -1,24 +1,41 @@
 #!/usr/bin/python3
-"""Start-up benchmark: `dlaunch run` vs torchrun (c10d rendezvous) on one machine.
+"""Start-up benchmark: `dlaunch run` against today's launchers, local nodes on one machine.
 
-For each node count N, both launchers start N local "nodes" with one worker each. The worker
-(stamp_worker.sh) appends its wall-clock start time to a file and exits. Per run we record
-  start_s  time from invoking the launcher(s) to the last worker's start stamp,
-  wall_s   time from invoking the launcher(s) to the exit of the (last) launcher process,
-  agent RSS: VmHWM / VmRSS of the per-node agent processes (dlaunch-agent, or the torchrun
-           python process of each node), sampled from /proc while the job runs.
-torchrun is started the way a multi-node job is: one torchrun process per node, all at once,
-meeting at a c10d rendezvous endpoint on 127.0.0.1.
-
-Configurations are interleaved (dlaunch N, torchrun N, dlaunch N, ...) so that a change in the
-machine's load affects both alike; the table reports medians. With --baseline PATH, a second
-dlaunch binary (an older build) runs interleaved with the first, and a second table compares the
-two (start, exit, agent and launcher memory and threads); --baseline-flags gives the baseline
-runs extra flags, so one binary can be compared with itself (TLS against --no-tls). Only the Python standard library
-is used; run it with /usr/bin/python3 (see run.sh).
+For each configuration NxM (N local "nodes", M workers each) every launcher kind starts the same
+trivial worker (stamp_worker.sh), which appends its wall-clock start time to a file and exits.
+Per run we record
+  start_s   time from invoking the launcher(s) to the last worker's start stamp,
+  wall_s    time from invoking the launcher(s) to the exit of the last launcher process,
+  cpu_s     user + system CPU of the whole job (from wait4: each launcher process and every
+            descendant it waited for),
+  agent     the peak RSS (VmHWM) of each node's agent process, polled from /proc every 20 ms (the
+            largest over a run's nodes; the table gives the median over runs), and
+  per node  in one run per kind and configuration whose workers sleep (--rss-sleep), once every
+            worker runs: the node's launcher processes (its agent and the agent's helpers, never
+            the workers), their summed RSS, and the distinct physical pages they map together
+            (from /proc/PID/pagemap; needs root, else only the sum): a page shared by a forked
+            helper and its agent, or by two processes mapping one library, counts once.
+Kinds (--kinds):
+  dlaunch      `dlaunch run --nnodes N --nproc-per-node M`: one launcher forks one dlaunch-agent
+               per node; the agents join it over gRPC on 127.0.0.1.
+  torchrun2    the venv's `python -m torch.distributed.run`, one per node, all at once, meeting at
+               a c10d rendezvous on 127.0.0.1, the way a multi-node job starts it.
+  ft_launcher  the venv's ft_launcher (nvidia-resiliency-ext, a torchrun fork) the same way, with
+               its defaults (no fault-tolerance config file).
+  deepspeed    the venv's `deepspeed` runner, one per node with --no_ssh --node_rank I and a
+               hostfile of N hosts with M slots: a static launch, there is no rendezvous.
+  torchx       the venv's `torchx run -s local_cwd` of torchx_component.py:ddp_no_python (dist.ddp
+               with torchrun's --no_python), -j NxM: the local scheduler starts one torchrun per node.
+  torchrun1    Debian's python3-torch 1.13 torchrun (/usr/bin/python3), as the first table had it.
+Runs are interleaved (every kind once, then again) so that a change in the machine's load affects
+all alike; the tables report medians and ratios to dlaunch. With --baseline PATH, a second dlaunch
+binary (an older build) runs interleaved with the first, and a second table compares the two;
+--baseline-flags gives the baseline runs extra flags, so one binary can be compared with itself.
+Only the Python standard library is used; run it with /usr/bin/python3 (see run.sh).
 """
 
 import argparse
+import array
 import json
 import os
 import platform
@@ -35,7 +52,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 WORKER = os.path.join(HERE, "stamp_worker.sh")
-TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives here, not in a pyenv python.
+TORCHX_COMPONENT = os.path.join(HERE, "torchx_component.py") + ":ddp_no_python"
+TORCH1_PYTHON = "/usr/bin/python3"  # Debian's python3-torch (1.13) lives here, not in a venv.
+DEFAULT_VENV = "build-compare/venv"  # made by bench/compare/venv.sh, relative to the repository
+# The worker is stamp_worker.sh, which runs `date` and may `exec sleep`: none of them is a launcher.
+WORKER_COMMS = {"stamp_worker.sh", "date", "sleep"}
+DLAUNCH_KINDS = ("dlaunch", "baseline")
+OTHER_KINDS = ("torchrun2", "ft_launcher", "deepspeed", "torchx", "torchrun1")
+VENV_PACKAGES = ("torch", "nvidia-resiliency-ext", "deepspeed", "torchx")
 
 
 def FindDlaunch(explicit):
@@ -52,6 +76,85 @@ def FreePort():
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
+
+def ParseConfigs(text):
+    """'1,2,4x2' -> [(1, 1), (2, 1), (4, 2)]: N nodes x M workers per node."""
+    out = []
+    for item in filter(None, text.split(",")):
+        n, _, m = item.partition("x")
+        out.append((int(n), int(m or 1)))
+    return out
+
+
+def ConfigName(n, m):
+    return f"{n}x{m}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The command lines of each launcher kind.
+
+def VenvBin(args, name):
+    return os.path.join(args.venv, "bin", name)
+
+
+def DlaunchCmds(kind, n, m, args, workdir):
+    binary = args.dlaunch if kind == "dlaunch" else args.baseline
+    extra = args.baseline_flags.split() if kind == "baseline" else []
+    return [[binary, "run", "--nnodes", str(n), "--nproc-per-node", str(m), "--heartbeat", str(args.heartbeat),
+             "--job-root", os.path.join(workdir, "runs")] + extra + ["--", WORKER]]
+
+
+def ElasticCmds(prefix, n, m, rdzv_id, extra=()):
+    """One torchrun-style launcher per node, all meeting at one c10d endpoint on 127.0.0.1."""
+    port = FreePort()
+    return [prefix + ["--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", f"--rdzv_id={rdzv_id}",
+                      f"--nnodes={n}", f"--nproc_per_node={m}", *extra, "--no_python", WORKER]
+            for _ in range(n)]
+
+
+def DeepspeedCmds(n, m, args, workdir, tag):
+    """One `deepspeed --no_ssh` per node; the hostfile only names N hosts of M slots."""
+    hostfile = os.path.join(workdir, tag + ".hostfile")
+    with open(hostfile, "w") as f:
+        f.writelines(f"node{i} slots={m}\n" for i in range(n))
+    port = FreePort()
+    return [[VenvBin(args, "deepspeed"), "--hostfile", hostfile, "--no_ssh", f"--node_rank={i}",
+             "--master_addr=127.0.0.1", f"--master_port={port}", "--no_python", "--no_local_rank", WORKER]
+            for i in range(n)]
+
+
+def TorchxCmds(n, m, args, workdir, tag):
+    log_dir = os.path.join(workdir, tag + ".torchx")
+    return [[VenvBin(args, "torchx"), "run", "-s", "local_cwd", "-cfg", f"log_dir={log_dir}", TORCHX_COMPONENT,
+             "-j", ConfigName(n, m), "--rdzv_port", str(FreePort()), "--script", WORKER]]
+
+
+def Commands(kind, n, m, args, workdir, tag):
+    if kind in DLAUNCH_KINDS:
+        return DlaunchCmds(kind, n, m, args, workdir)
+    if kind == "torchrun1":  # --redirects/--tee=9:0 work around a 1.13 start-up failure on Python 3.11
+        return ElasticCmds([TORCH1_PYTHON, "-m", "torch.distributed.run"], n, m, tag,
+                           ["--redirects=9:0", "--tee=9:0"])
+    if kind == "torchrun2":
+        return ElasticCmds([VenvBin(args, "python"), "-m", "torch.distributed.run"], n, m, tag)
+    if kind == "ft_launcher":
+        return ElasticCmds([VenvBin(args, "ft_launcher")], n, m, tag)
+    if kind == "deepspeed":
+        return DeepspeedCmds(n, m, args, workdir, tag)
+    if kind == "torchx":
+        return TorchxCmds(n, m, args, workdir, tag)
+    raise ValueError(f"unknown launcher kind {kind}")
+
+
+def KindEnv(kind, args):
+    """TorchX's component runs `torchrun` from PATH: the venv's."""
+    if kind == "torchx":
+        return {"PATH": os.path.join(args.venv, "bin") + os.pathsep + os.environ.get("PATH", "")}
+    return {}
+
+
+# ---------------------------------------------------------------------------------------------
+# /proc: processes, their memory, and which of them make up a node.
 
 def ReadStatus(pid):
     """Returns {VmHWM, VmRSS, Threads} (kB / count) of a live process, or None."""
@@ -84,17 +187,40 @@ def ProcTable():
     return table
 
 
-def Descendants(roots, table):
+def Children(table):
     children = {}
     for pid, (ppid, _) in table.items():
         children.setdefault(ppid, []).append(pid)
+    return children
+
+
+def Descendants(roots, children, skip=lambda pid: False):
+    """Every descendant of roots; a skipped process is left out with its own descendants."""
     out, todo = [], list(roots)
     while todo:
-        pid = todo.pop()
-        for c in children.get(pid, []):
-            out.append(c)
-            todo.append(c)
+        for c in children.get(todo.pop(), []):
+            if not skip(c):
+                out.append(c)
+                todo.append(c)
     return out
+
+
+def NodeRoots(kind, roots, table, children):
+    """The one process per node that is its agent: dlaunch-agent, or the node's launcher process.
+    A child that still has its parent's name is a fork that has not exec'd yet: not an agent."""
+    def Forked(pid):
+        return table.get(table[pid][0], (0, ""))[1] == table[pid][1]
+
+    if kind in DLAUNCH_KINDS:
+        return [pid for pid in Descendants(roots, children) if table[pid][1] == "dlaunch-agent" and not Forked(pid)]
+    if kind == "torchx":  # the torchx CLI's children are the replicas, one torchrun per node
+        return [pid for pid in children.get(roots[0], []) if table[pid][1] not in WORKER_COMMS and not Forked(pid)]
+    return [pid for pid in roots if pid in table]
+
+
+def NodeProcesses(root, table, children):
+    """A node's launcher processes: its agent and the agent's helpers, not the workers."""
+    return [root] + Descendants([root], children, skip=lambda pid: table[pid][1] in WORKER_COMMS)
 
 
 def SmapsByMapping(pid):
@@ -129,45 +255,87 @@ def SmapsRollup(pid):
     return out
 
 
-class Sampler(threading.Thread):
-    """Polls /proc for the agents of a run until stopped; keeps each agent's peak numbers."""
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+PFN_MASK = (1 << 55) - 1
 
-    def __init__(self, agent_pids_fn, launcher_pid=None, period_s=0.02, smaps_when=None):
+
+def ResidentFrames(pid):
+    """The physical frame numbers of a process's resident pages (empty without root: PFNs read 0)."""
+    frames = set()
+    try:
+        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/pagemap", "rb") as pagemap:
+            for line in maps:
+                lo, hi = (int(x, 16) for x in line.split(maxsplit=1)[0].split("-"))
+                if lo >= 1 << 47:  # [vsyscall]
+                    continue
+                pagemap.seek(lo // 4096 * 8)
+                entries = array.array("Q", pagemap.read((hi - lo) // 4096 * 8))
+                frames.update(e & PFN_MASK for e in entries if e >> 63)
+    except OSError:
+        return set()
+    frames.discard(0)
+    return frames
+
+
+def NodeSnapshot(root, table, children):
+    """A node's launcher processes now: how many, their summed Rss kB, and the kB of the distinct
+    physical pages they map together (None where pagemap hides frame numbers)."""
+    pids = [pid for pid in NodeProcesses(root, table, children) if SmapsRollup(pid)]
+    rss = sum(SmapsRollup(pid).get("Rss", 0) for pid in pids)
+    frames = set().union(*(ResidentFrames(pid) for pid in pids))
+    return {"procs": len(pids), "rss": rss, "unique": len(frames) * PAGE_KB if frames else None}
+
+
+def NewPeak():
+    return {"hwm": 0, "rss": 0, "threads": 0}
+
+
+def MergePeak(acc, st):
+    acc["hwm"] = max(acc["hwm"], st.get("VmHWM", 0))
+    acc["rss"] = max(acc["rss"], st.get("VmRSS", 0))
+    acc["threads"] = max(acc["threads"], st.get("Threads", 0))
+
+
+class Sampler(threading.Thread):
+    """Polls /proc for the nodes of a run until stopped; keeps each node's peak numbers."""
+
+    def __init__(self, kind, roots, launcher_pid=None, period_s=0.02, smaps_when=None):
         super().__init__(daemon=True)
-        self.agent_pids_fn, self.launcher_pid, self.period_s = agent_pids_fn, launcher_pid, period_s
+        self.kind, self.roots, self.launcher_pid, self.period_s = kind, roots, launcher_pid, period_s
         self.smaps_when = smaps_when  # callable: True once the agents should be snapshotted
-        self.agents = {}  # pid -> {"hwm": kB, "rss": kB, "threads": n}
-        self.launcher = {"hwm": 0, "rss": 0, "threads": 0}
-        self.smaps = None
-        self.rollup = None
+        self.agents = {}  # node root pid -> peak of the agent process itself
+        self.launcher = NewPeak()
+        self.smaps = self.rollup = self.node = None
         self.stop = threading.Event()
 
-    @staticmethod
-    def _Merge(acc, st):
-        acc["hwm"] = max(acc["hwm"], st.get("VmHWM", 0))
-        acc["rss"] = max(acc["rss"], st.get("VmRSS", 0))
-        acc["threads"] = max(acc["threads"], st.get("Threads", 0))
+    def _Tick(self):
+        table = ProcTable()
+        children = Children(table)
+        for root in NodeRoots(self.kind, self.roots, table, children):
+            st = ReadStatus(root)
+            if st:
+                MergePeak(self.agents.setdefault(root, NewPeak()), st)
+        st = ReadStatus(self.launcher_pid) if self.launcher_pid else None
+        if st:
+            MergePeak(self.launcher, st)
+        if self.smaps is None and self.smaps_when is not None and self.agents and self.smaps_when():
+            first = min(self.agents)
+            self.smaps, self.rollup = SmapsByMapping(first), SmapsRollup(first)
+            self.node = NodeSnapshot(first, table, children)
 
     def run(self):
         while not self.stop.is_set():
-            for pid in self.agent_pids_fn():
-                st = ReadStatus(pid)
-                if st:
-                    self._Merge(self.agents.setdefault(pid, {"hwm": 0, "rss": 0, "threads": 0}), st)
-            if self.launcher_pid:
-                st = ReadStatus(self.launcher_pid)
-                if st:
-                    self._Merge(self.launcher, st)
-            if self.smaps is None and self.smaps_when is not None and self.agents and self.smaps_when():
-                self.smaps = SmapsByMapping(min(self.agents))
-                self.rollup = SmapsRollup(min(self.agents))
+            self._Tick()
             self.stop.wait(self.period_s)
 
-    def Peak(self):
+    def AgentPeak(self):
         if not self.agents:
             return None
         return {k: max(a[k] for a in self.agents.values()) for k in ("hwm", "rss", "threads")}
 
+
+# ---------------------------------------------------------------------------------------------
+# One run.
 
 def Stamps(path):
     try:
@@ -188,68 +356,75 @@ def KillGroups(procs):
         p.wait()
 
 
-def RunOnce(kind, n, args, workdir, sleep_s=None):
-    """Runs one job of N nodes with one launcher; returns a result dict (ok, start_s, wall_s, rss...)."""
-    tag = f"{kind}-n{n}-{time.monotonic_ns()}"
-    stamps = os.path.join(workdir, tag + ".stamps")
-    log = open(os.path.join(workdir, tag + ".log"), "w")
-    env = dict(os.environ, DLAUNCH_BENCH_STAMPS=stamps)
+def WaitAll(procs, timeout_s):
+    """Polls until every process exits or the limit passes; returns (exit codes, exit times, CPU s).
+    The CPU is user + system time of each launcher process and of every descendant it waited for
+    (the agents, their helpers and the workers): the whole job's, when every process exited."""
+    deadline = time.monotonic() + timeout_s
+    codes, exited, cpu = [None] * len(procs), [None] * len(procs), [None] * len(procs)
+    while any(c is None for c in codes) and time.monotonic() < deadline:
+        for i, p in enumerate(procs):
+            if codes[i] is not None:
+                continue
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid == p.pid:
+                p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait
+                codes[i], exited[i] = p.returncode, time.time()
+                cpu[i] = usage.ru_utime + usage.ru_stime
+        time.sleep(0.005)
+    return codes, exited, cpu
+
+
+def RunEnv(kind, args, stamps, sleep_s):
+    env = dict(os.environ, DLAUNCH_BENCH_STAMPS=stamps, **KindEnv(kind, args))
     env.pop("DLAUNCH_BENCH_SLEEP", None)
     if sleep_s is not None:
         env["DLAUNCH_BENCH_SLEEP"] = str(sleep_s)
+    return env
 
-    if kind in ("dlaunch", "baseline"):
-        binary = args.dlaunch if kind == "dlaunch" else args.baseline
-        extra = args.baseline_flags.split() if kind == "baseline" else []
-        cmds = [[binary, "run", "--nnodes", str(n), "--nproc-per-node", "1",
-                 "--heartbeat", str(args.heartbeat), "--job-root", os.path.join(workdir, "runs")]
-                + extra + ["--", WORKER]]
-    else:
-        port, rid = FreePort(), tag
-        cmds = [[TORCH_PYTHON, "-m", "torch.distributed.run", "--rdzv_backend=c10d",
-                 f"--rdzv_endpoint=127.0.0.1:{port}", f"--rdzv_id={rid}", f"--nnodes={n}",
-                 "--nproc_per_node=1", "--redirects=9:0", "--tee=9:0", "--no_python", WORKER]
-                for _ in range(n)]
 
+def Launch(kind, cmds, env, workdir, log, smaps_when, timeout_s):
+    """Starts the launcher processes, samples them until they exit; returns (t0, codes, exit times,
+    CPU, sampler)."""
     t0 = time.time()
-    procs = [subprocess.Popen(c, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                              start_new_session=True) for c in cmds]
+    procs = [subprocess.Popen(c, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, start_new_session=True) for c in cmds]
     roots = [p.pid for p in procs]
-    # With a sleeping worker, look inside an agent once every worker runs (torchrun's agent is
-    # still importing torch long before that).
-    smaps_when = (lambda: len(Stamps(stamps)) >= n) if sleep_s else None
-    if kind != "torchrun":
-        def AgentPids():
-            table = ProcTable()
-            return [pid for pid in Descendants(roots, table) if table[pid][1] == "dlaunch-agent"]
-        sampler = Sampler(AgentPids, launcher_pid=roots[0], smaps_when=smaps_when)
-    else:
-        sampler = Sampler(lambda: roots, smaps_when=smaps_when)
+    single_launcher = kind in DLAUNCH_KINDS or kind == "torchx"
+    sampler = Sampler(kind, roots, launcher_pid=roots[0] if single_launcher else None, smaps_when=smaps_when)
     sampler.start()
-
-    deadline = time.monotonic() + args.timeout
-    codes, exited = [None] * len(procs), [None] * len(procs)
-    while any(c is None for c in codes) and time.monotonic() < deadline:
-        for i, p in enumerate(procs):
-            if codes[i] is None and p.poll() is not None:
-                codes[i], exited[i] = p.returncode, time.time()
-        time.sleep(0.005)
-    timed_out = any(c is None for c in codes)
+    codes, exited, cpu = WaitAll(procs, timeout_s)
     sampler.stop.set()
     sampler.join()
     KillGroups(procs)
-    log.close()
+    return t0, codes, exited, cpu, sampler
 
+
+def RunOnce(kind, n, m, args, workdir, sleep_s=None):
+    """Runs one job of N nodes x M workers with one launcher kind; returns a result dict."""
+    tag = f"{kind}-{ConfigName(n, m)}-{time.monotonic_ns()}"
+    stamps = os.path.join(workdir, tag + ".stamps")
+    cmds = Commands(kind, n, m, args, workdir, tag)
+    # With a sleeping worker, look inside an agent once every worker runs (a Python agent is
+    # still importing torch long before that).
+    smaps_when = (lambda: len(Stamps(stamps)) >= n * m) if sleep_s else None
+    with open(os.path.join(workdir, tag + ".log"), "w") as log:
+        t0, codes, exited, cpu, sampler = Launch(kind, cmds, RunEnv(kind, args, stamps, sleep_s), workdir, log,
+                                                 smaps_when, args.timeout)
     starts = Stamps(stamps)
-    ok = not timed_out and all(c == 0 for c in codes) and len(starts) == n
-    res = {"kind": kind, "n": n, "ok": ok, "codes": codes, "timed_out": timed_out,
-           "workers_stamped": len(starts),
+    timed_out = any(c is None for c in codes)
+    res = {"kind": kind, "config": ConfigName(n, m), "n": n, "m": m,
+           "ok": not timed_out and all(c == 0 for c in codes) and len(starts) == n * m,
+           "codes": codes, "timed_out": timed_out, "workers_stamped": len(starts),
            "start_s": (max(starts) - t0) if starts else None,
            "first_start_s": (min(starts) - t0) if starts else None,
            "wall_s": (max(e for e in exited if e) - t0) if any(exited) else None,
-           "agent_peak_kb": sampler.Peak(), "launcher_peak_kb": sampler.launcher if kind != "torchrun" else None,
-           "smaps_kb": sampler.smaps, "rollup_kb": sampler.rollup, "log": log.name}
-    if kind != "torchrun":
+           "cpu_s": sum(cpu) if all(c is not None for c in cpu) else None,
+           "agent_peak_kb": sampler.AgentPeak(), "node_kb": sampler.node,
+           "launcher_peak_kb": sampler.launcher if sampler.launcher_pid else None,
+           "smaps_kb": sampler.smaps, "rollup_kb": sampler.rollup, "log": log.name,
+           "cmd": [a.replace(workdir, "<tmp>") for a in cmds[0]], "launcher_processes": len(cmds)}
+    if kind in DLAUNCH_KINDS:
         res["events"] = DlaunchEvents(os.path.join(workdir, "runs"))
     return res
 
@@ -277,18 +452,8 @@ def DlaunchEvents(job_root):
     return out
 
 
-def Median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
-def Fmt(x, unit="", digits=2):
-    return "–" if x is None else f"{x:.{digits}f}{unit}"
-
-
-def Ratio(a, b):
-    return "–" if a is None or b is None or b == 0 else f"{a / b:.0f}x" if a / b >= 10 else f"{a / b:.1f}x"
-
+# ---------------------------------------------------------------------------------------------
+# Machine, versions, and the checks before a run.
 
 def MachineLine():
     model = "unknown CPU"
@@ -303,151 +468,299 @@ def MachineLine():
     return f"{model}, {os.cpu_count()} CPUs, {platform.release()}; load average {load}"
 
 
-def PrintBaselineTable(results, nodes, args):
-    """dlaunch (this build) against --baseline, medians of the interleaved runs."""
-    def Med(kind, n, key, rss_runs=False):
-        rs = [r for r in results if r["kind"] == kind and r["n"] == n and r["ok"] and (rss_runs or not r["rss_run"])]
-        return Median([key(r) for r in rs]), len(rs)
+def PackageVersions(python, names):
+    """'name version' of each package in python's environment (and Python's own), or None."""
+    code = ("import importlib.metadata as m, platform, sys\n"
+            "print('python', platform.python_version())\n"
+            "for n in sys.argv[1:]:\n"
+            "    try: print(n, m.version(n))\n"
+            "    except m.PackageNotFoundError: print(n, 'missing')\n")
+    try:
+        out = subprocess.run([python, "-c", code, *names], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.split("\n")[:-1] if out.returncode == 0 else None
 
-    def Peak(kind, n, key):
-        vals = [key(r) for r in results if r["kind"] == kind and r["n"] == n and r["ok"]]
+
+def Versions(args, kinds):
+    """Lines naming every version the run uses."""
+    lines = []
+    dl = subprocess.run([args.dlaunch, "--version"], capture_output=True, text=True).stdout.strip()
+    rev = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    lines.append(f"{dl or 'dlaunch ?'} (checkout {rev.stdout.strip() or '?'})")
+    if any(k in kinds for k in ("torchrun2", "ft_launcher", "deepspeed", "torchx")):
+        venv = PackageVersions(VenvBin(args, "python"), VENV_PACKAGES)
+        lines.append(f"venv {os.path.relpath(args.venv, REPO)}: " + ", ".join(venv or ["not usable"]))
+    if "torchrun1" in kinds:
+        sys_torch = PackageVersions(TORCH1_PYTHON, ("torch",))
+        lines.append(f"torchrun1 {TORCH1_PYTHON}: " + ", ".join(sys_torch or ["not usable"]))
+    return lines
+
+
+def Preflight(kinds, args):
+    """Exits with a message when a requested launcher cannot be started at all."""
+    checks = {"torchrun1": [TORCH1_PYTHON, "-c", "import torch.distributed.run"],
+              "torchrun2": [VenvBin(args, "python"), "-c", "import torch.distributed.run"],
+              "ft_launcher": [VenvBin(args, "python"), "-c", "import nvidia_resiliency_ext.fault_tolerance"],
+              "deepspeed": [VenvBin(args, "python"), "-c", "import deepspeed.launcher.runner"],
+              "torchx": [VenvBin(args, "python"), "-c", "import torchx.runner"]}
+    for kind in kinds:
+        if kind in checks and subprocess.run(checks[kind], capture_output=True).returncode != 0:
+            sys.exit(f"launcher_bench: {kind} cannot be started ({' '.join(checks[kind])} fails); make the venv"
+                     " with bench/compare/venv.sh, pass --venv DIR, or leave the kind out of --kinds")
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables.
+
+def Median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def Fmt(x, unit="", digits=2):
+    return "–" if x is None else f"{x:.{digits}f}{unit}"
+
+
+def Ratio(a, b):
+    return "–" if a is None or b is None or b == 0 else f"{a / b:.0f}x" if a / b >= 10 else f"{a / b:.1f}x"
+
+
+def Cell(results, kind, config):
+    """Medians of the timed runs, and memory peaks over every run, of one kind and configuration."""
+    mine = [r for r in results if r["kind"] == kind and r["config"] == config]
+    every = [r for r in mine if r["ok"]]
+    timed = [r for r in every if not r["rss_run"]]
+    agent_kb = [r["agent_peak_kb"]["hwm"] for r in every if r["agent_peak_kb"]]
+    node = next((r["node_kb"] for r in reversed(every) if r.get("node_kb")), None)
+    return {"start": Median([r["start_s"] for r in timed]), "wall": Median([r["wall_s"] for r in timed]),
+            "cpu": Median([r.get("cpu_s") for r in timed]),
+            "runs": len(timed), "fails": len(mine) - len(every), "node": node,
+            "agent_mb": Median(agent_kb) / 1024 if agent_kb else None}
+
+
+def PrintTimeTable(results, configs, kinds, key, title):
+    print(f"{title} (median s; ratio = launcher / dlaunch)")
+    print()
+    print("| nodes x workers | " + " | ".join(kinds) + " |")
+    print("|---:|" + "---:|" * len(kinds))
+    for config in configs:
+        d = Cell(results, "dlaunch", config)[key]
+        cells = [Cell(results, k, config)[key] for k in kinds]
+        print(f"| {config} | " + " | ".join(Fmt(c) if k == "dlaunch" else f"{Fmt(c)} ({Ratio(c, d)})"
+                                             for k, c in zip(kinds, cells)) + " |")
+    print()
+
+
+def PrintMemoryTables(results, configs, kinds):
+    def Table(title, fmt):
+        print(title)
+        print()
+        print("| nodes x workers | " + " | ".join(kinds) + " |")
+        print("|---:|" + "---:|" * len(kinds))
+        for config in configs:
+            print(f"| {config} | " + " | ".join(fmt(Cell(results, k, config)) for k in kinds) + " |")
+        print()
+
+    mb = lambda kb: Fmt(kb / 1024, digits=1)
+    Table("Agent process per node: peak RSS (VmHWM, MB), largest over the nodes of a run, median over runs",
+          lambda c: Fmt(c["agent_mb"], digits=1))
+    Table("A node's launcher processes, all workers running (memory run): processes: distinct resident MB"
+          " (summed RSS MB)", lambda c: f"{c['node']['procs']}: {mb(c['node']['unique']) if c['node']['unique'] else '–'} ({mb(c['node']['rss'])})"
+          if c["node"] else "–")
+
+
+def PrintRunsTable(results, configs, kinds):
+    print("Timed runs per cell (failed runs in brackets)")
+    print()
+    print("| nodes x workers | " + " | ".join(kinds) + " |")
+    print("|---:|" + "---:|" * len(kinds))
+    for config in configs:
+        cells = [Cell(results, k, config) for k in kinds]
+        print(f"| {config} | " + " | ".join(f"{c['runs']}" + (f" ({c['fails']})" if c["fails"] else "")
+                                             for c in cells) + " |")
+    print()
+
+
+def PrintBaselineTable(results, configs, baseline):
+    """dlaunch (this build) against --baseline, medians of the interleaved runs."""
+    def Peak(kind, config, part, key):
+        vals = [(r[part] or {}).get(key) for r in results if r["kind"] == kind and r["config"] == config and r["ok"]]
         vals = [v for v in vals if v]
         return max(vals) if vals else None
 
+    mb = lambda x: Fmt(x / 1024 if x else None, digits=1)
+    print(f"baseline: {baseline}")
     print()
-    print(f"baseline: {args.baseline} {args.baseline_flags}".rstrip())
-    print()
-    print("| nodes | all started (s) | baseline (s) | ratio | exit (s) | baseline (s) | ratio "
+    print("| nodes x workers | all started (s) | baseline (s) | ratio | exit (s) | baseline (s) | ratio "
           "| agent max RSS MB (this/baseline) | launcher max RSS MB | launcher max threads | runs |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for n in nodes:
-        ds, dn = Med("dlaunch", n, lambda r: r["start_s"])
-        bs, bn = Med("baseline", n, lambda r: r["start_s"])
-        dw, _ = Med("dlaunch", n, lambda r: r["wall_s"])
-        bw, _ = Med("baseline", n, lambda r: r["wall_s"])
-        a = [Peak(k, n, lambda r: (r["agent_peak_kb"] or {}).get("hwm")) for k in ("dlaunch", "baseline")]
-        lr = [Peak(k, n, lambda r: (r["launcher_peak_kb"] or {}).get("hwm")) for k in ("dlaunch", "baseline")]
-        lt = [Peak(k, n, lambda r: (r["launcher_peak_kb"] or {}).get("threads")) for k in ("dlaunch", "baseline")]
-        mb = lambda x: Fmt(x / 1024 if x else None, digits=1)
-        print(f"| {n} | {Fmt(ds)} | {Fmt(bs)} | {Fmt(ds / bs if ds and bs else None)} "
-              f"| {Fmt(dw)} | {Fmt(bw)} | {Fmt(dw / bw if dw and bw else None)} "
-              f"| {mb(a[0])} / {mb(a[1])} | {mb(lr[0])} / {mb(lr[1])} | {lt[0]} / {lt[1]} | {dn}/{bn} |")
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nodes", default="1,2,4,8,16,32", help="comma-separated node counts")
-    ap.add_argument("--reps", type=int, default=5, help="dlaunch repetitions per node count")
-    ap.add_argument("--torchrun-reps", type=int, default=3, help="torchrun repetitions per node count")
-    ap.add_argument("--torchrun-reps-large", type=int, default=1,
-                    help="torchrun repetitions for node counts >= --large (it is slow there)")
-    ap.add_argument("--large", type=int, default=16, help="node count from which --torchrun-reps-large applies")
-    ap.add_argument("--rss-sleep", type=float, default=3.0,
-                    help="seconds the worker sleeps in the one RSS run per launcher and node count (0: none)")
-    ap.add_argument("--no-torchrun", action="store_true", help="measure dlaunch only")
-    ap.add_argument("--dlaunch", help="dlaunch binary (default: $DLAUNCH_BIN, else build/bin/dlaunch)")
-    ap.add_argument("--baseline", help="a second dlaunch binary to compare with, run interleaved")
-    ap.add_argument("--baseline-flags", default="",
-                    help="extra `dlaunch run` flags of the baseline runs, e.g. --no-tls with the same binary")
-    ap.add_argument("--heartbeat", type=float, default=0.5, help="dlaunch --heartbeat")
-    ap.add_argument("--timeout", type=float, default=300, help="per-run limit in seconds")
-    ap.add_argument("--json", help="also write every run's raw result to this file")
-    ap.add_argument("--keep", action="store_true", help="keep the scratch directory (logs, stamps)")
-    args = ap.parse_args()
-    args.dlaunch = os.path.abspath(FindDlaunch(args.dlaunch))
-    if args.baseline:
-        args.baseline = os.path.abspath(args.baseline)
-    nodes = [int(x) for x in args.nodes.split(",") if x]
-    torchrun = not args.no_torchrun
-    if torchrun and subprocess.run([TORCH_PYTHON, "-c", "import torch.distributed.run"],
-                                   capture_output=True).returncode != 0:
-        sys.exit(f"launcher_bench: {TORCH_PYTHON} cannot import torch.distributed.run (install python3-torch)"
-                 " or pass --no-torchrun")
-
-    workdir = tempfile.mkdtemp(prefix="dlaunch-launcher-bench-")
-    machine_before = MachineLine()
-    print(f"# machine: {machine_before}", file=sys.stderr)
-    results = []
-
-    def Do(kind, n, **kw):
-        r = RunOnce(kind, n, args, workdir, **kw)
-        results.append(dict(r, rss_run=bool(kw)))
-        peak = r["agent_peak_kb"] or {}
-        print(f"# {kind:8s} n={n:<3d} {'ok  ' if r['ok'] else 'FAIL'} start {Fmt(r['start_s'])} s"
-              f"  wall {Fmt(r['wall_s'])} s  agent HWM {peak.get('hwm', 0) / 1024:.1f} MB"
-              f"{'' if r['ok'] else '  log: ' + r['log']}", file=sys.stderr, flush=True)
-        return r
-
-    for n in nodes:
-        t_reps = args.torchrun_reps_large if n >= args.large else args.torchrun_reps
-        for i in range(max(args.reps, t_reps if torchrun else 0)):
-            if i < args.reps:
-                Do("dlaunch", n)
-                if args.baseline:
-                    Do("baseline", n)
-            if torchrun and i < t_reps:
-                Do("torchrun", n)
-        if args.rss_sleep > 0:
-            Do("dlaunch", n, sleep_s=args.rss_sleep)
-            if args.baseline:
-                Do("baseline", n, sleep_s=args.rss_sleep)
-            if torchrun:
-                Do("torchrun", n, sleep_s=args.rss_sleep)
-
-    machine_after = MachineLine()
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"machine_before": machine_before, "machine_after": machine_after,
-                       "dlaunch": args.dlaunch, "results": results}, f, indent=1)
-
-    def Summary(kind, n):
-        timed = [r for r in results if r["kind"] == kind and r["n"] == n and r["ok"] and not r["rss_run"]]
-        every = [r for r in results if r["kind"] == kind and r["n"] == n and r["ok"]]
-        fails = sum(1 for r in results if r["kind"] == kind and r["n"] == n and not r["ok"])
-        hwm = max((r["agent_peak_kb"]["hwm"] for r in every if r["agent_peak_kb"]), default=None)
-        return {"start": Median([r["start_s"] for r in timed]), "wall": Median([r["wall_s"] for r in timed]),
-                "runs": len(timed), "fails": fails, "hwm_mb": hwm / 1024 if hwm else None}
-
-    print(f"machine: {machine_before} (after: load average {machine_after.rsplit('average ', 1)[-1]})")
-    print(f"dlaunch: {args.dlaunch} run --nnodes N --nproc-per-node 1 --heartbeat {args.heartbeat} -- stamp_worker.sh")
-    if torchrun:
-        print("torchrun: N x /usr/bin/python3 -m torch.distributed.run --rdzv_backend=c10d "
-              "--rdzv_endpoint=127.0.0.1:PORT --rdzv_id=ID --nnodes=N --nproc_per_node=1 "
-              "--redirects=9:0 --tee=9:0 --no_python stamp_worker.sh")
+    for config in configs:
+        d, b = Cell(results, "dlaunch", config), Cell(results, "baseline", config)
+        a = [Peak(k, config, "agent_peak_kb", "hwm") for k in DLAUNCH_KINDS]
+        lr = [Peak(k, config, "launcher_peak_kb", "hwm") for k in DLAUNCH_KINDS]
+        lt = [Peak(k, config, "launcher_peak_kb", "threads") for k in DLAUNCH_KINDS]
+        ratio = lambda x, y: Fmt(x / y if x and y else None)
+        print(f"| {config} | {Fmt(d['start'])} | {Fmt(b['start'])} | {ratio(d['start'], b['start'])} "
+              f"| {Fmt(d['wall'])} | {Fmt(b['wall'])} | {ratio(d['wall'], b['wall'])} "
+              f"| {mb(a[0])} / {mb(a[1])} | {mb(lr[0])} / {mb(lr[1])} | {lt[0]} / {lt[1]} "
+              f"| {d['runs']}/{b['runs']} |")
     print()
-    print("| nodes | dlaunch: all started (s) | torchrun: all started (s) | ratio "
-          "| dlaunch: exit (s) | torchrun: exit (s) | ratio "
-          "| dlaunch agent max RSS (MB) | torchrun agent max RSS (MB) | runs (dlaunch/torchrun) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for n in nodes:
-        d = Summary("dlaunch", n)
-        t = Summary("torchrun", n) if torchrun else {"start": None, "wall": None, "runs": 0, "fails": 0,
-                                                       "hwm_mb": None}
-        runs = f"{d['runs']}/{t['runs']}" + (f" ({d['fails']}/{t['fails']} failed)" if d["fails"] or t["fails"] else "")
-        print(f"| {n} | {Fmt(d['start'])} | {Fmt(t['start'])} | {Ratio(t['start'], d['start'])} "
-              f"| {Fmt(d['wall'])} | {Fmt(t['wall'])} | {Ratio(t['wall'], d['wall'])} "
-              f"| {Fmt(d['hwm_mb'], digits=1)} | {Fmt(t['hwm_mb'], digits=1)} | {runs} |")
 
-    if args.baseline:
-        PrintBaselineTable(results, nodes, args)
-    print()
-    for kind in ("dlaunch", "torchrun"):
+
+def PrintSmaps(results, kinds):
+    for kind in kinds:
         smaps = [r for r in results if r["kind"] == kind and r["smaps_kb"]]
         if not smaps:
             continue
         r = smaps[-1]
         top = ", ".join(f"{k} {v / 1024:.1f}" for k, v in list(r["smaps_kb"].items())[:10])
         roll = ", ".join(f"{k} {v / 1024:.1f}" for k, v in (r["rollup_kb"] or {}).items())
-        print(f"{kind} agent (one of {r['n']} nodes, all workers running) resident MB: {roll}; "
+        print(f"{kind} agent process ({r['config']}, all workers running) resident MB: {roll}; "
               f"threads {r['agent_peak_kb']['threads']}")
         print(f"  largest mappings (Rss MB): {top}")
-        if kind == "dlaunch":
-            print(f"  dlaunch launcher max RSS {r['launcher_peak_kb']['hwm'] / 1024:.1f} MB")
+        if r.get("launcher_peak_kb"):
+            print(f"  {kind} launcher max RSS {r['launcher_peak_kb']['hwm'] / 1024:.1f} MB")
+
+
+def Unique(items):
+    return list(dict.fromkeys(items))
+
+
+def MergeReports(reports):
+    """One report of several --json files (a run done in parts): their runs together, configurations
+    ordered by workers per node, then nodes."""
+    configs = Unique(c for r in reports for c in r["configs"])
+    return {"machine_before": reports[0]["machine_before"], "machine_after": reports[-1]["machine_after"],
+            "versions": Unique(v for r in reports for v in r["versions"]),
+            "configs": sorted(configs, key=lambda c: tuple(reversed(ParseConfigs(c)[0]))),
+            "kinds": Unique(k for r in reports for k in r["kinds"]), "baseline": reports[0].get("baseline"),
+            "results": [x for r in reports for x in r["results"]]}
+
+
+def PrintReport(report):
+    results, configs, kinds = report["results"], report["configs"], report["kinds"]
+    after = report["machine_after"].rsplit("average ", 1)[-1]
+    print(f"machine: {report['machine_before']} (after: load average {after})")
+    for line in report["versions"]:
+        print(f"version: {line}")
+    for kind in kinds + (["baseline"] if report.get("baseline") else []):
+        first = next((r for r in results if r["kind"] == kind), None)
+        if first:
+            times = f"{first['launcher_processes']} x " if first["launcher_processes"] > 1 else ""
+            cmd = " ".join(first["cmd"]).replace(REPO + os.sep, "")  # paths relative to the repository
+            print(f"{kind}: {times}{cmd}")
+    print()
+    PrintTimeTable(results, configs, kinds, "start", "All workers started")
+    PrintTimeTable(results, configs, kinds, "wall", "Whole job: until the last launcher process exits")
+    PrintTimeTable(results, configs, kinds, "cpu", "CPU of the whole job: user + system s of the launcher"
+                   " processes, their helpers and the workers")
+    PrintMemoryTables(results, configs, kinds)
+    PrintRunsTable(results, configs, kinds)
+    if report.get("baseline"):
+        PrintBaselineTable(results, configs, report["baseline"])
+    PrintSmaps(results, kinds)
+
+
+# ---------------------------------------------------------------------------------------------
+
+def ParseArgs():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", default="1x1,2x1,4x1,8x1,16x1,4x2",
+                    help="comma-separated NxM: N nodes of M workers (a bare N means Nx1)")
+    ap.add_argument("--nodes", help="comma-separated node counts of one worker each (instead of --configs)")
+    ap.add_argument("--kinds", default="dlaunch,torchrun2,ft_launcher,deepspeed,torchx",
+                    help="launcher kinds, from dlaunch," + ",".join(OTHER_KINDS))
+    ap.add_argument("--no-torchrun", action="store_true", help="measure dlaunch only (--kinds dlaunch)")
+    ap.add_argument("--reps", type=int, default=5, help="dlaunch repetitions per configuration")
+    ap.add_argument("--other-reps", "--torchrun-reps", type=int, default=3,
+                    help="repetitions per configuration of every other launcher")
+    ap.add_argument("--other-reps-large", "--torchrun-reps-large", type=int, default=1,
+                    help="repetitions of the other launchers for node counts >= --large (they are slow there)")
+    ap.add_argument("--large", type=int, default=16, help="node count from which --other-reps-large applies")
+    ap.add_argument("--rss-sleep", type=float, default=3.0,
+                    help="seconds the worker sleeps in the one memory run per kind and configuration (0: none)")
+    ap.add_argument("--venv", default=DEFAULT_VENV,
+                    help="the venv of torchrun2, ft_launcher, deepspeed and torchx (bench/compare/venv.sh)")
+    ap.add_argument("--dlaunch", help="dlaunch binary (default: $DLAUNCH_BIN, else build/bin/dlaunch)")
+    ap.add_argument("--baseline", help="a second dlaunch binary to compare with, run interleaved")
+    ap.add_argument("--baseline-flags", default="",
+                    help="extra `dlaunch run` flags of the baseline runs, e.g. --no-tls with the same binary")
+    ap.add_argument("--heartbeat", type=float, default=0.5, help="dlaunch --heartbeat")
+    ap.add_argument("--timeout", type=float, default=300, help="per-run limit in seconds")
+    ap.add_argument("--json", help="write every run's raw result to this file, after each run")
+    ap.add_argument("--report", nargs="+", metavar="JSON",
+                    help="print the tables of --json files of earlier runs (one run done in parts), and run nothing")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch directory (logs, stamps)")
+    return ap.parse_args()
+
+
+def Plan(configs, kinds, args):
+    """(kind, n, m, sleep_s) in run order: per configuration the kinds interleaved, then memory runs."""
+    def Reps(kind, n):
+        if kind in DLAUNCH_KINDS:
+            return args.reps
+        return args.other_reps_large if n >= args.large else args.other_reps
+
+    plan = []
+    for n, m in configs:
+        for i in range(max(Reps(k, n) for k in kinds)):
+            plan += [(k, n, m, None) for k in kinds if i < Reps(k, n)]
+        if args.rss_sleep > 0:
+            plan += [(k, n, m, args.rss_sleep) for k in kinds]
+    return plan
+
+
+def Measure(args, configs, kinds):
+    report = {"machine_before": MachineLine(), "versions": Versions(args, kinds), "dlaunch": args.dlaunch,
+              "configs": [ConfigName(n, m) for n, m in configs], "kinds": [k for k in kinds if k != "baseline"],
+              "baseline": f"{args.baseline} {args.baseline_flags}".rstrip() if args.baseline else None,
+              "results": []}
+    print(f"# machine: {report['machine_before']}", file=sys.stderr)
+    for line in report["versions"]:
+        print(f"# {line}", file=sys.stderr)
+    workdir = tempfile.mkdtemp(prefix="dlaunch-launcher-bench-")
+    for kind, n, m, sleep_s in Plan(configs, kinds, args):
+        r = dict(RunOnce(kind, n, m, args, workdir, sleep_s), rss_run=sleep_s is not None)
+        report["results"].append(r)
+        agent = r["agent_peak_kb"] or {}
+        print(f"# {kind:11s} {r['config']:5s} {'ok  ' if r['ok'] else 'FAIL'} start {Fmt(r['start_s'])} s"
+              f"  wall {Fmt(r['wall_s'])} s  agent HWM {agent.get('hwm', 0) / 1024:.1f} MB"
+              f"{'' if r['ok'] else '  log: ' + r['log']}", file=sys.stderr, flush=True)
+        report["machine_after"] = MachineLine()
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
     if args.keep:
         print(f"\nscratch: {workdir}", file=sys.stderr)
     else:
         shutil.rmtree(workdir, ignore_errors=True)
-    return 0 if all(r["ok"] for r in results) else 1
+    return report
+
+
+def main():
+    args = ParseArgs()
+    if args.report:
+        reports = []
+        for path in args.report:
+            with open(path) as f:
+                reports.append(json.load(f))
+        PrintReport(MergeReports(reports))
+        return 0
+    args.dlaunch = os.path.abspath(FindDlaunch(args.dlaunch))
+    args.venv = os.path.abspath(os.path.join(REPO, args.venv))
+    configs = ParseConfigs(args.nodes or args.configs)
+    kinds = ["dlaunch"] if args.no_torchrun else [k for k in args.kinds.split(",") if k]
+    unknown = [k for k in kinds if k not in ("dlaunch",) + OTHER_KINDS]
+    if unknown or "dlaunch" not in kinds:
+        sys.exit(f"launcher_bench: --kinds must name dlaunch and only known kinds; unknown: {unknown}")
+    if args.baseline:
+        args.baseline = os.path.abspath(args.baseline)
+        kinds.insert(1, "baseline")
+    Preflight(kinds, args)
+    report = Measure(args, configs, kinds)
+    PrintReport(report)
+    return 0 if all(r["ok"] for r in report["results"]) else 1
 
 
 if __name__ == "__main__":

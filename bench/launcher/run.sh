@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Launcher start-up benchmark: `dlaunch run` vs torchrun on this machine, printed as a markdown
-# table. Options (see --help): --nodes 1,2,4,8,16,32 --reps 5 --torchrun-reps 3
-# --torchrun-reps-large 1 --rss-sleep 3 --dlaunch PATH --no-torchrun --json FILE.
-# Needs Debian's python3-torch for torchrun, hence /usr/bin/python3 and not the python3 on PATH.
+# Launcher start-up benchmark: `dlaunch run` against torchrun 2.x, ft_launcher, DeepSpeed's launcher
+# and TorchX's local scheduler (and, with --kinds ...,torchrun1, Debian's torchrun 1.13) on this
+# machine, printed as markdown tables. Options (see --help): --configs 1x1,2x1,4x1,8x1,16x1,4x2
+# --kinds dlaunch,torchrun2,ft_launcher,deepspeed,torchx --reps 5 --other-reps 3 --other-reps-large 1
+# --rss-sleep 3 --venv build-compare/venv --dlaunch PATH --json FILE --report FILE.
+# The script itself is standard-library Python, run by /usr/bin/python3 (Debian's, which also
+# holds python3-torch for torchrun1); the other launchers come from the venv of bench/compare/venv.sh.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 exec /usr/bin/python3 "$here/launcher_bench.py" "$@"
