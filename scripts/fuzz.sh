@@ -2,8 +2,9 @@
 # Builds the libFuzzer variant of the fuzz targets (clang, ASan + UBSan, its own build folder)
 # and runs each target in turn, one at a time, on a copy of its seed corpus. Prints one line per
 # target: executions, seconds, coverage, corpus size, and whether it found anything.
-#   scripts/fuzz.sh [--time=SECONDS | --runs=N] [--build-dir=DIR] [TARGET...]
+#   scripts/fuzz.sh [--time=SECONDS] [--runs=N] [--build-dir=DIR] [TARGET...]
 # Defaults: 60 s per target, build-fuzz, every target (tests/fuzz/CMakeLists.txt lists them).
+# Given both, a target stops at whichever limit comes first (--runs=10000000 --time=3600).
 # What a target finds (crash-*, leak-*, timeout-*, oom-*) is left in DIR/findings/TARGET/.
 # The corpus a run grows stays in DIR/corpus/TARGET; copy the inputs worth keeping into
 # tests/fuzz/corpus/TARGET by hand (libFuzzer's -merge=1 keeps the ones adding coverage).
@@ -11,14 +12,15 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build-fuzz"
-limit=(-max_total_time=60)
+time_limit=(-max_total_time=60)
+runs_limit=()
 targets=()
 for arg in "$@"; do
   case "$arg" in
-    --time=*) limit=(-max_total_time="${arg#--time=}") ;;
-    --runs=*) limit=(-runs="${arg#--runs=}") ;;
+    --time=*) given_time=1; time_limit=(-max_total_time="${arg#--time=}") ;;
+    --runs=*) runs_limit=(-runs="${arg#--runs=}"); [ "${given_time:-}" ] || time_limit=() ;;
     --build-dir=*) build="${arg#--build-dir=}" ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown flag $arg" >&2; exit 2 ;;
     *) targets+=("$arg") ;;
   esac
@@ -56,7 +58,7 @@ for t in "${targets[@]}"; do
   log="$build/findings/$t.log"
   start=$(date +%s)
   rc=0
-  "$build/tests/fuzz/fuzz_$t" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  "$build/tests/fuzz/fuzz_$t" "${time_limit[@]}" "${runs_limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$findings/" "$corpus" >"$log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - start ))
   # A target that fails on its seeds prints no coverage: "?" then, not an exit of this script.
