@@ -38,6 +38,8 @@ std::unique_ptr<GpuMonitor> GpuMonitor::Load(const std::vector<std::string>& vis
     Resolve(lib, "nvmlDeviceGetMemoryInfo", &api.memory);
     Resolve(lib, "nvmlErrorString", &api.error_string);
     Resolve(lib, "nvmlDeviceGetComputeRunningProcesses_v2", &api.processes);
+    Resolve(lib, "nvmlDeviceGetTemperature", &api.temperature);
+    Resolve(lib, "nvmlDeviceGetPowerUsage", &api.power);
   }
   return std::make_unique<GpuMonitor>(api, visible, lib);
 }
@@ -82,7 +84,18 @@ std::vector<GpuReading> GpuMonitor::Sample() const {
         api_.memory(device, &mem) != kNvmlSuccess) {
       continue;  // a GPU that cannot answer now (lost, or in reset) is left out of this sample
     }
-    readings.push_back(GpuReading{entry, static_cast<double>(util.gpu), mem.used, mem.total});
+    GpuReading r;
+    r.device = entry;
+    r.utilization_pct = util.gpu;
+    r.memory_used_bytes = mem.used;
+    r.memory_total_bytes = mem.total;
+    constexpr int kNvmlTemperatureGpu = 0;
+    unsigned int value = 0;
+    if (api_.temperature && api_.temperature(device, kNvmlTemperatureGpu, &value) == kNvmlSuccess) {
+      r.temperature_c = value;
+    }
+    if (api_.power && api_.power(device, &value) == kNvmlSuccess) r.power_w = value / 1000.0;
+    readings.push_back(std::move(r));
   }
   return readings;
 }
@@ -118,6 +131,8 @@ void AddGpuSamples(const std::vector<GpuReading>& readings, v1::Heartbeat* heart
     s->set_utilization_pct(r.utilization_pct);
     s->set_memory_used_mib(static_cast<int64_t>(r.memory_used_bytes / kMiB));
     s->set_memory_total_mib(static_cast<int64_t>(r.memory_total_bytes / kMiB));
+    if (r.temperature_c) s->set_temperature_c(*r.temperature_c);
+    if (r.power_w) s->set_power_w(*r.power_w);
   }
 }
 

@@ -1,4 +1,4 @@
-// GpuMonitor: utilisation and memory of the node's visible GPUs for the heartbeat, read through
+// GpuMonitor: utilisation, memory, temperature and power of the node's visible GPUs for the heartbeat, read through
 // NVML loaded at run time (dlopen of libnvidia-ml.so.1), so the agent keeps no CUDA dependency:
 // without the library (CPU nodes, build machines) it reads nothing and heartbeats carry no GPU
 // samples. The NVML entry points sit in a table, so a test drives the monitor with fakes.
@@ -21,6 +21,8 @@ struct GpuReading {
   double utilization_pct = 0;    // NVML's busy share over its last sample period
   uint64_t memory_used_bytes = 0;
   uint64_t memory_total_bytes = 0;
+  std::optional<double> temperature_c;  // where NVML answers
+  std::optional<double> power_w;
 };
 
 // One process NVML lists on a GPU (a compute context).
@@ -58,6 +60,9 @@ struct NvmlApi {
   // nvmlDeviceGetComputeRunningProcesses_v2 (optional: older drivers lack it)
   int (*processes)(Device, unsigned int*, ProcessInfo*) = nullptr;
   const char* (*error_string)(int) = nullptr;           // nvmlErrorString (optional)
+  // nvmlDeviceGetTemperature with NVML_TEMPERATURE_GPU (0), degrees C (optional)
+  int (*temperature)(Device, int, unsigned int*) = nullptr;
+  int (*power)(Device, unsigned int*) = nullptr;        // nvmlDeviceGetPowerUsage, mW (optional)
 };
 
 class GpuMonitor {

@@ -35,6 +35,7 @@ struct AppendHostSample {  // a node's health into metrics.jsonl, every summary 
   int node = 0;   // node id
   v1::HostSample host;
   int round = 0;
+  std::vector<v1::GpuSample> gpus;  // the node's GPUs at the same heartbeat
 };
 struct SendStop {
   std::vector<int> nodes;  // node ids

@@ -149,7 +149,7 @@ void JobController::Apply(const JobActions& actions) {
                 journal_.AppendMetric(MetricLineOf(NowRfc3339(), a.node, a.round, a.report)));
           } else if constexpr (std::is_same_v<T, AppendHostSample>) {
             ReportJournalError(
-                journal_.AppendMetric(HostLineOf(NowRfc3339(), a.node, a.round, a.host)));
+                journal_.AppendMetric(HostLineOf(NowRfc3339(), a.node, a.round, a.host, a.gpus)));
           } else if constexpr (std::is_same_v<T, dlaunch::SendStop>) {
             SendStop(a);
           } else if constexpr (std::is_same_v<T, dlaunch::SendStartRound>) {

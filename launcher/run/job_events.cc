@@ -43,9 +43,10 @@ v1::FailureRecord FailureRecordOf(const Failure& f) {
 }
 
 v1::MetricLine HostLineOf(const std::string& time, int node_id, int round,
-                          const v1::HostSample& host) {
+                          const v1::HostSample& host, const std::vector<v1::GpuSample>& gpus) {
   v1::MetricLine m = MetricLineAt(time, node_id, round);
   *m.mutable_host() = host;
+  for (const v1::GpuSample& g : gpus) *m.add_gpus() = g;
   return m;
 }
 

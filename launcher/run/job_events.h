@@ -26,7 +26,7 @@ v1::FailureRecord FailureRecordOf(const Failure& failure);
 // A metrics.jsonl record: `report` from node `node_id` in `round`, received at `time`.
 // A host line of metrics.jsonl: the node's health as its heartbeat carried it.
 v1::MetricLine HostLineOf(const std::string& time, int node_id, int round,
-                          const v1::HostSample& host);
+                          const v1::HostSample& host, const std::vector<v1::GpuSample>& gpus);
 v1::MetricLine MetricLineOf(const std::string& time, int node_id, int round,
                             const v1::WorkerReport& report);
 

@@ -177,7 +177,7 @@ void JobState::NoteHostHealth(int node, const v1::Heartbeat& hb, double now_s, J
   n.health = hb.host();
   if (n.health_logged_at_s >= 0 && now_s - n.health_logged_at_s < config_.summary_interval_s) return;
   n.health_logged_at_s = now_s;
-  out.push_back(AppendHostSample{node, hb.host(), current_round()});
+  out.push_back(AppendHostSample{node, hb.host(), current_round(), n.gpus});
 }
 
 void JobState::HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, JobActions& out) {

@@ -45,8 +45,21 @@ struct FakeNvml {
     m->free = m->total - m->used;
     return 0;
   }
+  // Device 0 tells its temperature and power; device 1 tells neither.
+  static int Temperature(NvmlApi::Device d, int sensor, unsigned int* c) {
+    if (*static_cast<int*>(d) != 0 || sensor != 0) return 3;  // NVML_ERROR_NOT_SUPPORTED
+    *c = 61;
+    return 0;
+  }
+  static int Power(NvmlApi::Device d, unsigned int* mw) {
+    if (*static_cast<int*>(d) != 0) return 3;
+    *mw = 412345;
+    return 0;
+  }
   static NvmlApi Api() {
     NvmlApi api;
+    api.temperature = Temperature;
+    api.power = Power;
     api.init = Init;
     api.shutdown = Shutdown;
     api.by_index = ByIndex;
@@ -101,6 +114,30 @@ TEST_F(GpuMonitorTest, OpensIndicesAndUuidsAndSkipsWhatNvmlDoesNotKnow) {
   EXPECT_EQ(FakeNvml::shutdowns, 1);
 }
 
+TEST_F(GpuMonitorTest, TemperatureAndPowerAreReadWhereNvmlTellsThem) {
+  GpuMonitor monitor(FakeNvml::Api(), {"0", "1"});
+  std::vector<GpuReading> r = monitor.Sample();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].temperature_c, 61);
+  EXPECT_DOUBLE_EQ(r[0].power_w.value_or(-1), 412.345);
+  EXPECT_FALSE(r[1].temperature_c.has_value());
+  EXPECT_FALSE(r[1].power_w.has_value());
+  v1::Heartbeat hb;
+  AddGpuSamples(r, &hb);
+  ASSERT_EQ(hb.gpus_size(), 2);
+  EXPECT_EQ(hb.gpus(0).temperature_c(), 61);
+  EXPECT_DOUBLE_EQ(hb.gpus(0).power_w(), 412.345);
+  EXPECT_FALSE(hb.gpus(1).has_temperature_c());
+  EXPECT_FALSE(hb.gpus(1).has_power_w());
+  // An NVML without the two entry points still gives utilisation and memory.
+  NvmlApi bare = FakeNvml::Api();
+  bare.temperature = nullptr;
+  bare.power = nullptr;
+  GpuMonitor older(bare, {"0"});
+  ASSERT_EQ(older.Sample().size(), 1u);
+  EXPECT_FALSE(older.Sample()[0].temperature_c.has_value());
+}
+
 TEST_F(GpuMonitorTest, AGpuThatDoesNotAnswerIsLeftOutOfThatSample) {
   GpuMonitor monitor(FakeNvml::Api(), {"0", "1"});
   FakeNvml::fail_memory_of_1 = true;
@@ -149,7 +186,8 @@ TEST_F(GpuMonitorTest, NvidiasNvmlWithoutTheDriverLoadsAndIsNoGpuHealth) {
 
 TEST_F(GpuMonitorTest, ReadingsGoIntoTheHeartbeatInMiB) {
   v1::Heartbeat hb;
-  AddGpuSamples({{"0", 87, 10ull << 30, 40ull << 30}, {"GPU-b", 3.5, (3ull << 20) + 5, 80ull << 30}},
+  AddGpuSamples({{"0", 87, 10ull << 30, 40ull << 30, {}, {}},
+                 {"GPU-b", 3.5, (3ull << 20) + 5, 80ull << 30, {}, {}}},
                 &hb);
   ASSERT_EQ(hb.gpus_size(), 2);
   EXPECT_EQ(hb.gpus(0).device(), "0");

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/exit_codes.h"
+#include "launcher/run/job_events.h"
 #include "tests/testing/job_actions.h"
 
 namespace dlaunch {
@@ -89,6 +90,31 @@ TEST_F(JobStateTest, StartAnnouncesTheJob) {
   EXPECT_THAT(Printed(a, false), HasSubstr("job job-1: 2 node(s) via local, job dir /runs/job-1"));
   EXPECT_THAT(Events(a), HasSubstr("\"round\":0,\"job_started\":{\"job_id\":\"job-1\""));
   EXPECT_THAT(Events(a), HasSubstr("\"hosts\":[\"n0\",\"n1\"]"));
+}
+
+TEST_F(JobStateTest, AHostLineCarriesTheNodesGpuSamples) {
+  Begin(1, 1);
+  v1::AgentMessage hb = Heartbeat(1);
+  hb.mutable_heartbeat()->mutable_host()->set_load1(0.5);
+  v1::GpuSample* g = hb.mutable_heartbeat()->add_gpus();
+  g->set_device("0");
+  g->set_utilization_pct(93);
+  g->set_memory_used_mib(20480);
+  g->set_memory_total_mib(143771);
+  g->set_temperature_c(54);
+  g->set_power_w(512.5);
+  std::vector<AppendHostSample> lines = All<AppendHostSample>(state_->OnAgentMessage(0, hb, 2));
+  ASSERT_EQ(lines.size(), 1u);
+  ASSERT_EQ(lines[0].gpus.size(), 1u);
+  v1::MetricLine line = HostLineOf("t", lines[0].node, lines[0].round, lines[0].host, lines[0].gpus);
+  const std::string json = MetricJournalLine(line).value();
+  EXPECT_THAT(json, HasSubstr("\"gpus\":[{\"device\":\"0\",\"utilization_pct\":93,"
+                              "\"memory_used_mib\":\"20480\",\"memory_total_mib\":\"143771\","
+                              "\"temperature_c\":54,\"power_w\":512.5}]"));
+  // A node without GPUs writes an empty list, as every repeated field of the schema.
+  v1::AgentMessage cpu_only = Heartbeat(1);
+  cpu_only.mutable_heartbeat()->mutable_host()->set_load1(0.5);
+  EXPECT_TRUE(All<AppendHostSample>(state_->OnAgentMessage(0, cpu_only, 100))[0].gpus.empty());
 }
 
 TEST_F(JobStateTest, AllRanksSucceedingFinishesWithZeroOnceNodesAreGone) {
