@@ -47,9 +47,19 @@ absl::StatusOr<TensorDataset> LoadSplit(const std::string& dir, const std::strin
 std::pair<torch::Tensor, torch::Tensor> TensorDataset::Batch(const int64_t* indices,
                                                              int64_t count) const {
   torch::Tensor idx = torch::from_blob(const_cast<int64_t*>(indices), {count}, torch::kInt64);
+  if (!images_.device().is_cpu()) idx = idx.to(images_.device());
   const int64_t pool = images_.size(0);
   if (pool != size_) idx = idx.remainder(pool);
   return {images_.index_select(0, idx), labels_.index_select(0, idx)};
+}
+
+int64_t TensorDataset::bytes() const {
+  return static_cast<int64_t>(images_.nbytes() + labels_.nbytes());
+}
+
+void TensorDataset::MoveTo(const torch::Device& device) {
+  images_ = images_.to(device);
+  labels_ = labels_.to(device);
 }
 
 absl::StatusOr<Datasets> LoadFashionMnist(const std::string& dir) {

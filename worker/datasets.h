@@ -20,6 +20,11 @@ class TensorDataset {
       : images_(std::move(images)), labels_(std::move(labels)), size_(size) {}
 
   int64_t size() const { return size_; }
+  // Bytes the pool holds (images and labels).
+  int64_t bytes() const;
+  // Moves the pool to `device` (a GPU): batches are then gathered there, with no copy from the
+  // host per step.
+  void MoveTo(const torch::Device& device);
   // Stacks the samples at `indices` into a batch: images [B,C,H,W] float, labels [B] int64.
   std::pair<torch::Tensor, torch::Tensor> Batch(const int64_t* indices, int64_t count) const;
 

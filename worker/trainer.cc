@@ -65,12 +65,17 @@ class AutocastScope {
 
 }  // namespace
 
+torch::Tensor Trainer::InModelLayout(torch::Tensor x) const {
+  if (!options_.channels_last || x.dim() != 4) return x;
+  return x.contiguous(at::MemoryFormat::ChannelsLast);
+}
+
 void Trainer::TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offset) {
   const int64_t step = state_.step;
   const auto t0 = Clock::now();
   auto [x, y] = data_.train.Batch(epoch_indices.data() + offset * options_.batch_size,
                                   options_.batch_size);
-  x = x.to(device_, /*non_blocking=*/true);
+  x = InModelLayout(x.to(device_, /*non_blocking=*/true));
   y = y.to(device_, /*non_blocking=*/true);
   const double lr = schedule_->At(step);
   for (auto& group : optimizer_->param_groups()) {
@@ -215,7 +220,7 @@ double Trainer::Evaluate() {
     const int64_t count = std::min<int64_t>(kEvalBatch, static_cast<int64_t>(mine.size() - off));
     auto [x, y] = data_.test.Batch(mine.data() + off, count);
     AutocastScope autocast(amp_);
-    torch::Tensor out = model_->forward(x.to(device_));
+    torch::Tensor out = model_->forward(InModelLayout(x.to(device_)));
     correct += out.argmax(1).eq(y.to(device_)).sum().item<double>();
   }
   torch::Tensor t = torch::tensor({correct, static_cast<double>(mine.size())}, torch::kFloat64)

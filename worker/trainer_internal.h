@@ -74,6 +74,9 @@ class Trainer {
   void LayOutBucketsAsAfterTheFirstStep(); // after a resume: see trainer_setup.cc
 
   void TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offset);
+  void HoldDataOnTheGpu();
+  // `x` in the layout the model's convolutions take (--channels-last).
+  torch::Tensor InModelLayout(torch::Tensor x) const;
   bool UnscaleAndUpdateLossScale();
   absl::Status OnStepEnd(int64_t first_step);
   void Report(TrainerReport::Kind kind, std::optional<double> test_accuracy);

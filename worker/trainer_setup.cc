@@ -116,6 +116,23 @@ absl::Status Trainer::InitProcessGroup() {
   return absl::OkStatus();
 }
 
+// The data sets live in memory whole. On a GPU they are moved there when they are small
+// beside its memory, so that a step gathers its batch on the device instead of stacking it on
+// the host and copying it over (for ResNet-50 at batch 256, 154 MB per step that the GPU waited
+// for: about 40% of the step on an H200).
+void Trainer::HoldDataOnTheGpu() {
+  constexpr int64_t kMaxBytesOnGpu = int64_t{4} << 30;
+  if (!device_.is_cuda()) return;
+  const int64_t bytes = data_.train.bytes() + data_.test.bytes();
+  if (bytes > kMaxBytesOnGpu) return;
+  data_.train.MoveTo(device_);
+  data_.test.MoveTo(device_);
+  if (env_.rank == 0) {
+    std::fprintf(stderr, "dlaunch-worker: data held on %s (%.0f MB)\n", device_.str().c_str(),
+                 static_cast<double>(bytes) / 1e6);
+  }
+}
+
 absl::Status Trainer::LoadAndShardData() {
   if (options_.dataset == "fashion-mnist") {
     absl::StatusOr<Datasets> d = LoadFashionMnist(options_.data_dir);
@@ -124,6 +141,7 @@ absl::Status Trainer::LoadAndShardData() {
   } else {
     data_ = MakeSyntheticDatasets(options_.image_shape, options_.synthetic_samples, options_.seed);
   }
+  HoldDataOnTheGpu();
   steps_per_epoch_ = StepsPerEpoch(data_.train.size(), env_.world_size, options_.batch_size);
   if (steps_per_epoch_ == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -150,6 +168,12 @@ absl::Status Trainer::BuildModelAndOptimizer() {
   if (!model.ok()) return model.status();
   model_ = *model;
   model_->to(device_);
+  if (options_.channels_last) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_->parameters()) {
+      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+    }
+  }
   params_ = model_->parameters();
   buffers_ = model_->buffers();
   optimizer_ = std::make_unique<torch::optim::SGD>(
@@ -177,7 +201,7 @@ void Trainer::LayOutBucketsAsAfterTheFirstStep() {
   std::vector<int64_t> indices(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) indices[static_cast<size_t>(i)] = i;
   auto [x, y] = data_.train.Batch(indices.data(), count);
-  x = x.to(device_);
+  x = InModelLayout(x.to(device_));
   y = y.to(device_);
   model_->eval();
   torch::Tensor loss;

@@ -113,6 +113,8 @@ them it trains alone.
                           fail before training, naming the node and the cause, without one
   --backend {auto,nccl,gloo}   auto: NCCL on CUDA, else Gloo
   --amp {off,bf16,fp16}   mixed precision on CUDA (fp16 with dynamic loss scaling)
+  --channels-last         convolution weights and image batches in NHWC layout (faster
+                          convolutions on tensor cores, e.g. ResNets in bf16)
   --checkpoint-dir DIR    rank 0 writes checkpoints here
   --checkpoint-every N    also every N steps (default: only at the end)
   --resume                continue from the newest intact checkpoint in --checkpoint-dir
@@ -184,7 +186,8 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
       {"save-params", String("save-params", &o.save_params)},
       {"fail-at-step", Int("fail-at-step", &o.fail_at_step, 1)},
   };
-  const std::map<std::string, bool*> switches = {{"resume", &o.resume}};
+  const std::map<std::string, bool*> switches = {{"resume", &o.resume},
+                                                 {"channels-last", &o.channels_last}};
 
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];

@@ -29,6 +29,7 @@ struct WorkerOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;            // steps; 0: only at the end
   bool resume = false;
+  bool channels_last = false;              // NHWC weights and batches for 4-D convolutions
   int64_t report_every = 50;
   uint64_t seed = 0;
   std::string summary_json;
