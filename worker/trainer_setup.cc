@@ -170,8 +170,17 @@ absl::Status Trainer::BuildModelAndOptimizer() {
   model_->to(device_);
   if (options_.channels_last) {
     torch::NoGradGuard no_grad;
+    int converted = 0;
     for (auto& p : model_->parameters()) {
-      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+      if (p.dim() != 4) continue;
+      p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+      ++converted;
+    }
+    if (env_.rank == 0) {
+      std::fprintf(stderr,
+                   "dlaunch-worker: %d convolution weight(s) and the batches in channels-last "
+                   "layout\n",
+                   converted);
     }
   }
   params_ = model_->parameters();

@@ -20,6 +20,7 @@ TEST(WorkerOptionsTest, Defaults) {
   EXPECT_EQ(o->backend, "auto");
   EXPECT_EQ(o->device, "auto");
   EXPECT_EQ(o->lr_schedule, "constant");
+  EXPECT_FALSE(o->channels_last);
 }
 
 TEST(WorkerOptionsTest, ParsesTheDocumentedFlags) {
@@ -28,7 +29,7 @@ TEST(WorkerOptionsTest, ParsesTheDocumentedFlags) {
        "--batch-size", "32", "--lr", "0.1", "--warmup-epochs", "2", "--lr-schedule", "cosine", "--backend", "gloo", "--device", "cuda", "--amp",
        "bf16", "--checkpoint-dir", "/tmp/c", "--checkpoint-every", "5", "--resume",
        "--report-every", "3", "--seed", "9", "--summary-json", "/tmp/s.json", "--threads", "2",
-       "--store-timeout", "1.5", "--save-params", "/tmp/p", "--no-eval"});
+       "--store-timeout", "1.5", "--save-params", "/tmp/p", "--no-eval", "--channels-last"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->model, "resnet50");
   EXPECT_EQ(o->image_shape, (std::vector<int64_t>{3, 224, 224}));
@@ -45,6 +46,7 @@ TEST(WorkerOptionsTest, ParsesTheDocumentedFlags) {
   EXPECT_EQ(o->threads, 2);
   EXPECT_DOUBLE_EQ(o->store_timeout_s, 1.5);
   EXPECT_FALSE(o->evaluate);
+  EXPECT_TRUE(o->channels_last);
 }
 
 TEST(WorkerOptionsTest, FashionMnistFixesTheShape) {

@@ -64,6 +64,31 @@ TEST_F(WorkerProcessTest, ThreeRanksCnnWithDropoutEndWithBitIdenticalParameters)
   EXPECT_TRUE(p0 == ReadText(dir_ + "/c2"));
 }
 
+TEST_F(WorkerProcessTest, ChannelsLastTrainsAsTheDefaultLayoutDoes) {
+  // NHWC weights give NHWC gradients: the reducer must still average them into the right
+  // parameters (identical on both ranks), and the result must match the default layout up to
+  // the rounding of other convolution kernels.
+  const std::vector<std::string> base = {
+      "--model", "cnn", "--dataset", "synthetic", "--synthetic-samples", "64", "--batch-size",
+      "8", "--steps", "4", "--no-eval", "--store-timeout", "60"};
+  ExpectAllSucceeded(RunRanks(2, With(base, {"--save-params", dir_ + "/plain{rank}"})));
+  const auto nhwc_run =
+      RunRanks(2, With(base, {"--channels-last", "--save-params", dir_ + "/nhwc{rank}"}));
+  ExpectAllSucceeded(nhwc_run);
+  EXPECT_NE(nhwc_run[0].log.find("channels-last"), std::string::npos) << nhwc_run[0].log;
+  EXPECT_TRUE(ReadText(dir_ + "/nhwc0") == ReadText(dir_ + "/nhwc1")) << "rank parameters differ";
+  const std::vector<float> plain = ReadFloats(dir_ + "/plain0");
+  const std::vector<float> nhwc = ReadFloats(dir_ + "/nhwc0");
+  ASSERT_EQ(plain.size(), nhwc.size());
+  ASSERT_FALSE(plain.empty());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    diff += (plain[i] - nhwc[i]) * double{plain[i] - nhwc[i]};
+    norm += plain[i] * double{plain[i]};
+  }
+  EXPECT_LT(std::sqrt(diff / norm), 1e-4) << "the NHWC run trained other parameters";
+}
+
 TEST_F(WorkerProcessTest, TwoRanksEqualOneRankOnTheConcatenatedBatch) {
   // The learning rate scales with the world size, so one rank with 2x the batch gets 2x the rate.
   auto one = RunRanks(1, With(MlpArgs(32, "0.04", 8), {"--save-params", dir_ + "/one"}));
