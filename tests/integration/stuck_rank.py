@@ -4,6 +4,9 @@ stacks dlaunch takes of hung ranks (python_stacks_test.cc).
     stuck_rank.py stall       prints three steps, then waits forever in wait_for_data()
     stuck_rank.py exit-hang   rank 0 leaves a non-daemon thread in drain_queue() that never ends,
                               so its interpreter hangs at exit; the other ranks exit 0
+
+It imports nothing of PyTorch (nor does the preflight then check for it); stuck_torch_rank.py
+runs it inside PyTorch 2.x's worker server.
 """
 import os
 import sys
