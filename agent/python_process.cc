@@ -29,6 +29,15 @@ bool IsPythonProcess(pid_t pid) {
   return maps.ok() && absl::StrContains(*maps, "/libpython");
 }
 
+bool IsStoppedProcess(pid_t pid) {
+  absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  if (!stat.ok()) return false;
+  // "PID (comm) S ...": comm may hold spaces and parentheses, the state follows the last ')'.
+  const size_t close = stat->rfind(')');
+  return close != std::string::npos && close + 2 < stat->size() &&
+         (stat->at(close + 2) == 'T' || stat->at(close + 2) == 't');
+}
+
 std::string WorkerServerSocket(pid_t pid) {
   absl::StatusOr<std::string> environ = ReadFile(absl::StrCat("/proc/", pid, "/environ"));
   if (!environ.ok()) return "";

@@ -15,6 +15,9 @@ bool IsPythonProgram(const std::string& program);
 // /proc/PID/exe is a Python interpreter, or the process maps a libpython (an embedding program).
 bool IsPythonProcess(pid_t pid);
 
+// The process is stopped (SIGSTOP, a debugger): state T or t in /proc/PID/stat.
+bool IsStoppedProcess(pid_t pid);
+
 // The Unix socket of the worker server (torch.distributed.elastic.control_plane) the process
 // runs: its TORCH_WORKER_SERVER_SOCKET, when that names a socket that exists; "" otherwise.
 std::string WorkerServerSocket(pid_t pid);

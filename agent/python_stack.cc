@@ -108,7 +108,8 @@ std::vector<PyThread> ParseFaultHandlerDump(absl::string_view text) {
 }
 
 bool IsLibraryFile(absl::string_view file) {
-  if (file.empty() || file.front() == '<') return true;
+  // Python's own frozen modules; "<string>" and "<stdin>" are the user's (python -c, exec).
+  if (file.empty() || absl::StartsWith(file, "<frozen")) return true;
   if (absl::StrContains(file, "/site-packages/") || absl::StrContains(file, "/dist-packages/")) {
     return true;
   }

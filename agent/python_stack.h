@@ -34,8 +34,9 @@ std::vector<PyThread> ParsePySpyDump(absl::string_view text);
 // last; the "Current thread" is the one that asked (the worker server's own, without frames).
 std::vector<PyThread> ParseFaultHandlerDump(absl::string_view text);
 
-// A file of the Python installation (lib/pythonX.Y/, site-packages, dist-packages) or of no file
-// at all ("<frozen importlib._bootstrap>", "<string>").
+// A file of the Python installation (lib/pythonX.Y/, site-packages, dist-packages, its frozen
+// modules "<frozen importlib._bootstrap>"). Code given as text ("<string>": python -c, exec) is
+// the user's.
 bool IsLibraryFile(absl::string_view file);
 
 // Where the rank is stuck, as above; nullopt when no thread has a frame of the user's code.

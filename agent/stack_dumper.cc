@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -20,16 +21,19 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// The last non-empty line of a failed tool's output: its error.
-std::string LastLine(const std::string& text) {
+// A failed tool's error: py-spy's "Error: ..." line (a backtrace may follow it), else its last.
+std::string ErrorLine(const std::string& text) {
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n', absl::SkipWhitespace());
+  for (absl::string_view l : lines) {
+    if (absl::StartsWith(l, "Error")) return std::string(l);
+  }
   return lines.empty() ? "no output" : std::string(lines.back());
 }
 
 }  // namespace
 
 StackDumper::Probe StackDumper::SystemProbe() {
-  return Probe{IsPythonProcess, WorkerServerSocket, FindPySpy};
+  return Probe{IsPythonProcess, WorkerServerSocket, FindPySpy, IsStoppedProcess};
 }
 
 const char* StackDumper::SourceName(Source s) {
@@ -141,6 +145,7 @@ bool StackDumper::StartSource(Dump& d, Source s) {
                        ? std::vector<std::string>{py_spy_, "dump", "--pid", pid, "--full-filenames"}
                        : std::vector<std::string>{"gdb", "-batch", "-nx", "-p", pid, "-ex",
                                                   "thread apply all bt"};
+  if (s == Source::kPySpy && probe_.is_stopped(d.target)) r.options.argv.push_back("--nonblocking");
   std::vector<absl::StatusOr<pid_t>> started = children_->StartAll({std::move(r)});
   if (!started.front().ok()) {
     absl::StrAppend(&d.notes, SourceName(s), " -p ", pid, ": ", started.front().status().message(),
@@ -229,7 +234,7 @@ void StackDumper::OnExit(const ChildExit& e) {
                          !ParsePySpyDump(d->text).empty();
   if (d->current == Source::kPySpy && !python_ok) {
     absl::StrAppend(&d->notes, "py-spy dump --pid ", target, ": ",
-                    DescribeWaitStatus(e.wait_status), ": ", LastLine(d->text), "\n");
+                    DescribeWaitStatus(e.wait_status), ": ", ErrorLine(d->text), "\n");
     Advance(target);
   } else {
     Record(*d, d->current, d->text);

@@ -49,6 +49,8 @@ class StackDumper {
     std::function<bool(pid_t)> is_python;
     std::function<std::string(pid_t)> worker_server_socket;  // "" when it runs none
     std::function<std::string(std::string* why)> find_py_spy;
+    // Stopped already: py-spy reads it as it is (--nonblocking), as it cannot pause it again.
+    std::function<bool(pid_t)> is_stopped;
   };
   static Probe SystemProbe();
   using LogFn = std::function<void(const std::string&)>;

@@ -86,6 +86,7 @@ TEST(PythonStackTest, LibraryFiles) {
   EXPECT_TRUE(IsLibraryFile("/home/u/venv/lib/python3.11/site-packages/torch/nn/module.py"));
   EXPECT_TRUE(IsLibraryFile("/usr/lib/python3/dist-packages/numpy/core.py"));
   EXPECT_TRUE(IsLibraryFile("<frozen importlib._bootstrap>"));
+  EXPECT_FALSE(IsLibraryFile("<string>")) << "python -c";
   EXPECT_FALSE(IsLibraryFile("/home/u/project/train.py"));
   EXPECT_FALSE(IsLibraryFile("/home/u/lib/python_tools/train.py")) << "not lib/pythonX.Y/";
   EXPECT_FALSE(IsLibraryFile("/srv/lib/python3.11.py"));

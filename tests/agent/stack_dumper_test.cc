@@ -23,6 +23,7 @@ namespace dlaunch {
 namespace {
 
 using std::chrono::milliseconds;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -38,7 +39,8 @@ class StackDumperTest : public ::testing::Test {
                     [this](std::string* why) {
                       if (py_spy_.empty()) *why = "py-spy is not on PATH";
                       return py_spy_;
-                    }}) {}
+                    },
+                    [this](pid_t pid) { return stopped_.count(pid) > 0; }}) {}
 
   void Settle() {
     for (int i = 0; i < 10; ++i) {
@@ -64,6 +66,7 @@ class StackDumperTest : public ::testing::Test {
   std::string stacks_ = dir_.path() + "/stacks";
   std::vector<std::string> log_;
   std::set<pid_t> python_;
+  std::set<pid_t> stopped_;
   std::map<pid_t, std::string> servers_;
   std::string py_spy_ = "/opt/py-spy/bin/py-spy";
   int done_ = 0;
@@ -169,7 +172,7 @@ TEST_F(StackDumperTest, APythonRanksStacksComeFromPySpyWithTheFrameItIsStuckIn) 
 TEST_F(StackDumperTest, APySpyThatFailsLeavesWhyAndGdbTakesTheStacks) {
   python_ = {4242};
   Start({{1, 4242}});
-  launcher_.Write(1000, "Error: Permission denied (os error 13)\n", true);
+  launcher_.Write(1000, "Error: Permission denied (os error 13)\n\nStack backtrace:\n   9: main\n", true);
   launcher_.Exit(1000, W_EXITCODE(1, 0));
   Settle();
   EXPECT_EQ(done_, 0);
@@ -206,6 +209,16 @@ TEST_F(StackDumperTest, APySpyPastItsShareOfTheBudgetIsKilledAndGdbHasTheRest) {
   EXPECT_THAT(Stacks(1), HasSubstr("py-spy: no answer within 4.0 s"));
   EXPECT_THAT(Stacks(1), HasSubstr("gdb -p 4242: no time left (killed)"));
   EXPECT_THAT(Stacks(1), Not(HasSubstr("late")));
+}
+
+TEST_F(StackDumperTest, AStoppedRankIsReadWithoutPausingIt) {
+  // py-spy cannot pause a process that SIGSTOP stopped already ("Failed to suspend process").
+  python_ = {4242, 4343};
+  stopped_ = {4343};
+  Start({{1, 4242}, {2, 4343}});
+  EXPECT_THAT(launcher_.options(1000).argv, Not(Contains("--nonblocking")));
+  EXPECT_THAT(launcher_.options(1001).argv,
+              ElementsAre(py_spy_, "dump", "--pid", "4343", "--full-filenames", "--nonblocking"));
 }
 
 TEST_F(StackDumperTest, WithoutPySpyAPythonRankGetsGdbAndTheFileSaysWhy) {
