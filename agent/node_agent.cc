@@ -352,8 +352,16 @@ void NodeAgent::StartStackDump(const DumpStacks& dump) {
     Log(absl::StrCat("recording the stacks of ", targets.size(), " rank(s) before the stop (up to ",
                      static_cast<double>(dump.budget.count()) / 1000, " s)"));
   }
+  // Each rank's stacks go up before its stop, so before its exit event.
   stack_dumper_->Start(targets, job_.job_dir() + "/stacks", dump.budget,
-                       [this] { Apply(state_->OnStacksDumped()); });
+                       [this](std::vector<StackDumper::Result> results) {
+                         for (const StackDumper::Result& r : results) {
+                           v1::AgentMessage msg = Message();
+                           *msg.mutable_stacks() = RankStacksOf(r, job_.job_dir());
+                           if (state_->session_open()) client_->Send(std::move(msg));
+                         }
+                         Apply(state_->OnStacksDumped());
+                       });
 }
 
 void NodeAgent::Apply(const AgentActions& actions) {

@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/control_client.h"
 #include "agent/gpu_discovery.h"
+#include "agent/python_process.h"
 #include "common/command_runner.h"
 
 namespace dlaunch {
@@ -51,24 +52,6 @@ v1::CheckResult Timed(const std::function<v1::CheckResult()>& check) {
   return r;
 }
 
-// `program` as execvp would find it on `path_var`; "" when it is not there.
-std::string FindProgram(const std::string& program, const std::string& path_var,
-                        const std::string& workdir) {
-  auto executable = [](const std::string& p) {
-    struct stat st;
-    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
-  };
-  if (program.find('/') != std::string::npos) {
-    std::string p = program[0] == '/' || workdir.empty() ? program : workdir + "/" + program;
-    return executable(p) ? p : "";
-  }
-  for (absl::string_view dir : absl::StrSplit(path_var, ':')) {
-    std::string p = absl::StrCat(dir.empty() ? "." : dir, "/", program);
-    if (executable(p)) return p;
-  }
-  return "";
-}
-
 // The last non-empty line of `text`: where Python puts the exception.
 std::string LastLine(const std::string& text) {
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n', absl::SkipWhitespace());
@@ -81,12 +64,6 @@ bool UsesTorch(const std::string& code) {
 }
 
 }  // namespace
-
-bool IsPythonProgram(const std::string& program) {
-  const std::string base = std::filesystem::path(program).filename().string();
-  static const std::regex kPython(R"(python[0-9.]*)");
-  return std::regex_match(base, kPython);
-}
 
 std::vector<std::string> PythonImportsFor(const std::vector<std::string>& argv,
                                           const std::string& workdir) {

@@ -1,8 +1,12 @@
-// StackDumper: records the stacks of hung worker processes (gdb's "thread apply all bt") in the
-// job directory as stacks/rank-N.txt. Each gdb is a supervised child, so the agent's loop (and
-// its heartbeats) goes on while they run; the whole dump is bounded by a budget, after which
-// what still runs is killed and its rank's file says so. One dump at a time: a new one drops
-// the one before without calling its `done`. Runs on the io_context's thread.
+// StackDumper: records the stacks of hung worker processes in the job directory as
+// stacks/rank-N.txt, each from the first source that gives them: for a Python rank, the PyTorch
+// worker server it runs (its dump_traceback handler), then py-spy; gdb's native frames for the
+// rest, and when those gave nothing. For a Python rank it also names the frame of the user's
+// code the rank is stuck in. Every source runs beside the agent's loop (py-spy and gdb as
+// supervised children, the worker server's answer read on the loop), so its heartbeats go on;
+// each has a share of the budget that bounds the whole dump, after which what still runs is
+// killed and its rank's file says so. One dump at a time: a new one drops the one before
+// without calling its `done`. Runs on the io_context's thread.
 #pragma once
 
 #include <sys/types.h>
@@ -17,8 +21,12 @@
 
 #include <boost/asio.hpp>
 
+#include "absl/status/statusor.h"
+#include "agent/python_stack.h"
+#include "agent/worker_server_request.h"
 #include "common/child_supervisor.h"
 #include "common/clock.h"
+#include "dlaunch/control.pb.h"
 
 namespace dlaunch {
 
@@ -28,39 +36,96 @@ class StackDumper {
     int rank = -1;
     pid_t pid = -1;
   };
+  // What one rank's dump gave.
+  struct Result {
+    int rank = -1;
+    std::string source;  // "worker server", "py-spy" or "gdb"; "" when none gave stacks
+    std::string path;    // its file
+    std::optional<PyFrame> stuck_at;  // a Python rank's frame of the user's code
+  };
+  // How the dumper looks at a process and finds py-spy (agent/python_process.h); tests give
+  // their own.
+  struct Probe {
+    std::function<bool(pid_t)> is_python;
+    std::function<std::string(pid_t)> worker_server_socket;  // "" when it runs none
+    std::function<std::string(std::string* why)> find_py_spy;
+    // Stopped already: py-spy reads it as it is (--nonblocking), as it cannot pause it again.
+    std::function<bool(pid_t)> is_stopped;
+  };
+  static Probe SystemProbe();
   using LogFn = std::function<void(const std::string&)>;
+  using DoneFn = std::function<void(std::vector<Result>)>;
 
   // gdb is looked up on PATH. `clock` must outlive the dumper; seams as for ChildSupervisor.
   StackDumper(boost::asio::io_context& io, TimerClock& clock, LogFn log,
-              SupervisorSeams seams = {});
+              SupervisorSeams seams = {}, Probe probe = SystemProbe());
   ~StackDumper();
 
-  // Starts one gdb per target; `done` runs once every file is written, or once `budget` has
-  // passed (never from inside this call).
+  // Takes every target's stacks; `done` runs once every file is written, or once `budget` has
+  // passed (never from inside this call), with one result per target.
   void Start(const std::vector<Target>& targets, const std::string& stacks_dir,
-             std::chrono::milliseconds budget, std::function<void()> done);
+             std::chrono::milliseconds budget, DoneFn done);
   bool busy() const { return done_ != nullptr; }
 
+  // The share of the budget the worker server and py-spy each have at most; gdb, the last
+  // source, has what is left.
+  static constexpr double kWorkerServerShare = 0.25;
+  static constexpr double kPySpyShare = 0.4;
+
  private:
+  enum class Source { kWorkerServer, kPySpy, kGdb };
+  static const char* SourceName(Source s);
   struct Dump {
     int rank = -1;
     pid_t target = -1;
-    std::string text;
+    std::vector<Source> next;  // sources not tried yet, in order
+    Source current = Source::kGdb;
+    std::string socket;        // the worker server's
+    std::string notes;         // why the sources tried before gave nothing, a line each
+    std::string text;          // what the running source wrote
+    int key = -1;              // the running py-spy's or gdb's key in children_
+    pid_t child = -1;          // and its pid
+    std::shared_ptr<WorkerServerRequest> request;
+    std::optional<TimerClock::TimerId> slice;  // the running source's share of the budget
   };
-  void OnOutput(pid_t gdb, std::vector<std::string> lines);
+
+  // Starts the next source of `target` (or records that none is left, and forgets it).
+  void Advance(pid_t target);
+  // Starts source `s` of `d`; false (with a note) when it could not start.
+  bool StartSource(Dump& d, Source s);
+  void ArmSlice(Dump& d, double share);
+  void OnAnswer(pid_t target, absl::StatusOr<std::string> body);
+  void OnOutput(int key, std::vector<std::string> lines);
   void OnExit(const ChildExit& e);
-  void Record(const Dump& d, const std::string& text);
+  void OnSliceSpent(pid_t target);
+  // Stops what `d` runs now (its child, its request, its slice timer).
+  void Halt(Dump& d);
+  // Writes the rank's file: the stacks `source` gave (none: only the notes).
+  void Record(const Dump& d, std::optional<Source> source, const std::string& text);
   void OnBudgetSpent();
   void Finish();
+  // Finish once no rank's dump runs.
+  void MaybeFinish();
+  Dump* ByKey(int key);
 
   boost::asio::io_context& io_;
   TimerClock& clock_;
   LogFn log_;
-  std::unique_ptr<ChildSupervisor> gdbs_;
+  Probe probe_;
+  std::unique_ptr<ChildSupervisor> children_;
   std::string dir_;
-  std::map<pid_t, Dump> running_;  // by gdb's pid
+  std::string py_spy_;       // found at each Start
+  std::string py_spy_why_;   // why it was not
+  std::chrono::milliseconds budget_{0};
+  SteadyTime deadline_{};
+  int next_key_ = 0;
+  std::map<pid_t, Dump> running_;  // by the target's pid
+  std::vector<Result> results_;
   std::optional<TimerClock::TimerId> budget_timer_;
-  std::function<void()> done_;
+  DoneFn done_;
 };
+
+// The result as it goes to the launcher, its path relative to `job_dir`.
+v1::RankStacks RankStacksOf(const StackDumper::Result& result, const std::string& job_dir);
 
 }  // namespace dlaunch

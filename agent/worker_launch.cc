@@ -71,6 +71,8 @@ std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResp
     r.options.envp = ToEnvp(BuildWorkerEnv(in));
     r.options.workdir = job.worker().workdir();
     r.options.cpu_affinity = slot.cpus;
+    // A hung rank's stacks are taken by py-spy or gdb, the agent's children, not its ancestors.
+    r.options.traceable_by_parent = true;
     requests.push_back(std::move(r));
   }
   return requests;

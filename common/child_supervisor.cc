@@ -288,4 +288,11 @@ void ChildSupervisor::KillAll() {
   }
 }
 
+void ChildSupervisor::Kill(pid_t pid) {
+  auto it = workers_.find(pid);
+  if (it == workers_.end()) return;
+  it->second->stopping = true;
+  if (!it->second->reaped) Signal(pid, SIGKILL);
+}
+
 }  // namespace dlaunch

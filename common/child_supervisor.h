@@ -76,6 +76,8 @@ class ChildSupervisor {
   // never push it later.
   void StopAll(std::chrono::milliseconds grace);
   void KillAll();
+  // SIGKILL to one child's group now (a no-op for one already reported through on_exit).
+  void Kill(pid_t pid);
   // Children started and not yet reported through on_exit.
   int running() const { return static_cast<int>(workers_.size()); }
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/file_io.h"
 
 extern char** environ;
@@ -82,6 +84,8 @@ void PrepareExec(const SpawnOptions& options, ExecPlan* plan) {
     prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
     if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
   }
+  // Kept across exec; fails harmlessly (EINVAL) on a kernel without Yama.
+  if (options.traceable_by_parent) prctl(PR_SET_PTRACER, parent, 0, 0, 0);
   // Reset what the parent may have blocked or ignored (asio blocks signals in some threads).
   sigset_t none;
   sigemptyset(&none);
@@ -113,6 +117,23 @@ std::unordered_set<pid_t>& Spawned() {
 }
 
 }  // namespace
+
+std::string FindProgram(const std::string& program, const std::string& path_var,
+                        const std::string& workdir) {
+  auto executable = [](const std::string& p) {
+    struct stat st;
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (program.find('/') != std::string::npos) {
+    std::string p = program[0] == '/' || workdir.empty() ? program : workdir + "/" + program;
+    return executable(p) ? p : "";
+  }
+  for (absl::string_view dir : absl::StrSplit(path_var, ':')) {
+    std::string p = absl::StrCat(dir.empty() ? "." : dir, "/", program);
+    if (executable(p)) return p;
+  }
+  return "";
+}
 
 pid_t WaitChild(pid_t pid, int* status, int flags) {
   pid_t r;

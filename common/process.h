@@ -25,6 +25,9 @@ struct SpawnOptions {
   // so nothing it starts runs outside it. -1 = stay in the parent's cgroup. A refused move is
   // not an error here: the caller checked that it may move processes there.
   int cgroup_procs_fd = -1;
+  // The spawning process and its other children (the agent's py-spy and gdb) may ptrace the
+  // child, also where Yama's ptrace_scope 1 allows it only to ancestors (PR_SET_PTRACER).
+  bool traceable_by_parent = false;
 };
 
 struct SpawnedProcess {
@@ -59,6 +62,11 @@ pid_t WaitChild(pid_t pid, int* status, int flags);
 // True for a child ForkProcess made that is not reaped yet. A child subreaper (the agent) tells
 // its own children from the orphans it adopted by this.
 bool IsSpawnedChild(pid_t pid);
+
+// `program` as execvp would find it on `path_var` (relative to `workdir` when it holds a '/'
+// but does not start with one); "" when it is not there or not executable.
+std::string FindProgram(const std::string& program, const std::string& path_var,
+                        const std::string& workdir = "");
 
 // Exit status of a reaped child in words: "exit code 3", "signal 9 (Killed)".
 std::string DescribeWaitStatus(int wait_status);

@@ -5,7 +5,9 @@
 # (ON, OFF or AUTO; default AUTO: dlaunch-worker is built when LibTorch is found),
 # SKIP_DEPS=1 to skip scripts/install-deps.sh (e.g. on a machine without apt, where the
 # dependencies come from modules or Spack instead), TORCH_PYTHON=<python> to build
-# dlaunch-worker on that Python's PyTorch (a site's conda: CUDA and NCCL) instead of Debian's.
+# dlaunch-worker on that Python's PyTorch (a site's conda: CUDA and NCCL) instead of Debian's,
+# PY_SPY=0 to leave out py-spy (the Python stacks of hung ranks, docs/failures.md; it comes
+# from PyPI, pinned, and is installed as PREFIX/libexec/dlaunch/py-spy, where the agent looks).
 set -euo pipefail
 
 prefix="${1:-/usr/local}"
@@ -34,7 +36,16 @@ cmake -S "$src" -B "$build" "${generator[@]}" \
   -DDLAUNCH_BUILD_WORKER="$worker" "${torch[@]}"
 cmake --build "$build" -j "$(nproc)"
 cmake --install "$build"
+if [ "${PY_SPY:-1}" = 1 ]; then
+  [ "${SKIP_DEPS:-0}" = 1 ] || "$src/scripts/install-deps.sh" stacks
+  if spy=$(BUILD_DIR="$build" "$src/scripts/py-spy.sh" "$build/tools/py-spy"); then
+    install -D -m 0755 "$spy" "$prefix/libexec/dlaunch/py-spy"
+  else
+    echo "install: py-spy could not be installed; hung Python ranks get gdb's native stacks only" >&2
+  fi
+fi
 
 echo "dlaunch installed in $prefix:"
 echo "  $prefix/bin/dlaunch, dlaunch-agent$( [ -x "$prefix/bin/dlaunch-worker" ] && echo ', dlaunch-worker')"
+[ ! -x "$prefix/libexec/dlaunch/py-spy" ] || echo "  $prefix/libexec/dlaunch/py-spy (Python stacks of hung ranks)"
 echo "  module file: module use $prefix/share/modulefiles && module load dlaunch"

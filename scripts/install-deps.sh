@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dlaunch needs. Idempotent: when everything is present it
 # only runs dpkg-query and returns in well under a second.
-#   scripts/install-deps.sh [build] [worker] [test] [cluster] [bench] [study] [torch2] [fuzz]
+#   scripts/install-deps.sh [build] [worker] [test] [cluster] [bench] [study] [stacks] [torch2] [fuzz]
 #   (default: all but torch2 and fuzz)
 set -euo pipefail
 
@@ -14,6 +14,8 @@ GROUP[test]="libgtest-dev libgmock-dev python3 python3-torch gdb gnuplot-nox
   chromium-headless-shell lmod mmdebstrap"
 GROUP[cluster]="iproute2 util-linux munge slurmctld slurmd slurm-client openmpi-bin mpich"
 GROUP[bench]="python3-torch hyperfine"
+# scripts/py-spy.sh: a venv for py-spy, which takes the Python stacks of hung ranks.
+GROUP[stacks]="python3 python3-venv"
 # The PyTorch 2.x build of dlaunch-worker (scripts/torch-venv.sh, scripts/test-torch2.sh): a venv
 # for the wheel, binutils for the linkage check, curl and xz for scripts/nvml-library.sh. Not part
 # of the default set.
@@ -24,7 +26,7 @@ GROUP[fuzz]="clang libclang-rt-dev"
 GROUP[study]="gnuplot-nox"
 
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(build worker test cluster bench study)
+[ ${#groups[@]} -gt 0 ] || groups=(build worker test cluster bench study stacks)
 
 want=()
 for g in "${groups[@]}"; do

@@ -7,5 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
+# The tests that read hung Python ranks' stacks run the build tree's py-spy (DLAUNCH_PY_SPY);
+# without PyPI they are skipped, and say so.
+scripts/py-spy.sh >/dev/null || echo "test: py-spy could not be installed; its tests skip" >&2
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 600 "$@"

@@ -41,9 +41,17 @@ std::string How(const Failure& f) {
 
 }  // namespace
 
+std::string DescribeStuckAt(const StuckAt& at) {
+  if (at.line <= 0) return absl::StrCat(at.function, " (", at.file, ")");
+  return absl::StrCat(at.function, " (", at.file, ":", at.line, ")");
+}
+
 std::string DescribeFailure(const Failure& f) {
   std::string out = absl::StrCat(FailureClassName(f.cls), ": ", Where(f), How(f));
   if (!f.detail.empty()) absl::StrAppend(&out, ": ", f.detail);
+  if (f.stuck_at) {
+    absl::StrAppend(&out, f.detail.empty() ? ": in " : ", in ", DescribeStuckAt(*f.stuck_at));
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 // the rank's log. The root-cause and restart decisions work on these.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,19 @@ enum class FailureClass {
 // "worker crash", "agent lost", ... as shown to users and written to events.jsonl.
 std::string FailureClassName(FailureClass c);
 
+// Where a stalled or hung Python rank was stuck: the innermost frame of the user's own code in
+// the stacks its agent took before the stop (RankStacks.stuck_at).
+struct StuckAt {
+  std::string function;
+  std::string file;
+  int line = 0;         // 0: not known
+  std::string source;   // what gave the stacks: "worker server", "py-spy"
+  std::string stacks;   // their file, relative to the job directory
+};
+
+// "train_step (/home/u/train.py:42)".
+std::string DescribeStuckAt(const StuckAt& at);
+
 struct Failure {
   FailureClass cls = FailureClass::kWorkerCrash;
   int node_rank = -1;     // in the round that failed
@@ -34,10 +48,11 @@ struct Failure {
   bool after_stop = false;    // seen after the job had been told to stop
   std::vector<std::string> log_tail;
   std::string detail;         // e.g. "no progress for 61.0 s (limit 60.0 s)"
+  std::optional<StuckAt> stuck_at;  // a stall or hang whose rank's stacks named a frame
 };
 
 // One line naming the failure: "worker crash: rank 3 (local 1, node 1, host h2) killed by
-// signal 9 (Killed)".
+// signal 9 (Killed)"; a stall or hang ends with where it was stuck, ", in train_step (...)".
 std::string DescribeFailure(const Failure& f);
 
 // A stable key for "the same failure again" (crash-loop detection): class, global rank or node

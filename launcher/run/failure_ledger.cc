@@ -48,6 +48,18 @@ void FailureLedger::Announce(double now_s, bool force, int round, JobActions& ou
       RootCauseEvent(round, verdict.root, static_cast<int>(verdict.consequences.size()))});
 }
 
+void FailureLedger::NoteStuckAt(int rank, const StuckAt& at) {
+  for (Failure& f : failures_) {
+    if (f.global_rank != rank || (f.cls != FailureClass::kStall && f.cls != FailureClass::kExitHang)) {
+      continue;
+    }
+    // The same cause said better is not a new root cause to announce.
+    const bool announced = DescribeFailure(f) == announced_;
+    f.stuck_at = at;
+    if (announced) announced_ = DescribeFailure(f);
+  }
+}
+
 void FailureLedger::Clear() {
   failures_.clear();
   announced_.clear();

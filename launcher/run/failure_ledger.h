@@ -25,6 +25,9 @@ class FailureLedger {
   void Announce(double now_s, bool force, int round, JobActions& out);
   // Announce right after Record: at once unless the root cause so far reads like a peer's.
   void AnnounceNew(double now_s, int round, JobActions& out);
+  // Rank `rank`'s stacks named where it is stuck: its stall or hang at exit says so from now on
+  // (the final report, summary.json). The line already printed stays as it was.
+  void NoteStuckAt(int rank, const StuckAt& at);
   // A new round: its failures are its own.
   void Clear();
 

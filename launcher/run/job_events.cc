@@ -172,6 +172,20 @@ v1::JobEvent WorkerFailedEvent(int round, const NodePlace& node, const v1::Worke
   return e;
 }
 
+v1::JobEvent StacksRecordedEvent(int round, const NodePlace& node, const v1::RankStacks& stacks) {
+  v1::JobEvent e = InRound(round);
+  auto* r = e.mutable_stacks_recorded();
+  r->set_rank(stacks.rank());
+  r->set_node_id(node.node_id);
+  r->set_host(node.host);
+  r->set_path(stacks.path());
+  r->set_source(stacks.source());
+  r->set_stuck_function(stacks.stuck_at().function());
+  r->set_stuck_file(stacks.stuck_at().file());
+  r->set_stuck_line(stacks.stuck_at().line());
+  return e;
+}
+
 v1::JobEvent NodeLostEvent(int round, const NodePlace& node, const std::string& reason) {
   v1::JobEvent e = InRound(round);
   auto* l = e.mutable_node_lost();

@@ -150,6 +150,18 @@ JobActions JobState::OnAgentMessage(int node, const v1::AgentMessage& msg, doubl
     case v1::AgentMessage::kWorker:
       HandleWorkerEvent(node, msg.worker(), now_s, out);
       break;
+    case v1::AgentMessage::kStacks:
+      out.push_back(AppendEvent{StacksRecordedEvent(current_round(), nodes_.PlaceOf(node), msg.stacks())});
+      if (msg.stacks().has_stuck_at()) {
+        const v1::StackFrame& frame = msg.stacks().stuck_at();
+        const StuckAt at{frame.function(), frame.file(), frame.line(), msg.stacks().source(),
+                         msg.stacks().path()};
+        ledger_.NoteStuckAt(msg.stacks().rank(), at);
+        out.push_back(PrintLine{true, absl::StrCat("[dlaunch] rank ", msg.stacks().rank(),
+                                                   " is stuck in ", DescribeStuckAt(at), " (",
+                                                   at.stacks, ", from ", at.source, ")")});
+      }
+      break;
     case v1::AgentMessage::kLog: {
       // The agent's own notes on a rank ("[dlaunch] ... could not be written to its log") are
       // always shown; the rank's lines within the budget.

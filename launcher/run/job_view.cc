@@ -142,6 +142,15 @@ std::string FailureJson(const Failure& f) {
   if (f.signal > 0) j.Add("signal", f.signal);
   j.Add("detected_at_s", f.detected_at_s).Add("after_stop", f.after_stop);
   if (!f.detail.empty()) j.Add("detail", f.detail);
+  if (f.stuck_at) {
+    JsonLine at;
+    at.Add("function", f.stuck_at->function)
+        .Add("file", f.stuck_at->file)
+        .Add("line", f.stuck_at->line)
+        .Add("source", f.stuck_at->source)
+        .Add("stacks", f.stuck_at->stacks);
+    j.AddRaw("stuck_at", at.str());
+  }
   j.Add("description", DescribeFailure(f)).Add("log_tail", f.log_tail);
   // "node" is the node rank in the round that failed; "node_id" names the node for the job.
   j.Add("node_id", f.node_id);

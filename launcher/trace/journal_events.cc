@@ -29,6 +29,10 @@ EventPlace PlaceOf(const v1::JobEvent& e) {
       const auto& h = e.hang_detected();
       return {h.rank(), h.node_id(), h.host()};
     }
+    case v1::JobEvent::kStacksRecorded: {
+      const auto& s = e.stacks_recorded();
+      return {s.rank(), s.node_id(), s.host()};
+    }
     case v1::JobEvent::kFailureDetected: return PlaceOf(e.failure_detected().failure());
     case v1::JobEvent::kNodeLost: return {-1, e.node_lost().node_id(), e.node_lost().host()};
     case v1::JobEvent::kSpareJoined: return {-1, e.spare_joined().node_id(), e.spare_joined().host()};

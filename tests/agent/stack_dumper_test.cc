@@ -1,10 +1,14 @@
-// StackDumper with a fake process launcher and a manual clock: one gdb per hung rank, the
-// files it leaves, and the budget that bounds the whole dump, with no process and no sleeping.
+// StackDumper with a fake process launcher, a manual clock and a made-up view of the targets:
+// which source each rank's stacks come from (worker server, py-spy, gdb), the files and frames
+// they give, and the budget that bounds each source and the whole dump, with no process and no
+// sleeping. The worker server is a real Unix socket served on the test's loop.
 #include "agent/stack_dumper.h"
 
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,14 +23,24 @@ namespace dlaunch {
 namespace {
 
 using std::chrono::milliseconds;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class StackDumperTest : public ::testing::Test {
  protected:
   StackDumperTest()
       : dumper_(io_, clock_, [this](const std::string& l) { log_.push_back(l); },
-                SupervisorSeams{&launcher_, &clock_}) {}
+                SupervisorSeams{&launcher_, &clock_},
+                StackDumper::Probe{
+                    [this](pid_t pid) { return python_.count(pid) > 0; },
+                    [this](pid_t pid) { return servers_.count(pid) ? servers_[pid] : ""; },
+                    [this](std::string* why) {
+                      if (py_spy_.empty()) *why = "py-spy is not on PATH";
+                      return py_spy_;
+                    },
+                    [this](pid_t pid) { return stopped_.count(pid) > 0; }}) {}
 
   void Settle() {
     for (int i = 0; i < 10; ++i) {
@@ -35,7 +49,10 @@ class StackDumperTest : public ::testing::Test {
     }
   }
   void Start(const std::vector<StackDumper::Target>& targets, int budget_ms = 10000) {
-    dumper_.Start(targets, stacks_, milliseconds(budget_ms), [this] { ++done_; });
+    dumper_.Start(targets, stacks_, milliseconds(budget_ms), [this](auto results) {
+      ++done_;
+      results_ = std::move(results);
+    });
     Settle();
   }
   std::string Stacks(int rank) const {
@@ -48,7 +65,12 @@ class StackDumperTest : public ::testing::Test {
   ScratchDir dir_;
   std::string stacks_ = dir_.path() + "/stacks";
   std::vector<std::string> log_;
+  std::set<pid_t> python_;
+  std::set<pid_t> stopped_;
+  std::map<pid_t, std::string> servers_;
+  std::string py_spy_ = "/opt/py-spy/bin/py-spy";
   int done_ = 0;
+  std::vector<StackDumper::Result> results_;
   StackDumper dumper_;
 };
 
@@ -98,7 +120,7 @@ TEST_F(StackDumperTest, TheBudgetEndsTheDumpAndKillsWhatStillRuns) {
 
 TEST_F(StackDumperTest, AGdbThatCannotStartLeavesWhyAndTheDumpStillEnds) {
   launcher_.FailFork("gdb", absl::NotFoundError("gdb: not found on PATH"));
-  dumper_.Start({{0, 77}}, stacks_, milliseconds(10000), [this] { ++done_; });
+  dumper_.Start({{0, 77}}, stacks_, milliseconds(10000), [this](auto) { ++done_; });
   EXPECT_EQ(done_, 0) << "never from inside Start";
   clock_.Advance(milliseconds(0));
   Settle();
@@ -108,7 +130,7 @@ TEST_F(StackDumperTest, AGdbThatCannotStartLeavesWhyAndTheDumpStillEnds) {
 
 TEST_F(StackDumperTest, ANewDumpDropsTheOneBeforeWithoutCallingIt) {
   int first_done = 0;
-  dumper_.Start({{0, 10}}, stacks_, milliseconds(10000), [&] { ++first_done; });
+  dumper_.Start({{0, 10}}, stacks_, milliseconds(10000), [&](auto) { ++first_done; });
   Settle();
   Start({{0, 20}});
   EXPECT_EQ(launcher_.SignalsWhileRunning(1000, SIGKILL), 1);
@@ -119,6 +141,161 @@ TEST_F(StackDumperTest, ANewDumpDropsTheOneBeforeWithoutCallingIt) {
   Settle();
   EXPECT_EQ(done_, 1);
   EXPECT_EQ(first_done, 0);
+}
+
+std::string Fixture(const std::string& name) {
+  return ReadFile(std::string(DLAUNCH_SOURCE_DIR) + "/tests/agent/stacks/" + name);
+}
+
+TEST_F(StackDumperTest, APythonRanksStacksComeFromPySpyWithTheFrameItIsStuckIn) {
+  python_ = {4242};
+  Start({{1, 4242}});
+  EXPECT_THAT(launcher_.options(1000).argv,
+              ElementsAre(py_spy_, "dump", "--pid", "4242", "--full-filenames"));
+  launcher_.Write(1000, Fixture("plain_stall.py-spy.txt"));
+  launcher_.Exit(1000, W_EXITCODE(0, 0));
+  Settle();
+  ASSERT_EQ(done_, 1);
+  ASSERT_EQ(results_.size(), 1u);
+  EXPECT_EQ(results_[0].source, "py-spy");
+  ASSERT_TRUE(results_[0].stuck_at.has_value());
+  EXPECT_EQ(DescribeFrame(*results_[0].stuck_at), "wait_for_data (/home/user/project/stall.py:4)");
+  EXPECT_THAT(Stacks(1), HasSubstr("Python stacks of every thread, from py-spy"));
+  EXPECT_THAT(Stacks(1), HasSubstr("# stuck in wait_for_data (/home/user/project/stall.py:4)"));
+  EXPECT_THAT(Stacks(1), HasSubstr("    train_step (/home/user/project/stall.py:7)"));
+  const v1::RankStacks up = RankStacksOf(results_[0], dir_.path());
+  EXPECT_EQ(up.path(), "stacks/rank-1.txt");
+  EXPECT_EQ(up.stuck_at().function(), "wait_for_data");
+  EXPECT_EQ(up.stuck_at().line(), 4);
+}
+
+TEST_F(StackDumperTest, APySpyThatFailsLeavesWhyAndGdbTakesTheStacks) {
+  python_ = {4242};
+  Start({{1, 4242}});
+  launcher_.Write(1000, "Error: Permission denied (os error 13)\n\nStack backtrace:\n   9: main\n", true);
+  launcher_.Exit(1000, W_EXITCODE(1, 0));
+  Settle();
+  EXPECT_EQ(done_, 0);
+  EXPECT_EQ(launcher_.options(1001).argv[0], "gdb");
+  launcher_.Write(1001, "Thread 1 (LWP 4242):\n#0 poll ()\n");
+  launcher_.Exit(1001, W_EXITCODE(0, 0));
+  Settle();
+  ASSERT_EQ(done_, 1);
+  EXPECT_EQ(results_[0].source, "gdb");
+  EXPECT_FALSE(results_[0].stuck_at.has_value());
+  EXPECT_THAT(Stacks(1), HasSubstr("native stacks of every thread, from gdb"));
+  EXPECT_THAT(Stacks(1), HasSubstr("# py-spy dump --pid 4242: exit code 1: Error: Permission denied"));
+  EXPECT_THAT(Stacks(1), HasSubstr("#0 poll ()"));
+}
+
+TEST_F(StackDumperTest, APySpyPastItsShareOfTheBudgetIsKilledAndGdbHasTheRest) {
+  python_ = {4242};
+  Start({{1, 4242}}, 10000);
+  clock_.Advance(milliseconds(3999));
+  Settle();
+  EXPECT_EQ(launcher_.SignalsWhileRunning(1000, SIGKILL), 0);
+  clock_.Advance(milliseconds(1));
+  Settle();
+  EXPECT_EQ(launcher_.SignalsWhileRunning(1000, SIGKILL), 1);
+  EXPECT_EQ(launcher_.options(1001).argv[0], "gdb");
+  // The killed py-spy's last words and exit belong to no source.
+  launcher_.Write(1000, "late\n");
+  launcher_.Exit(1000, W_EXITCODE(0, SIGKILL));
+  Settle();
+  EXPECT_EQ(done_, 0);
+  clock_.Advance(milliseconds(6000));
+  Settle();
+  ASSERT_EQ(done_, 1) << "gdb had the rest of the budget, no more";
+  EXPECT_THAT(Stacks(1), HasSubstr("py-spy: no answer within 4.0 s"));
+  EXPECT_THAT(Stacks(1), HasSubstr("gdb -p 4242: no time left (killed)"));
+  EXPECT_THAT(Stacks(1), Not(HasSubstr("late")));
+}
+
+TEST_F(StackDumperTest, AStoppedRankIsReadWithoutPausingIt) {
+  // py-spy cannot pause a process that SIGSTOP stopped already ("Failed to suspend process").
+  python_ = {4242, 4343};
+  stopped_ = {4343};
+  Start({{1, 4242}, {2, 4343}});
+  EXPECT_THAT(launcher_.options(1000).argv, Not(Contains("--nonblocking")));
+  EXPECT_THAT(launcher_.options(1001).argv,
+              ElementsAre(py_spy_, "dump", "--pid", "4343", "--full-filenames", "--nonblocking"));
+}
+
+TEST_F(StackDumperTest, WithoutPySpyAPythonRankGetsGdbAndTheFileSaysWhy) {
+  python_ = {4242};
+  py_spy_.clear();
+  Start({{1, 4242}});
+  EXPECT_EQ(launcher_.options(1000).argv[0], "gdb");
+  launcher_.Exit(1000, W_EXITCODE(0, 0));
+  Settle();
+  ASSERT_EQ(done_, 1);
+  EXPECT_THAT(Stacks(1), HasSubstr("# py-spy: py-spy is not on PATH"));
+}
+
+// A worker server on a Unix socket of the test's loop that answers one request with `body`.
+class FakeWorkerServer {
+ public:
+  FakeWorkerServer(boost::asio::io_context& io, const std::string& path, std::string body)
+      : acceptor_(io, boost::asio::local::stream_protocol::endpoint(path)), socket_(io),
+        answer_("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body) {
+    acceptor_.async_accept(socket_, [this](const boost::system::error_code& ec) {
+      if (ec) return;
+      boost::asio::async_read_until(socket_, request_, "\r\n\r\n",
+                                    [this](const boost::system::error_code& rec, size_t) {
+                                      if (rec) return;
+                                      asked_ = std::string(boost::asio::buffer_cast<const char*>(request_.data()),
+                                                           request_.size());
+                                      boost::asio::write(socket_, boost::asio::buffer(answer_));
+                                      socket_.close();
+                                    });
+    });
+  }
+  const std::string& asked() const { return asked_; }
+
+ private:
+  boost::asio::local::stream_protocol::acceptor acceptor_;
+  boost::asio::local::stream_protocol::socket socket_;
+  boost::asio::streambuf request_;
+  std::string answer_;
+  std::string asked_;
+};
+
+TEST_F(StackDumperTest, ARankRunningPyTorchsWorkerServerIsAskedFirst) {
+  python_ = {4242};
+  servers_[4242] = dir_.path() + "/worker.sock";
+  FakeWorkerServer server(io_, servers_[4242], Fixture("torch_init.faulthandler.txt"));
+  Start({{0, 4242}});
+  for (int i = 0; i < 100 && done_ == 0; ++i) {
+    io_.restart();
+    io_.run_one_for(milliseconds(50));
+  }
+  ASSERT_EQ(done_, 1);
+  EXPECT_THAT(server.asked(), HasSubstr("POST /handler/dump_traceback HTTP/1.1\r\n"));
+  EXPECT_THAT(server.asked(), HasSubstr("Content-Length: 0\r\n"));
+  EXPECT_EQ(results_[0].source, "worker server");
+  ASSERT_TRUE(results_[0].stuck_at.has_value());
+  EXPECT_EQ(DescribeFrame(*results_[0].stuck_at), "setup (/home/user/project/train.py:11)");
+  EXPECT_FALSE(launcher_.started(1000)) << "no py-spy, no gdb";
+  EXPECT_THAT(Stacks(0), HasSubstr("from worker server"));
+}
+
+TEST_F(StackDumperTest, AWorkerServerThatIsGoneFallsBackToPySpy) {
+  python_ = {4242};
+  servers_[4242] = dir_.path() + "/no-such.sock";
+  Start({{0, 4242}});
+  for (int i = 0; i < 100 && !launcher_.started(1000); ++i) {
+    io_.restart();
+    io_.run_one_for(milliseconds(50));
+  }
+  ASSERT_TRUE(launcher_.started(1000));
+  EXPECT_EQ(launcher_.options(1000).argv[0], py_spy_);
+  launcher_.Write(1000, Fixture("exit_thread.py-spy.txt"));
+  launcher_.Exit(1000, W_EXITCODE(0, 0));
+  Settle();
+  ASSERT_EQ(done_, 1);
+  EXPECT_EQ(DescribeFrame(*results_[0].stuck_at), "drain_queue (/home/user/project/exit_thread.py:4)");
+  EXPECT_THAT(Stacks(0), HasSubstr("# worker server " + servers_[4242] + ": connect"));
 }
 
 }  // namespace

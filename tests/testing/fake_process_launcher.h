@@ -103,6 +103,7 @@ class FakeProcessLauncher : public ProcessLauncher {
   }
 
   const SpawnOptions& options(pid_t pid) const { return children_.at(pid).options; }
+  bool started(pid_t pid) const { return children_.count(pid) > 0; }
   const std::vector<Signal>& signals() const { return signals_; }
   const std::vector<Signal>& child_signals() const { return child_signals_; }
   // Signals `sig` sent to `pid`'s group while it was running.

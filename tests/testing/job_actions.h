@@ -68,6 +68,15 @@ inline Participant TestNode(int i, int slots = 1) {
   return p;
 }
 
+// A round of node 0 alone (TestNode(0)) with `slots` ranks.
+inline RoundResult OneNodeRound(int slots) {
+  RoundResult r;
+  r.nodes.push_back(TestNode(0, slots));
+  r.assignments.push_back({0, 0, slots});
+  r.world_size = slots;
+  return r;
+}
+
 // A worker event of `round` from an agent.
 inline v1::AgentMessage WorkerMessage(int round, int rank, v1::WorkerEvent::State state,
                                       int exit_code = 0, int sig = 0) {

@@ -435,11 +435,7 @@ TEST_F(JobStateRoundsTest, AHangAtExitIsNotRestarted) {
   c.progress.exit_timeout_s = 5;
   JobState s(c);
   s.OnStarted({"dlaunch-agent"}, 0);
-  RoundResult r;
-  r.nodes.push_back(TestNode(0, 2));
-  r.assignments.push_back({0, 0, 2});
-  r.world_size = 2;
-  s.OnRendezvousClosed(r, 1);
+  s.OnRendezvousClosed(OneNodeRound(2), 1);
   s.OnSessionOpened(0, 100, 1);
   s.OnAgentMessage(0, WorkerMessage(0, 0, v1::WorkerEvent::STARTED), 1);
   s.OnAgentMessage(0, WorkerMessage(0, 1, v1::WorkerEvent::STARTED), 1);

@@ -1,0 +1,105 @@
+// Python stacks as py-spy and PyTorch's worker server print them, from real dumps of stuck
+// processes (tests/agent/stacks/, captured with py-spy 0.4.3 and torch 2.11's dump_traceback,
+// paths made neutral), and the frame each rank is stuck in.
+#include "agent/python_stack.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_files.h"
+
+namespace dlaunch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Field;
+using ::testing::SizeIs;
+
+std::string Fixture(const std::string& name) {
+  std::string text = ReadFile(std::string(DLAUNCH_SOURCE_DIR) + "/tests/agent/stacks/" + name);
+  EXPECT_FALSE(text.empty()) << name;
+  return text;
+}
+
+std::string Stuck(const std::vector<PyThread>& threads) {
+  std::optional<PyFrame> f = StuckFrame(threads);
+  return f ? DescribeFrame(*f) : "(none)";
+}
+
+TEST(PythonStackTest, PySpyDumpOfAPlainScriptStalledInAFunction) {
+  const std::vector<PyThread> threads = ParsePySpyDump(Fixture("plain_stall.py-spy.txt"));
+  ASSERT_THAT(threads, SizeIs(1));
+  EXPECT_TRUE(threads[0].main) << "its id is the process's pid";
+  EXPECT_THAT(threads[0].frames,
+              ElementsAre(Field(&PyFrame::function, "wait_for_data"),
+                          Field(&PyFrame::function, "train_step"), Field(&PyFrame::function, "<module>")));
+  EXPECT_EQ(threads[0].frames[1].file, "/home/user/project/stall.py");
+  EXPECT_EQ(threads[0].frames[1].line, 7);
+  EXPECT_EQ(Stuck(threads), "wait_for_data (/home/user/project/stall.py:4)");
+}
+
+TEST(PythonStackTest, PySpySkipsTheLibrariesAndNamesTheMainThreadsOwnCode) {
+  const std::vector<PyThread> threads = ParsePySpyDump(Fixture("torch_init.py-spy.txt"));
+  ASSERT_THAT(threads, SizeIs(2));
+  EXPECT_TRUE(threads[0].main);
+  EXPECT_EQ(threads[0].name, "MainThread");
+  EXPECT_FALSE(threads[1].main);
+  EXPECT_EQ(threads[1].name, "prefetch");
+  // A function name with spaces of its own kind: "_time_logger.<locals>.wrapper".
+  EXPECT_EQ(threads[0].frames[3].function, "_time_logger.<locals>.wrapper");
+  // Stuck inside torch (site-packages), called from the user's setup(); the prefetch thread's
+  // own frame is not the stuck one.
+  EXPECT_EQ(Stuck(threads), "setup (/home/user/project/train.py:11)");
+}
+
+TEST(PythonStackTest, APythonExitHeldUpByAThreadNamesThatThread) {
+  // The main thread waits in threading._shutdown (the standard library): the non-daemon
+  // thread it waits for is where the rank hangs.
+  const std::vector<PyThread> threads = ParsePySpyDump(Fixture("exit_thread.py-spy.txt"));
+  ASSERT_THAT(threads, SizeIs(2));
+  EXPECT_TRUE(threads[0].main);
+  EXPECT_EQ(Stuck(threads), "drain_queue (/home/user/project/exit_thread.py:4)");
+}
+
+TEST(PythonStackTest, AnAtexitHandlerThatNeverReturns) {
+  EXPECT_EQ(Stuck(ParsePySpyDump(Fixture("atexit_hang.py-spy.txt"))),
+            "flush_checkpoint (/home/user/project/atexit_hang.py:4)");
+}
+
+TEST(PythonStackTest, TheWorkerServersFaultHandlerForm) {
+  const std::vector<PyThread> threads = ParseFaultHandlerDump(Fixture("torch_init.faulthandler.txt"));
+  // The server's own "Current thread" has no frames and is left out; the main thread is last.
+  ASSERT_THAT(threads, SizeIs(2));
+  EXPECT_FALSE(threads[0].main);
+  EXPECT_TRUE(threads[1].main);
+  EXPECT_THAT(threads[0].frames, SizeIs(6));
+  EXPECT_EQ(threads[1].frames[0].function, "_create_c10d_store");
+  EXPECT_EQ(threads[1].frames[0].line, 199);
+  EXPECT_EQ(Stuck(threads), "setup (/home/user/project/train.py:11)");
+}
+
+TEST(PythonStackTest, LibraryFiles) {
+  EXPECT_TRUE(IsLibraryFile("/usr/lib/python3.11/threading.py"));
+  EXPECT_TRUE(IsLibraryFile("/opt/conda/lib/python3.10/queue.py"));
+  EXPECT_TRUE(IsLibraryFile("/usr/lib64/python3/json/decoder.py"));
+  EXPECT_TRUE(IsLibraryFile("/home/u/venv/lib/python3.11/site-packages/torch/nn/module.py"));
+  EXPECT_TRUE(IsLibraryFile("/usr/lib/python3/dist-packages/numpy/core.py"));
+  EXPECT_TRUE(IsLibraryFile("<frozen importlib._bootstrap>"));
+  EXPECT_FALSE(IsLibraryFile("<string>")) << "python -c";
+  EXPECT_FALSE(IsLibraryFile("/home/u/project/train.py"));
+  EXPECT_FALSE(IsLibraryFile("/home/u/lib/python_tools/train.py")) << "not lib/pythonX.Y/";
+  EXPECT_FALSE(IsLibraryFile("/srv/lib/python3.11.py"));
+}
+
+TEST(PythonStackTest, NoUserFrameAnywhere) {
+  EXPECT_EQ(Stuck(ParsePySpyDump("Process 7: python3\n\nThread 7 (idle)\n"
+                                 "    _shutdown (/usr/lib/python3.11/threading.py:1583)\n")),
+            "(none)");
+  EXPECT_THAT(ParsePySpyDump("Error: Failed to find python version from target process\n"),
+              SizeIs(0));
+  EXPECT_THAT(ParseFaultHandlerDump(""), SizeIs(0));
+}
+
+}  // namespace
+}  // namespace dlaunch
