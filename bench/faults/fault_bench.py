@@ -1,33 +1,45 @@
 #!/usr/bin/python3
-"""Fault benchmark: how fast dlaunch (and torchrun, side by side) notices a fault, stops the
-other ranks, restarts, and whether it names the right rank and leaves nothing behind.
+"""Fault benchmark: how fast dlaunch, torchrun and ft_launcher notice a fault, stop the other
+ranks, restart, and whether they name the right rank and leave nothing behind.
 
 Every scenario runs a job of 3 local nodes x 2 ranks of tests/cluster/fault_worker.py on this
-machine (dlaunch: `dlaunch run` with 3 local agents; torchrun: 3 torchrun processes with c10d
-rendezvous, as a multi-node job starts them) and injects one fault into round 0. The worker
-appends timestamped lines (start, barrier, sigterm, the fault, done) to a stamp file under both
-launchers, and the injector notes the time of the faults it makes, so the numbers are:
+machine and injects one fault into round 0. The launchers (--kinds):
 
-  detect   fault -> the launcher's first failure_detected event (events.jsonl; dlaunch only:
-           torchrun writes no timed record of its decision)
+  dlaunch      `dlaunch run` with 3 local agents
+  torchrun2    3 torchrun processes of PyTorch 2.x (bench/compare/venv.sh's venv, --venv), c10d
+               rendezvous on 127.0.0.1, as a multi-node job starts them
+  ft_launcher  the same with nvidia-resiliency-ext's ft_launcher, its rank heartbeats on in the
+               worker (fault_worker.py --ft-heartbeats) and limits near dlaunch's: checked every
+               1 s, 3 s without a heartbeat is a hang, SIGTERM to the hung rank (FT_LAUNCHER_ARGS)
+  torchrun     Debian's torchrun 1.13 (/usr/bin/python3), the history's comparison
+
+Beside a 2.x launcher, dlaunch's workers run on the venv's Python too. For a lost node every
+launcher may go on with 2 (dlaunch nodes "2:3", torchrun --nnodes=2:3). The worker appends
+timestamped lines (start, barrier, sigterm, the fault, done) to a stamp file under every
+launcher, and the injector notes the time of the faults it makes, so the numbers are:
+
+  detect   fault -> the launcher's own record of it: dlaunch's first failure_detected event
+           (events.jsonl); torchrun's and ft_launcher's first log line of a failed worker, a
+           missed heartbeat or a stop (millisecond stamps)
   stop     fault -> the first SIGTERM another rank receives, and the last: every rank that
-           should stop was told (both launchers; a faulty node's own ranks do not count)
-  restart  fault -> every rank of round 1 started (both; with --max-restarts >= 1), and the
-           same from the detection (torchrun: from its first SIGTERM, the earliest sign of its
-           decision); a torchrun node that did not fail restarts its workers with
-           TORCHELASTIC_RESTART_COUNT unchanged, so under torchrun the worker counts its
-           rounds itself (--round-from-stamps)
+           should stop was told (a faulty node's own ranks do not count)
+  restart  fault -> every rank of round 1 started (with --max-restarts >= 1), and the same from
+           the detection; a torchrun node that did not fail restarts its workers with
+           TORCHELASTIC_RESTART_COUNT unchanged, so under torchrun and ft_launcher the worker
+           counts its rounds itself (--round-from-stamps)
   cause    the root cause named is the injected one (dlaunch: the first root_cause event,
            class and rank or node; torchrun: the "Root Cause" rank of its error report, printed
-           only when it gives up)
+           only when it gives up; ft_launcher: that, or the rank its rank monitor reports
+           without heartbeats)
   orphans  processes of the job alive 5 s after the launcher ended (must be 0); a launcher
            still running at the cap counts as "not ended" instead
 
 A fault a launcher does not notice within --cap seconds counts as "not detected"; everything of
-that run is then killed. Run with /usr/bin/python3 (Debian's python3-torch).
+that run is then killed --cap + 10 s after the fault. Run with /usr/bin/python3.
 
-  fault_bench.py [--reps 20] [--torchrun-reps 20] [--max-restarts 0|1] [--scenarios a,b]
-                 [--no-torchrun] [--cap 20] [--dlaunch build/bin/dlaunch]
+  fault_bench.py [--kinds dlaunch,torchrun2,ft_launcher] [--reps 20] [--torchrun-reps 10]
+                 [--max-restarts 0|1] [--scenarios a,b] [--cap 20] [--dlaunch build/bin/dlaunch]
+                 [--venv build-compare/venv] [--json FILE]
 """
 import argparse
 import calendar
