@@ -492,6 +492,7 @@ def ParseArgs():
                     help="the other launchers' runs per scenario (default: --reps)")
     ap.add_argument("--torchrun-reps-undetected", type=int, default=3,
                     help="torchrun 1.13's runs of the faults it does not notice (each waits --cap)")
+    ap.add_argument("--no-torchrun", action="store_true", help="dlaunch alone (as --kinds dlaunch)")
     ap.add_argument("--max-restarts", type=int, default=0)
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--cap", type=float, default=20, help="seconds after which a fault counts as not detected")
@@ -499,8 +500,11 @@ def ParseArgs():
     ap.add_argument("--venv", default=os.path.join(ROOT, "build-compare", "venv"),
                     help="bench/compare/venv.sh's venv: PyTorch 2.x and nvidia-resiliency-ext")
     ap.add_argument("--json", default="", help="also write every run's measurements here")
+    ap.add_argument("--table-from", default="",
+                    help="print the table of an earlier run's --json file, or of its stderr (one "
+                         "run a line), instead of running")
     args = ap.parse_args()
-    args.kinds = [k for k in args.kinds.split(",") if k]
+    args.kinds = [k for k in args.kinds.split(",") if k and not (args.no_torchrun and k != "dlaunch")]
     args.scenarios = [s for s in args.scenarios.split(",") if s]
     args.venv_python = os.path.join(args.venv, "bin", "python")
     args.venv_ft_launcher = os.path.join(args.venv, "bin", "ft_launcher")
@@ -578,8 +582,19 @@ def PrintTable(results, args):
                 print(line)
 
 
+def LoadResults(path):
+    with open(path) as f:
+        text = f.read()
+    if text.lstrip().startswith("["):
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
 def main():
     args = ParseArgs()
+    if args.table_from:
+        PrintTable(LoadResults(args.table_from), args)
+        return
     Check(args)
     workdir = tempfile.mkdtemp(prefix="fault-bench-")
     results = []
