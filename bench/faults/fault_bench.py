@@ -565,9 +565,9 @@ def RepsFor(kind, scenario, args):
     return args.torchrun_reps
 
 
-def PrintTable(results, args):
+def PrintTable(results, args, versions):
     print(f"machine: {MachineLine()}")
-    for line in Versions(args):
+    for line in versions:
         print(line)
     print(f"max_restarts {args.max_restarts}; {NODES} local nodes x {NPROC} ranks of fault_worker.py; "
           f"times in seconds from the fault, p50 / p99; cap {args.cap:g} s\n")
@@ -593,9 +593,10 @@ def LoadResults(path):
 def main():
     args = ParseArgs()
     if args.table_from:
-        PrintTable(LoadResults(args.table_from), args)
+        PrintTable(LoadResults(args.table_from), args, Versions(args))
         return
     Check(args)
+    versions = Versions(args)  # what runs, before the checkout moves on
     workdir = tempfile.mkdtemp(prefix="fault-bench-")
     results = []
     # Interleaved: each scenario's i-th run of every launcher, then the next round of them.
@@ -609,7 +610,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
-    PrintTable(results, args)
+    PrintTable(results, args, versions)
 
 
 if __name__ == "__main__":
