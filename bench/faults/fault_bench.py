@@ -1,33 +1,45 @@
 #!/usr/bin/python3
-"""Fault benchmark: how fast dlaunch (and torchrun, side by side) notices a fault, stops the
-other ranks, restarts, and whether it names the right rank and leaves nothing behind.
+"""Fault benchmark: how fast dlaunch, torchrun and ft_launcher notice a fault, stop the other
+ranks, restart, and whether they name the right rank and leave nothing behind.
 
 Every scenario runs a job of 3 local nodes x 2 ranks of tests/cluster/fault_worker.py on this
-machine (dlaunch: `dlaunch run` with 3 local agents; torchrun: 3 torchrun processes with c10d
-rendezvous, as a multi-node job starts them) and injects one fault into round 0. The worker
-appends timestamped lines (start, barrier, sigterm, the fault, done) to a stamp file under both
-launchers, and the injector notes the time of the faults it makes, so the numbers are:
+machine and injects one fault into round 0. The launchers (--kinds):
 
-  detect   fault -> the launcher's first failure_detected event (events.jsonl; dlaunch only:
-           torchrun writes no timed record of its decision)
+  dlaunch      `dlaunch run` with 3 local agents
+  torchrun2    3 torchrun processes of PyTorch 2.x (bench/compare/venv.sh's venv, --venv), c10d
+               rendezvous on 127.0.0.1, as a multi-node job starts them
+  ft_launcher  the same with nvidia-resiliency-ext's ft_launcher, its rank heartbeats on in the
+               worker (fault_worker.py --ft-heartbeats) and limits near dlaunch's: checked every
+               1 s, 3 s without a heartbeat is a hang, SIGTERM to the hung rank (FT_LAUNCHER_ARGS)
+  torchrun     Debian's torchrun 1.13 (/usr/bin/python3), the history's comparison
+
+Beside a 2.x launcher, dlaunch's workers run on the venv's Python too. For a lost node every
+launcher may go on with 2 (dlaunch nodes "2:3", torchrun --nnodes=2:3). The worker appends
+timestamped lines (start, barrier, sigterm, the fault, done) to a stamp file under every
+launcher, and the injector notes the time of the faults it makes, so the numbers are:
+
+  detect   fault -> the launcher's own record of it: dlaunch's first failure_detected event
+           (events.jsonl); torchrun's and ft_launcher's first log line of a failed worker, a
+           missed heartbeat or a stop (millisecond stamps)
   stop     fault -> the first SIGTERM another rank receives, and the last: every rank that
-           should stop was told (both launchers; a faulty node's own ranks do not count)
-  restart  fault -> every rank of round 1 started (both; with --max-restarts >= 1), and the
-           same from the detection (torchrun: from its first SIGTERM, the earliest sign of its
-           decision); a torchrun node that did not fail restarts its workers with
-           TORCHELASTIC_RESTART_COUNT unchanged, so under torchrun the worker counts its
-           rounds itself (--round-from-stamps)
+           should stop was told (a faulty node's own ranks do not count)
+  restart  fault -> every rank of round 1 started (with --max-restarts >= 1), and the same from
+           the detection; a torchrun node that did not fail restarts its workers with
+           TORCHELASTIC_RESTART_COUNT unchanged, so under torchrun and ft_launcher the worker
+           counts its rounds itself (--round-from-stamps)
   cause    the root cause named is the injected one (dlaunch: the first root_cause event,
            class and rank or node; torchrun: the "Root Cause" rank of its error report, printed
-           only when it gives up)
+           only when it gives up; ft_launcher: that, or the rank its rank monitor reports
+           without heartbeats)
   orphans  processes of the job alive 5 s after the launcher ended (must be 0); a launcher
            still running at the cap counts as "not ended" instead
 
 A fault a launcher does not notice within --cap seconds counts as "not detected"; everything of
-that run is then killed. Run with /usr/bin/python3 (Debian's python3-torch).
+that run is then killed --cap + 10 s after the fault. Run with /usr/bin/python3.
 
-  fault_bench.py [--reps 20] [--torchrun-reps 20] [--max-restarts 0|1] [--scenarios a,b]
-                 [--no-torchrun] [--cap 20] [--dlaunch build/bin/dlaunch]
+  fault_bench.py [--kinds dlaunch,torchrun2,ft_launcher] [--reps 20] [--torchrun-reps 10]
+                 [--max-restarts 0|1] [--scenarios a,b] [--cap 20] [--dlaunch build/bin/dlaunch]
+                 [--venv build-compare/venv] [--json FILE]
 """
 import argparse
 import calendar
@@ -62,6 +74,14 @@ SCENARIOS = {
 # torchrun has no watch for these (no progress check, no exit timeout, no peer heartbeat
 # while the round runs): they wait out --cap, so they get fewer repetitions.
 TORCHRUN_UNDETECTED = {"stall", "exit-hang", "node-frozen", "agent-sigkill"}
+NODE_SCENARIOS = ("node-frozen", "agent-sigkill")
+# The launchers: dlaunch; torchrun of Debian's PyTorch 1.13 (/usr/bin/python3); torchrun of the
+# pinned venv's PyTorch 2.x; the venv's ft_launcher (nvidia-resiliency-ext) with its rank
+# heartbeats on in the worker, its limits near dlaunch's (heartbeat 1 s x 3, stall 3 s).
+KINDS = ("dlaunch", "torchrun", "torchrun2", "ft_launcher")
+FT_LAUNCHER_ARGS = ["--ft-workload-check-interval=1", "--ft-initial-rank-heartbeat-timeout=60",
+                    "--ft-rank-heartbeat-timeout=3", "--ft-rank-termination-signal=SIGTERM",
+                    "--ft-enable-nic-monitor=false"]
 # The stamp that times a fault the worker makes itself.
 SELF_FAULT_STAMP = {"worker-sigkill": "kill", "worker-sigsegv": "segv", "stall": "stop",
                     "exit-hang": "done", "port-taken": "bind-failed"}
@@ -150,7 +170,10 @@ class Run:
 
     def WorkerArgs(self):
         worker_args, _, _, _ = SCENARIOS[self.scenario]
-        extra = ["--round-from-stamps"] if self.kind == "torchrun" else []
+        # A healthy torchrun node restarts its workers with TORCHELASTIC_RESTART_COUNT unchanged.
+        extra = ["--round-from-stamps"] if self.kind != "dlaunch" else []
+        if self.kind == "ft_launcher":
+            extra.append("--ft-heartbeats")
         return worker_args + ["--steps", "10", "--stamp-file", self.stamps] + extra
 
     def Start(self):
@@ -163,35 +186,49 @@ class Run:
             self.blocker = socket.socket()
             self.blocker.bind(("0.0.0.0", master_port))
             self.blocker.listen()
+        # torchrun 2.x hands its rendezvous store's port to the workers as MASTER_PORT, where
+        # fault_worker.py's rank 0 listens itself: a port of their own, as under 1.13.
+        env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
+        popen = dict(stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         if self.kind == "dlaunch":
-            # A lost node drops out (nodes.min 2) so that a restart can go on without it.
-            nodes = f'"2:{NODES}"' if self.scenario in ("node-frozen", "agent-sigkill") else NODES
-            yaml = (f"name: bench-{self.scenario}\nnodes: {nodes}\nnproc_per_node: {NPROC}\n"
-                    f"command: {json.dumps([PYTHON, WORKER] + self.WorkerArgs())}\n"
-                    f"max_restarts: {self.args.max_restarts}\n"
-                    "heartbeat:\n  interval: 1s\n  misses: 3\n"
-                    "stop:\n  grace: 2s\n  exit_timeout: 2s\n"
-                    # Only where a stall is the fault: a frozen node also stops its ranks'
-                    # progress, and a stall limit equal to the heartbeat limit would race it.
-                    + ("health:\n  stall_timeout: 3s\n" if self.scenario == "stall" else "") +
-                    f"rendezvous:\n  join_timeout: 60s\n  master_port: {master_port}\n"
-                    "cpus:\n  binding: none\n")
-            with open(os.path.join(self.dir, "job.yaml"), "w") as f:
-                f.write(yaml)
-            self.job_dir = os.path.join(self.dir, "job")
-            self.procs.append(subprocess.Popen(
-                [self.dlaunch, "run", os.path.join(self.dir, "job.yaml"), "--job-dir", self.job_dir],
-                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
-        else:
-            port = FreePort()
-            for _ in range(NODES):
-                self.procs.append(subprocess.Popen(
-                    [PYTHON, "-m", "torch.distributed.run", "--rdzv_backend=c10d",
-                     f"--rdzv_endpoint=127.0.0.1:{port}", f"--rdzv_id={os.path.basename(self.dir)}",
-                     f"--nnodes={NODES}", f"--nproc_per_node={NPROC}",
-                     f"--max_restarts={self.args.max_restarts}", "--redirects=9:0", "--tee=9:0",
-                     WORKER] + self.WorkerArgs(),
-                    stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+            self.procs.append(subprocess.Popen(self.DlaunchCommand(master_port), **popen))
+            return
+        port = FreePort()
+        for _ in range(NODES):
+            self.procs.append(subprocess.Popen(self.TorchrunCommand(port), **popen))
+
+    def DlaunchCommand(self, master_port):
+        # A lost node drops out (nodes.min 2) so that a restart can go on without it.
+        nodes = f'"2:{NODES}"' if self.scenario in NODE_SCENARIOS else NODES
+        python = self.args.venv_python if self.args.venv_worker else PYTHON
+        yaml = (f"name: bench-{self.scenario}\nnodes: {nodes}\nnproc_per_node: {NPROC}\n"
+                f"command: {json.dumps([python, WORKER] + self.WorkerArgs())}\n"
+                f"max_restarts: {self.args.max_restarts}\n"
+                "heartbeat:\n  interval: 1s\n  misses: 3\n"
+                "stop:\n  grace: 2s\n  exit_timeout: 2s\n"
+                # Only where a stall is the fault: a frozen node also stops its ranks'
+                # progress, and a stall limit equal to the heartbeat limit would race it.
+                + ("health:\n  stall_timeout: 3s\n" if self.scenario == "stall" else "") +
+                f"rendezvous:\n  join_timeout: 60s\n  master_port: {master_port}\n"
+                "cpus:\n  binding: none\n")
+        with open(os.path.join(self.dir, "job.yaml"), "w") as f:
+            f.write(yaml)
+        self.job_dir = os.path.join(self.dir, "job")
+        return [self.dlaunch, "run", os.path.join(self.dir, "job.yaml"), "--job-dir", self.job_dir]
+
+    def TorchrunCommand(self, port):
+        """One node's agent: torchrun 1.13 or 2.x, or ft_launcher (torchrun's options and its own)."""
+        launcher = {"torchrun": [PYTHON, "-m", "torch.distributed.run"],
+                    "torchrun2": [self.args.venv_python, "-m", "torch.distributed.run"],
+                    "ft_launcher": [self.args.venv_ft_launcher] + FT_LAUNCHER_ARGS}[self.kind]
+        # As dlaunch's nodes "2:3": a lost node drops out; the last call waits for a late agent.
+        nnodes = [f"--nnodes=2:{NODES}", "--rdzv_conf=last_call_timeout=3"] \
+            if self.scenario in NODE_SCENARIOS else [f"--nnodes={NODES}"]
+        return launcher + nnodes + [
+            "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}",
+            f"--rdzv_id={os.path.basename(self.dir)}", f"--nproc_per_node={NPROC}",
+            f"--max_restarts={self.args.max_restarts}", "--redirects=9:0", "--tee=9:0",
+            WORKER] + self.WorkerArgs()
 
     def RankPid(self, rank):
         for pid in ProcsWithEnv(self.tag):
@@ -211,6 +248,10 @@ class Run:
     def Inject(self):
         _, injector, _, _ = SCENARIOS[self.scenario]
         if injector in (None, "take-port"):
+            # The worker's own fault: Wait's cap counts from it, not from a slow start-up.
+            what = SELF_FAULT_STAMP.get(self.scenario)
+            WaitFor(lambda: any(s[0] == what and s[2] == 0 for s in ReadStamps(self.stamps)), 90,
+                    period=0.05)
             return True
         # External faults wait until every rank of round 0 is past its barrier.
         ready = WaitFor(lambda: len({s[1] for s in ReadStamps(self.stamps)
@@ -240,7 +281,7 @@ class Run:
         return True
 
     def Wait(self):
-        # Time for the fault (step 5, ~0.5 s), its detection (cap), the stop and a 1 s round 1.
+        # From the fault (Inject returns at it): its detection (cap), the stop and a 1 s round 1.
         deadline = time.time() + self.args.cap + 10
         for p in self.procs:
             try:
@@ -296,14 +337,14 @@ class Run:
         if len(told) == len(peers):
             result["all_stop_s"] = max(told.values()) - fault
         starts = [s for s in stamps if s[0] == "start" and s[2] == 1]
-        # dlaunch goes on without a lost node (nodes.min 2): round 1 has one node fewer.
-        world_after = NODES * NPROC - (NPROC if self.kind == "dlaunch" and node_fault else 0)
+        # Every launcher goes on without a lost node (nodes 2:3): round 1 has one node fewer.
+        world_after = NODES * NPROC - (NPROC if node_fault else 0)
         if len({s[1] for s in starts}) == world_after:
             result["restart_s"] = max(s[3] for s in starts) - fault
         if self.kind == "dlaunch":
             self.MeasureDlaunch(fault, expected, result)
         else:
-            self.MeasureTorchrun(expected, result, bool(told))
+            self.MeasureTorchrun(fault, expected, result, bool(told))
         # Restart time as the issue counts it: from the decision to every new worker running.
         # torchrun records no decision; its first SIGTERM is the earliest sign of one.
         decided = result.get("detect_s", result.get("stop_s"))
@@ -345,15 +386,47 @@ class Run:
                                   (rank is None or f.get("rank") == rank))
             result["cause"] = f.get("description", "")
 
-    def MeasureTorchrun(self, expected, result, stopped):
+    def MeasureTorchrun(self, fault, expected, result, stopped):
         result["detected"] = stopped or result.get("restart_s") is not None
-        if not expected:
-            return
         with open(os.path.join(self.dir, "launcher.out"), errors="replace") as f:
             out = f.read()
+        logged = [t for t in LogTimes(out, fault) if t >= fault - 0.001]
+        if logged:
+            result["detect_s"] = min(logged) - fault
+        if not expected:
+            return
         m = re.search(r"Root Cause \(first observed failure\):.*?rank\s*:\s*(\d+)", out, re.S)
-        if m:
-            result["cause_ok"] = expected[1] is not None and int(m.group(1)) == expected[1]
+        # ft_launcher's rank monitor names the rank whose heartbeats stopped.
+        hung = re.search(r"RankMonServer\d+@[^:]*:(\d+)\] Did not get", out)
+        named = m or hung
+        if named:
+            result["cause_ok"] = expected[1] is not None and int(named.group(1)) == expected[1]
+
+
+# The first trace of a failure in torchrun's and ft_launcher's logs: a failed worker, a missed
+# rank heartbeat, a stop of the workers.
+FAILURE_LOG = re.compile(r"failed \(exitcode|Did not get (initial|subsequent) heartbeat|"
+                         r"closing signal SIGTERM|FT timeout elapsed")
+# ft_launcher: [2026-11-27 01:02:41,371]; torch.distributed.elastic: E1127 01:03:40.639000
+LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]|"
+                      r"^[EWI](\d{4} \d\d:\d\d:\d\d)\.(\d{6})")
+
+
+def LogTimes(out, near):
+    """Unix times (local time, millisecond resolution) of the log lines in FAILURE_LOG."""
+    year = time.localtime(near).tm_year
+    times = []
+    for line in out.splitlines():
+        m = LOG_TIME.match(line)
+        if not m or not FAILURE_LOG.search(line):
+            continue
+        if m.group(1):
+            t = time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) + int(m.group(2)) / 1e3
+        else:
+            t = time.mktime(time.strptime(f"{year}{m.group(3)}", "%Y%m%d %H:%M:%S"))
+            t += int(m.group(4)) / 1e6
+        times.append(t)
+    return times
 
 
 def RunOnce(kind, scenario, args, workdir):
@@ -410,60 +483,134 @@ def MachineLine():
     return f"{platform.node()}: {os.cpu_count()} CPUs ({cpu}), Linux {platform.release()}"
 
 
-def main():
+def ParseArgs():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--torchrun-reps", type=int, default=None, help="default: --reps")
+    ap.add_argument("--kinds", default="dlaunch,torchrun2,ft_launcher",
+                    help=f"launchers, of {','.join(KINDS)} (torchrun: Debian's 1.13)")
+    ap.add_argument("--reps", type=int, default=20, help="dlaunch's runs per scenario")
+    ap.add_argument("--torchrun-reps", type=int, default=None,
+                    help="the other launchers' runs per scenario (default: --reps)")
     ap.add_argument("--torchrun-reps-undetected", type=int, default=3,
-                    help="torchrun repetitions of the faults it does not notice (each waits --cap)")
+                    help="torchrun 1.13's runs of the faults it does not notice (each waits --cap)")
+    ap.add_argument("--no-torchrun", action="store_true", help="dlaunch alone (as --kinds dlaunch)")
     ap.add_argument("--max-restarts", type=int, default=0)
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
-    ap.add_argument("--no-torchrun", action="store_true")
     ap.add_argument("--cap", type=float, default=20, help="seconds after which a fault counts as not detected")
     ap.add_argument("--dlaunch", default=os.path.join(ROOT, "build", "bin", "dlaunch"))
+    ap.add_argument("--venv", default=os.path.join(ROOT, "build-compare", "venv"),
+                    help="bench/compare/venv.sh's venv: PyTorch 2.x and nvidia-resiliency-ext")
     ap.add_argument("--json", default="", help="also write every run's measurements here")
+    ap.add_argument("--table-from", default="",
+                    help="print the table of an earlier run's --json file, or of its stderr (one "
+                         "run a line), instead of running")
     args = ap.parse_args()
-    torchrun_reps = args.reps if args.torchrun_reps is None else args.torchrun_reps
-    scenarios = [s for s in args.scenarios.split(",") if s]
-    for s in scenarios:
-        if s not in SCENARIOS:
-            sys.exit(f"fault_bench: unknown scenario {s!r}; known: {', '.join(SCENARIOS)}")
-    if not os.access(args.dlaunch, os.X_OK):
+    args.kinds = [k for k in args.kinds.split(",") if k and not (args.no_torchrun and k != "dlaunch")]
+    args.scenarios = [s for s in args.scenarios.split(",") if s]
+    args.venv_python = os.path.join(args.venv, "bin", "python")
+    args.venv_ft_launcher = os.path.join(args.venv, "bin", "ft_launcher")
+    # Beside the 2.x launchers, dlaunch's workers run on the venv's Python too.
+    args.venv_worker = bool({"torchrun2", "ft_launcher"} & set(args.kinds))
+    if args.torchrun_reps is None:
+        args.torchrun_reps = args.reps
+    return args
+
+
+def Check(args):
+    """Exits with a message when a scenario, a launcher or what it needs is missing."""
+    for what, names, known in (("scenario", args.scenarios, SCENARIOS), ("launcher", args.kinds, KINDS)):
+        for name in names:
+            if name not in known:
+                sys.exit(f"fault_bench: unknown {what} {name!r}; known: {', '.join(known)}")
+    if "dlaunch" in args.kinds and not os.access(args.dlaunch, os.X_OK):
         sys.exit(f"fault_bench: {args.dlaunch} is not built (scripts/build.sh dlaunch dlaunch-agent)")
-    torchrun = not args.no_torchrun
-    if torchrun and subprocess.run([PYTHON, "-c", "import torch.distributed.run"],
-                                   capture_output=True).returncode != 0:
-        sys.exit(f"fault_bench: {PYTHON} cannot import torch.distributed.run; pass --no-torchrun")
+    needs = {"torchrun": (PYTHON, "import torch.distributed.run"),
+             "torchrun2": (args.venv_python, "import torch.distributed.run"),
+             "ft_launcher": (args.venv_python, "import nvidia_resiliency_ext.fault_tolerance")}
+    for kind in args.kinds:
+        if kind in needs and subprocess.run([needs[kind][0], "-c", needs[kind][1]],
+                                            capture_output=True).returncode != 0:
+            sys.exit(f"fault_bench: {needs[kind][0]} cannot {needs[kind][1]} (for {kind}; "
+                     "bench/compare/venv.sh makes the venv, or leave it out of --kinds)")
+
+
+def Versions(args):
+    """What ran: dlaunch's version and commit, each Python's PyTorch and nvidia-resiliency-ext."""
+    def Out(cmd):
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else "?"
+    probe = ("import sys, torch, importlib.metadata as m; v = sys.version.split()[0]; "
+             "print(f'Python {v}, torch {torch.__version__}', end=''); "
+             "print(', nvidia-resiliency-ext', m.version('nvidia-resiliency-ext')) "
+             "if {ft} else print()")
+    lines = []
+    if "dlaunch" in args.kinds:
+        commit = Out(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+        lines.append(f"{Out([args.dlaunch, '--version'])} (commit {commit})")
+    if "torchrun" in args.kinds:
+        lines.append("torchrun: " + Out([PYTHON, "-c", probe.replace("{ft}", "False")]))
+    if args.venv_worker:
+        ft = "ft_launcher" in args.kinds
+        lines.append("venv (torchrun2, ft_launcher, workers): " +
+                     Out([args.venv_python, "-c", probe.replace("{ft}", str(ft))]))
+    return lines
+
+
+def RepsFor(kind, scenario, args):
+    if kind == "dlaunch":
+        return args.reps
+    if not SCENARIOS[scenario][3]:
+        return 0
+    if kind == "torchrun" and scenario in TORCHRUN_UNDETECTED:
+        return args.torchrun_reps_undetected
+    return args.torchrun_reps
+
+
+def PrintTable(results, args, versions):
+    print(f"machine: {MachineLine()}")
+    for line in versions:
+        print(line)
+    print(f"max_restarts {args.max_restarts}; {NODES} local nodes x {NPROC} ranks of fault_worker.py; "
+          f"times in seconds from the fault, p50 / p99; cap {args.cap:g} s\n")
+    print("| scenario | launcher | runs | noticed | detect | first peer SIGTERM | "
+          "every peer SIGTERM | restart: fault -> round 1 running | restart: detection -> round 1 "
+          "running | root cause right | orphans | launcher ended |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for scenario in args.scenarios:
+        for kind in args.kinds:
+            line = Summarize(results, kind, scenario, args.cap)
+            if line:
+                print(line)
+
+
+def LoadResults(path):
+    with open(path) as f:
+        text = f.read()
+    if text.lstrip().startswith("["):
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def main():
+    args = ParseArgs()
+    if args.table_from:
+        PrintTable(LoadResults(args.table_from), args, Versions(args))
+        return
+    Check(args)
+    versions = Versions(args)  # what runs, before the checkout moves on
     workdir = tempfile.mkdtemp(prefix="fault-bench-")
     results = []
-    for scenario in scenarios:
-        for i in range(max(args.reps, torchrun_reps if torchrun else 0)):
-            kinds = []
-            if i < args.reps:
-                kinds.append("dlaunch")
-            t_reps = (args.torchrun_reps_undetected if scenario in TORCHRUN_UNDETECTED
-                      else torchrun_reps)
-            if torchrun and i < t_reps and SCENARIOS[scenario][3]:
-                kinds.append("torchrun")
-            for kind in kinds:
+    # Interleaved: each scenario's i-th run of every launcher, then the next round of them.
+    for scenario in args.scenarios:
+        reps = {kind: RepsFor(kind, scenario, args) for kind in args.kinds}
+        for i in range(max(reps.values())):
+            for kind in (k for k in args.kinds if i < reps[k]):
                 r = RunOnce(kind, scenario, args, workdir)
                 results.append(r)
                 print(json.dumps(r), file=sys.stderr, flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
-    print(f"machine: {MachineLine()}")
-    print(f"max_restarts {args.max_restarts}; {NODES} local nodes x {NPROC} ranks of fault_worker.py; "
-          f"times in seconds from the fault, p50 / p99; cap {args.cap:g} s\n")
-    print("| scenario | launcher | runs | noticed | detect (events.jsonl) | first peer SIGTERM | "
-          "every peer SIGTERM | restart: fault -> round 1 running | restart: detection -> round 1 "
-          "running | root cause right | orphans | launcher ended |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for scenario in scenarios:
-        for kind in ("dlaunch", "torchrun"):
-            line = Summarize(results, kind, scenario, args.cap)
-            if line:
-                print(line)
+    PrintTable(results, args, versions)
 
 
 if __name__ == "__main__":

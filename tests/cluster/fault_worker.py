@@ -11,7 +11,7 @@ from outside.
   fault_worker.py [--steps N] [--round0-steps N] [--step-time S]
                   [--fault {kill,segv,stop,hang-exit} --fault-rank R --fault-step K]
                   [--checkpoint-dir DIR --checkpoint-every K --checkpoint-bytes B]
-                  [--stamp-file PATH [--round-from-stamps]]
+                  [--stamp-file PATH [--round-from-stamps]] [--ft-heartbeats]
 
 Round 0 runs --round0-steps steps (0: until it is stopped, so a test can inject a fault at its
 leisure); later rounds run --steps steps. A rank resumes at the step of the newest checkpoint
@@ -20,6 +20,11 @@ in --checkpoint-dir. Before a fault of its own, a rank prints
 With --stamp-file, every rank also appends `EVENT RANK ROUND UNIX_TIME` lines there (start,
 barrier, sigterm, the fault, done): the fault benchmark reads them under any launcher. SIGTERM
 is stamped and then kills the rank as it would have.
+With --ft-heartbeats (off by default; needs nvidia-resiliency-ext, so PyTorch, in the worker's
+Python), every rank does what NVIDIA documents for a workload under ft_launcher: a
+RankMonitorClient, init_workload_monitoring before the barrier, send_heartbeat after it and after
+every step, so ft_launcher's rank monitors see a stalled or hung rank; the import comes after
+the start stamp.
 Exit status: 0 after the last step, 1 on a bad environment, a barrier or checkpoint failure.
 """
 import argparse
@@ -145,6 +150,25 @@ class Reporter:
         self.sock.sendall((json.dumps(report) + "\n").encode())
 
 
+class FtHeartbeats:
+    """nvidia-resiliency-ext's rank heartbeats (ft_launcher's hang detection); inert when off."""
+
+    def __init__(self, enabled):
+        self.client = None
+        if enabled:
+            from nvidia_resiliency_ext.fault_tolerance import RankMonitorClient
+            self.client = RankMonitorClient()
+            self.client.init_workload_monitoring()
+
+    def beat(self):
+        if self.client:
+            self.client.send_heartbeat()
+
+    def close(self):
+        if self.client:
+            self.client.shutdown_workload_monitoring()
+
+
 def newest_checkpoint(directory):
     if not directory or not os.path.isdir(directory):
         return 0
@@ -197,6 +221,8 @@ def main():
                         help="count this rank's earlier starts in --stamp-file as its round "
                              "(torchrun restarts the healthy nodes' workers with "
                              "TORCHELASTIC_RESTART_COUNT unchanged)")
+    parser.add_argument("--ft-heartbeats", action="store_true",
+                        help="send nvidia-resiliency-ext rank heartbeats (under ft_launcher)")
     args = parser.parse_args()
 
     rank = env_int("RANK")
@@ -211,9 +237,11 @@ def main():
     STAMP.update(file=args.stamp_file, rank=rank, round=round_)
     signal.signal(signal.SIGTERM, on_sigterm)
     stamp("start")
+    heartbeats = FtHeartbeats(args.ft_heartbeats)
 
     barrier(rank, world, addr, port, args.timeout)
     stamp("barrier")
+    heartbeats.beat()
     start = newest_checkpoint(args.checkpoint_dir)
     say(f"rank {rank}/{world} on {host} round {round_}: running from step {start}")
     steps = args.round0_steps if round_ == 0 else args.steps
@@ -229,6 +257,7 @@ def main():
             write_checkpoint(args.checkpoint_dir, step, args.checkpoint_bytes)
             checkpoint_step = step
         reporter.step(step, args.step_time, checkpoint_step)
+        heartbeats.beat()
         if step % 5 == 0:
             say(f"rank {rank} step {step}")
         if faulty and step == args.fault_step and args.fault != "hang-exit":
@@ -238,6 +267,7 @@ def main():
         say(f"rank {rank} hang-exit at {time.time():.3f}")
         while True:  # as a rank stuck in its communication library's teardown
             time.sleep(3600)
+    heartbeats.close()
     stamp("done")
     say(f"rank {rank} done at step {step}")
     return 0
