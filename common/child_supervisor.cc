@@ -261,7 +261,11 @@ void ChildSupervisor::StopAll(std::chrono::milliseconds grace) {
   for (auto& [pid, w] : workers_) {
     if (w->stopping) continue;
     w->stopping = true;
-    if (!w->reaped) Signal(pid, SIGTERM);
+    if (w->reaped) continue;
+    Signal(pid, SIGTERM);
+    // A stopped rank (SIGSTOP, or a debugger's stop) holds SIGTERM pending until it runs again;
+    // without this it would sit out the whole grace and take the SIGKILL.
+    Signal(pid, SIGCONT);
   }
   SteadyTime kill_at = clock_.Now() + grace;
   if (kill_timer_) {

@@ -272,6 +272,19 @@ TEST_F(ChildSupervisorTest, StopSendsSigtermNowAndSigkillOnlyAfterTheGrace) {
   EXPECT_EQ(WTERMSIG(exits_[0].wait_status), SIGKILL);
 }
 
+// A stopped child (SIGSTOP) would hold the SIGTERM pending and only die of the SIGKILL: the
+// stop continues it right after the SIGTERM, in its group and itself.
+TEST_F(ChildSupervisorTest, StopContinuesAStoppedChildAfterItsSigterm) {
+  pid_t pid = Start(1)[0];
+  supervisor_.StopAll(milliseconds(5000));
+  EXPECT_EQ(launcher_.SignalsWhileRunning(pid, SIGCONT), 1);
+  ASSERT_GE(launcher_.child_signals().size(), 2u);
+  EXPECT_EQ(launcher_.child_signals()[0].sig, SIGTERM);
+  EXPECT_EQ(launcher_.child_signals()[1].sig, SIGCONT);
+  supervisor_.StopAll(milliseconds(5000));  // a second stop sends neither again
+  EXPECT_EQ(launcher_.SignalsWhileRunning(pid, SIGCONT), 1);
+}
+
 TEST_F(ChildSupervisorTest, AChildThatExitsWithinTheGraceGetsNoSigkill) {
   pid_t pid = Start(1)[0];
   supervisor_.StopAll(milliseconds(5000));
@@ -321,11 +334,12 @@ TEST_F(ChildSupervisorTest, StopSignalsReachTheChildItselfNotOnlyItsGroup) {
   pid_t pid = Start(1)[0];
   supervisor_.StopAll(milliseconds(1000));
   clock_.Advance(milliseconds(1000));
-  ASSERT_EQ(launcher_.child_signals().size(), 2u);
+  ASSERT_EQ(launcher_.child_signals().size(), 3u);
   EXPECT_EQ(launcher_.child_signals()[0].pgid, pid);
   EXPECT_EQ(launcher_.child_signals()[0].sig, SIGTERM);
-  EXPECT_EQ(launcher_.child_signals()[1].sig, SIGKILL);
-  EXPECT_TRUE(launcher_.child_signals()[1].while_running);
+  EXPECT_EQ(launcher_.child_signals()[1].sig, SIGCONT);
+  EXPECT_EQ(launcher_.child_signals()[2].sig, SIGKILL);
+  EXPECT_TRUE(launcher_.child_signals()[2].while_running);
   launcher_.Exit(pid, W_EXITCODE(0, SIGKILL));
   Settle();
   supervisor_.KillAll();
