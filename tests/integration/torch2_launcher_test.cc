@@ -97,8 +97,11 @@ class Torch2LauncherTest : public ::testing::Test {
   std::optional<int> RunJob(const std::string& command, const std::string& extra = "",
                             const std::vector<std::string>& env = {}) {
     const std::string yaml = tmp_ + "/job.yaml";
+    // The preflight's `import torch` of 4 ranks' worth of nodes beside another suite on a
+    // 2-core machine can pass its default 30 s.
     std::ofstream(yaml) << "nodes: 2\nnproc_per_node: 2\nlauncher: local\n"
-                        << "heartbeat: {interval: 1s}\ncommand: " << command << "\n"
+                        << "heartbeat: {interval: 1s}\npreflight: {timeout: 3m}\n"
+                        << "command: " << command << "\n"
                         << extra;
     run_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{kBin + "/dlaunch", "run", yaml, "--job-dir", job_dir_}, tmp_,
