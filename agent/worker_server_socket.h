@@ -25,7 +25,8 @@ class WorkerSocketDir {
   // A new <parent>/dlaunch-<pid>-XXXXXX. Under /tmp rather than the job directory: a Unix
   // socket's path holds at most 107 bytes, which a job directory on a shared file system can
   // use up on its own.
-  static absl::StatusOr<std::unique_ptr<WorkerSocketDir>> Create(const std::string& parent = "/tmp");
+  static absl::StatusOr<std::unique_ptr<WorkerSocketDir>> Create(
+      const std::string& parent = "/tmp");
   ~WorkerSocketDir();
   WorkerSocketDir(const WorkerSocketDir&) = delete;
   WorkerSocketDir& operator=(const WorkerSocketDir&) = delete;
