@@ -3,6 +3,7 @@
 // of each rank beside torchrun's own, and a @record error file in the root cause. They need a
 // PyTorch 2.x python (Torch2Python(): scripts/test-torch2.sh passes its venv's) and skip without.
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -93,7 +94,8 @@ class Torch2LauncherTest : public ::testing::Test {
   }
 
   // `dlaunch run` of a job.yaml of 2 nodes x 2 ranks whose command is `command` (a YAML flow
-  // sequence) plus `extra` keys; returns its exit code (nullopt: it did not end in 420 s).
+  // sequence) plus `extra` keys; returns its exit code (nullopt: it did not end in 420 s, and
+  // was interrupted so that Output() says how far it got).
   std::optional<int> RunJob(const std::string& command, const std::string& extra = "",
                             const std::vector<std::string>& env = {}) {
     const std::string yaml = tmp_ + "/job.yaml";
@@ -101,7 +103,7 @@ class Torch2LauncherTest : public ::testing::Test {
     // default 30 s, and a rank importing torch can be silent past the stall timeout.
     std::ofstream(yaml) << "nodes: 2\nnproc_per_node: 2\nlauncher: local\n"
                         << "heartbeat: {interval: 1s}\npreflight: {timeout: 3m}\n"
-                        << "health: {stall_timeout: 'off'}\n"
+                        << "health: {stall_timeout: 'off'}\nlogs: {ranks: all}\n"
                         << "command: " << command << "\n"
                         << extra;
     run_ = std::make_unique<ChildProcess>(
@@ -109,7 +111,12 @@ class Torch2LauncherTest : public ::testing::Test {
         env);
     // Four Python ranks each importing torch several times on a loaded 2-core machine: two
     // minutes alone, more beside another suite.
-    return run_->Wait(seconds(420));
+    std::optional<int> code = run_->Wait(seconds(420));
+    if (!code.has_value()) {
+      run_->Signal(SIGINT);
+      run_->Wait(seconds(60));
+    }
+    return code;
   }
 
   std::string Output() const { return run_->Stdout() + run_->Stderr(); }
@@ -134,13 +141,14 @@ TEST_F(Torch2LauncherTest, TorchrunProgramsPassUnderDlaunch) {
       "local_rank_arg.py --local_rank=${local_rank}",
       "is_torchelastic_launched.py",
       "worker_server.py",
-      "init_method.py",
+      // env://, the usual torchrun program's; tcp:// is TcpInitMethodUnderDlaunch's.
+      "init_method.py env",
   };
   std::vector<std::string> steps;
   for (const std::string& p : programs) steps.push_back(absl::StrCat(python_, " ", kScripts, p));
   auto code = RunJob(absl::StrCat("[/bin/sh, -c, ", YamlQuoted(absl::StrJoin(steps, " && ")), "]"),
                      "", {"TEST_SENTINEL_PARENT=" + job_id_});
-  ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish";
+  ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish:\n" << Output();
   ASSERT_EQ(*code, 0) << Output();
   for (int rank = 0; rank < kRanks; ++rank) {
     const std::string log = RankLog(rank);
@@ -149,9 +157,9 @@ TEST_F(Torch2LauncherTest, TorchrunProgramsPassUnderDlaunch) {
           absl::StrCat("local_rank_arg: rank ", rank, " ok"),
           absl::StrCat("is_torchelastic_launched: rank ", rank, " ok"),
           absl::StrCat("worker_server: rank ", rank, " ok at "),
-          absl::StrCat("init_method env: rank ", rank, " of 4 ok"),
-          absl::StrCat("init_method tcp: rank ", rank, " of 4 ok")}) {
-      EXPECT_TRUE(absl::StrContains(log, ok)) << "rank " << rank << " lacks '" << ok << "':\n" << log;
+          absl::StrCat("init_method env: rank ", rank, " of 4 ok")}) {
+      EXPECT_TRUE(absl::StrContains(log, ok)) << "rank " << rank << " lacks '" << ok << "':\n"
+                                              << log;
     }
     EXPECT_EQ(access(absl::StrCat(touched, "/", rank).c_str(), F_OK), 0) << rank;
     // The agent removed its socket directory with the sockets torch leaves behind.
@@ -161,6 +169,18 @@ TEST_F(Torch2LauncherTest, TorchrunProgramsPassUnderDlaunch) {
     const std::string dir = socket.substr(0, socket.rfind('/'));
     EXPECT_TRUE(absl::EndsWith(socket, absl::StrCat("/rank-", rank, ".sock"))) << socket;
     EXPECT_NE(access(dir.c_str(), F_OK), 0) << dir << " outlived the job";
+  }
+  EXPECT_TRUE(JobIsGone());
+}
+
+TEST_F(Torch2LauncherTest, TcpInitMethodUnderDlaunch) {
+  // tcp://MASTER_ADDR:MASTER_PORT with RANK and WORLD_SIZE given explicitly, in a job of its own.
+  auto code = RunJob(absl::StrCat("[", python_, ", ", kScripts, "init_method.py, tcp]"));
+  ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish:\n" << Output();
+  ASSERT_EQ(*code, 0) << Output();
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const std::string ok = absl::StrCat("init_method tcp: rank ", rank, " of 4 ok");
+    EXPECT_TRUE(absl::StrContains(RankLog(rank), ok)) << RankLog(rank);
   }
   EXPECT_TRUE(JobIsGone());
 }
@@ -180,7 +200,8 @@ void RunUnderTorchrun(const std::string& python, const std::string& dir, const s
   }
   for (auto& agent : agents) {
     auto code = agent->Wait(seconds(240));
-    ASSERT_TRUE(code.has_value()) << "torchrun did not finish";
+    ASSERT_TRUE(code.has_value()) << "torchrun did not finish:\n"
+                                  << agent->Stdout() << agent->Stderr();
     ASSERT_EQ(*code, 0) << agent->Stdout() << agent->Stderr();
   }
 }
@@ -193,7 +214,7 @@ TEST_F(Torch2LauncherTest, EachRankGetsWhatTorchrunGivesIt) {
   // torchrun's c10d rendezvous serves the workers' store from its agent: so does dlaunch's, asked.
   auto code = RunJob(absl::StrCat("[", python_, ", ", kScripts, "env_dump.py, ", dlaunch_dir, "]"),
                      "rendezvous: {worker_store: agent}\n");
-  ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish";
+  ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish:\n" << Output();
   ASSERT_EQ(*code, 0) << Output();
 
   // Values that differ by design (ports, run ids, paths, the signals each agent handles, OMP
@@ -208,14 +229,16 @@ TEST_F(Torch2LauncherTest, EachRankGetsWhatTorchrunGivesIt) {
     const Env torchrun = ReadEnviron(absl::StrCat(torchrun_dir, "/rank-", rank, ".env"));
     const Env dlaunch = ReadEnviron(absl::StrCat(dlaunch_dir, "/rank-", rank, ".env"));
     ASSERT_FALSE(torchrun.empty() || dlaunch.empty());
-    const std::set<std::string> by_torchrun = AddedNames(torchrun), by_dlaunch = AddedNames(dlaunch);
+    const std::set<std::string> by_torchrun = AddedNames(torchrun);
+    const std::set<std::string> by_dlaunch = AddedNames(dlaunch);
     for (const std::string& name : by_torchrun) {
       EXPECT_TRUE(by_dlaunch.count(name)) << "torchrun gives " << name << ", dlaunch does not";
     }
     for (const std::string& name : by_dlaunch) {
       const bool own = absl::StartsWith(name, "DLAUNCH_") || name == "PYTHONFAULTHANDLER" ||
                        name == "TORCH_WORKER_SERVER_SOCKET";
-      EXPECT_TRUE(by_torchrun.count(name) || own) << "dlaunch gives " << name << ", torchrun does not";
+      EXPECT_TRUE(by_torchrun.count(name) || own)
+          << "dlaunch gives " << name << ", torchrun does not";
     }
     for (const std::string& name : must_agree) {
       ASSERT_TRUE(torchrun.count(name) && dlaunch.count(name)) << name;
@@ -227,9 +250,10 @@ TEST_F(Torch2LauncherTest, EachRankGetsWhatTorchrunGivesIt) {
 
 TEST_F(Torch2LauncherTest, ARecordedExceptionIsNamedInTheRootCause) {
   // torch 2.x's @record writes the error file in its own layout; the agent reads it the same.
-  const std::string script = std::string(DLAUNCH_SOURCE_DIR) + "/tests/integration/torch_record_fail.py";
+  const std::string script =
+      std::string(DLAUNCH_SOURCE_DIR) + "/tests/integration/torch_record_fail.py";
   auto code = RunJob(absl::StrCat("[", python_, ", ", script, "]"));
-  ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish";
+  ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish:\n" << Output();
   EXPECT_EQ(*code, 1) << Output();
   EXPECT_TRUE(absl::StrContains(run_->Stderr(), "root cause: worker crash: rank 1 ")) << Output();
   EXPECT_TRUE(absl::StrContains(
