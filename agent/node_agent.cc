@@ -96,6 +96,9 @@ absl::Status NodeAgent::Start() {
   // Unix socket paths are limited to 107 bytes, so the socket lives in /tmp, not the job dir.
   report_socket_ = absl::StrCat("/tmp/dlaunch-", getpid(), "-", RandomHex(6), ".sock");
   if (absl::Status st = StartReportServer(report_socket_); !st.ok()) return st;
+  auto sockets = WorkerSocketDir::Create();
+  if (sockets.ok()) worker_sockets_ = *std::move(sockets);
+  else Log(absl::StrCat("no TORCH_WORKER_SERVER_SOCKET: ", sockets.status().message()));
   // A member's first round starts as the session opens (AgentState's StartWorkers).
   if (absl::Status st = OpenSession(); !st.ok()) return st;
   if (!state_->finished()) ArmTick();
@@ -151,7 +154,8 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
   const absl::StatusOr<std::vector<RankSlot>>& plan = PlanRound();
   const std::vector<RankSlot> slots = plan.ok() ? *plan : UnplacedSlots(job_);
   std::vector<ChildSupervisor::StartRequest> requests =
-      BuildStartRequests(job_, slots, ProcessEnv(), report_socket_);
+      BuildStartRequests(job_, slots, ProcessEnv(), report_socket_,
+                         worker_sockets_ ? worker_sockets_->path() : "");
   for (auto& r : requests) r.options.cgroup_procs_fd = cgroup_ ? cgroup_->procs_fd() : -1;
   // A store node 0 cannot serve fails every start here, as a plan the node cannot honour does.
   const absl::Status unstartable = !store.ok() ? store.status() : plan.status();
@@ -490,6 +494,7 @@ void NodeAgent::Finish(int code) {
   heartbeat_timer_.reset();
   if (signals_) signals_->cancel();
   reports_.reset();
+  worker_sockets_.reset();
   // Let the writer flush the last events before the stream is half-closed.
   if (client_) client_->Close(milliseconds(2000));
   io_.stop();

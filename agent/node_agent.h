@@ -26,6 +26,7 @@
 #include "agent/oom_detector.h"
 #include "agent/report_server.h"
 #include "agent/stack_dumper.h"
+#include "agent/worker_server_socket.h"
 #include "agent/worker_store.h"
 #include "common/child_supervisor.h"
 #include "common/clock.h"
@@ -124,6 +125,7 @@ class NodeAgent {
   std::optional<v1::JoinResponse> next_place_;  // a StartRound's, until AgentState accepts it
   int node_id_ = 0;                    // from the JoinResponse; stable across rounds
   std::string report_socket_;
+  std::unique_ptr<WorkerSocketDir> worker_sockets_;  // the ranks' TORCH_WORKER_SERVER_SOCKETs
   int planned_local_world_size_ = -1;
   absl::StatusOr<std::vector<RankSlot>> plan_ = std::vector<RankSlot>{};
   std::string plan_note_;

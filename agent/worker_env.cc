@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/torch_error_file.h"
+#include "agent/worker_server_socket.h"
 
 extern char** environ;
 
@@ -14,13 +15,20 @@ namespace dlaunch {
 
 EnvMap BuildWorkerEnv(const WorkerEnvInput& in) {
   EnvMap env = in.base_env;
-  // Only dlaunch says whether an agent serves the store: one left over from a torchrun around
-  // dlaunch would send torch's env:// init to a store that does not exist.
-  env.erase("TORCHELASTIC_USE_AGENT_STORE");
   for (const auto& [k, v] : in.spec_env) env[k] = v;
-  // torch's env:// then connects every rank, rank 0 too, as a client of the agent's store and
-  // keeps each round's keys apart under the prefix /worker/attempt_<TORCHELASTIC_RESTART_COUNT>.
-  if (in.agent_store) env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  // Only dlaunch says whether an agent serves the store: one left over from a torchrun around
+  // dlaunch would send torch's env:// init to a store that does not exist. With True, torch's
+  // env:// connects every rank, rank 0 too, as a client of the agent's store and keeps each
+  // round's keys apart under the prefix /worker/attempt_<TORCHELASTIC_RESTART_COUNT>.
+  env["TORCHELASTIC_USE_AGENT_STORE"] = in.agent_store ? "True" : "False";
+  // torchrun's agent puts the signals it handles and forwards to its workers into its own
+  // environment, so every rank inherits them (and a torchrun started inside a rank reads them);
+  // dlaunch's agent stops its workers on these three.
+  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = "SIGTERM,SIGINT,SIGHUP";
+  // A path inherited or from job.yaml would be one for every rank: all but the first rank's
+  // worker_main() would fail on a socket that already exists.
+  env.erase(kWorkerServerSocketVar);
+  if (!in.worker_server_socket.empty()) env[kWorkerServerSocketVar] = in.worker_server_socket;
 
   const int rank = in.rank_offset + in.slot.local_rank;
   const std::string rank_s = std::to_string(rank);

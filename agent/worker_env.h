@@ -28,13 +28,18 @@ struct WorkerEnvInput {
   std::string job_id;
   std::string job_dir;
   std::string report_socket;
+  // TORCH_WORKER_SERVER_SOCKET (agent/worker_server_socket.h); "" when the agent has no socket
+  // directory: then the variable is left out.
+  std::string worker_server_socket;
   bool isolate_gpus = false;  // CUDA_VISIBLE_DEVICES = the rank's own GPU entries
-  // Node 0's agent serves the store at MASTER_ADDR:MASTER_PORT: TORCHELASTIC_USE_AGENT_STORE=True.
+  // Node 0's agent serves the store at MASTER_ADDR:MASTER_PORT: TORCHELASTIC_USE_AGENT_STORE is
+  // True, else False (torchrun 2.x always sets it, to one or the other).
   bool agent_store = false;
 };
 
 // The full environment for one worker. Precedence: base_env < spec_env < the contract
-// variables (RANK, MASTER_ADDR, ... are always dlaunch's). OMP_NUM_THREADS (the rank's cores, 1
+// variables (RANK, MASTER_ADDR, ... are always dlaunch's). docs/environment.md lists them beside
+// torchrun 2.x's. OMP_NUM_THREADS (the rank's cores, 1
 // when it has none of its own) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 are defaults only, kept
 // when base or spec set them.
 EnvMap BuildWorkerEnv(const WorkerEnvInput& in);

@@ -9,7 +9,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "agent/torch_error_file.h"
+#include "agent/worker_server_socket.h"
 #include "common/file_io.h"
 
 namespace dlaunch {
@@ -36,10 +38,16 @@ std::vector<RankSlot> UnplacedSlots(const v1::JoinResponse& job) {
   return slots;
 }
 
-std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResponse& job,
-                                                              const std::vector<RankSlot>& plan,
-                                                              const EnvMap& base_env,
-                                                              const std::string& report_socket) {
+std::vector<std::string> SubstituteLocalRank(std::vector<std::string> argv, int local_rank) {
+  for (std::string& arg : argv) {
+    absl::StrReplaceAll({{"${local_rank}", std::to_string(local_rank)}}, &arg);
+  }
+  return argv;
+}
+
+std::vector<ChildSupervisor::StartRequest> BuildStartRequests(
+    const v1::JoinResponse& job, const std::vector<RankSlot>& plan, const EnvMap& base_env,
+    const std::string& report_socket, const std::string& worker_socket_dir) {
   WorkerEnvInput in;
   in.base_env = base_env;
   for (const auto& [k, v] : job.worker().env()) in.spec_env[k] = v;
@@ -67,7 +75,13 @@ std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResp
     r.local_rank = slot.local_rank;
     // An earlier round's error file is not this round's: torch writes one only on an exception.
     ::unlink(RankErrorFilePath(job.job_dir(), r.rank).c_str());
-    r.options.argv = argv;
+    // torch's worker server refuses a path that exists, and a rank's socket outlives the rank.
+    in.worker_server_socket.clear();
+    if (!worker_socket_dir.empty()) {
+      in.worker_server_socket = WorkerServerSocketPath(worker_socket_dir, r.rank);
+      ::unlink(in.worker_server_socket.c_str());
+    }
+    r.options.argv = SubstituteLocalRank(argv, slot.local_rank);
     r.options.envp = ToEnvp(BuildWorkerEnv(in));
     r.options.workdir = job.worker().workdir();
     r.options.cpu_affinity = slot.cpus;

@@ -23,13 +23,18 @@ PlacementRequest PlacementRequestFor(const v1::JoinResponse& job, const std::str
 // node cannot be planned.
 std::vector<RankSlot> UnplacedSlots(const v1::JoinResponse& job);
 
+// torchrun's macro: every "${local_rank}" in `argv` replaced by `local_rank`, so a torchrun
+// command line such as `train.py --local_rank=${local_rank}` runs unchanged.
+std::vector<std::string> SubstituteLocalRank(std::vector<std::string> argv, int local_rank);
+
 // One request per slot, in plan order: global rank = the node's rank offset + local rank.
 // Each worker is pinned to its slot's CPUs (none when the slot has none).
-// `base_env` is the agent's own environment; `report_socket` is DLAUNCH_REPORT_SOCKET.
-std::vector<ChildSupervisor::StartRequest> BuildStartRequests(const v1::JoinResponse& job,
-                                                              const std::vector<RankSlot>& plan,
-                                                              const EnvMap& base_env,
-                                                              const std::string& report_socket);
+// `base_env` is the agent's own environment; `report_socket` is DLAUNCH_REPORT_SOCKET;
+// `worker_socket_dir` holds each rank's TORCH_WORKER_SERVER_SOCKET ("": the variable is left out).
+// Removes what an earlier round left at each rank's error file and socket path.
+std::vector<ChildSupervisor::StartRequest> BuildStartRequests(
+    const v1::JoinResponse& job, const std::vector<RankSlot>& plan, const EnvMap& base_env,
+    const std::string& report_socket, const std::string& worker_socket_dir = "");
 
 // How a worker's end is reported to the launcher.
 v1::WorkerEvent::State WorkerEventState(WorkerOutcome outcome);

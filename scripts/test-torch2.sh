@@ -9,7 +9,9 @@
 # resuming, a quick Fashion-MNIST accuracy check); both builds side by side (the same CNN loss
 # curve, checkpoints crossing builds); --device cuda failing before training; the agent's NVML
 # loader against NVIDIA's real NVML library on a machine without the driver; and the linkage
-# check: the binary needs ProcessGroupNCCL and the CUDA runtime.
+# check: the binary needs ProcessGroupNCCL and the CUDA runtime. Then (label torch2) unmodified
+# PyTorch 2.x programs under dlaunch: what torchrun 2.x gives each rank, rank by rank beside
+# torchrun itself, the worker server socket, and a @record error file in the root cause.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
@@ -19,8 +21,11 @@ fi
 scripts/install-deps.sh build worker test torch2
 export BUILD_DIR=build-torch2
 python=$(scripts/torch-venv.sh "$BUILD_DIR/venv")
+# The torch2 tests run their PyTorch programs with this python.
+export DLAUNCH_TORCH2_PYTHON=$(realpath -s "$python")  # -s: a venv python is a symlink
 start=$(date +%s)
-scripts/build.sh --torch-python "$python" dlaunch-worker worker_test worker_process_test agent_test
+scripts/build.sh --torch-python "$python" dlaunch-worker worker_test worker_process_test agent_test \
+  torch2_launcher_test
 echo "test-torch2: build took $(( $(date +%s) - start )) s"
 scripts/worker-linkage.sh "$BUILD_DIR/bin/dlaunch-worker" --expect-cuda
 
@@ -37,3 +42,4 @@ cd "$BUILD_DIR"
 # The 2-epoch accuracy run is left to the Debian suite; the quick one runs here.
 DLAUNCH_QUICK_TESTS=1 ctest --output-on-failure --timeout 900 -L worker "$@"
 ctest --output-on-failure --timeout 120 -R "GpuMonitor" "$@"
+ctest --output-on-failure --timeout 900 -L torch2 "$@"

@@ -30,6 +30,7 @@ WorkerEnvInput Input() {
   in.job_id = "job-42";
   in.job_dir = "/runs/job-42";
   in.report_socket = "/tmp/dlaunch-42/agent.sock";
+  in.worker_server_socket = "/tmp/dlaunch-42-abc/rank-6.sock";
   return in;
 }
 
@@ -52,6 +53,9 @@ TEST(WorkerEnvTest, EveryContractVariable) {
       {"TORCHELASTIC_MAX_RESTARTS", "3"},
       {"TORCHELASTIC_RUN_ID", "job-42"},
       {"TORCHELASTIC_ERROR_FILE", "/runs/job-42/errors/rank-6.json"},
+      {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+      {"TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGHUP"},
+      {"TORCH_WORKER_SERVER_SOCKET", "/tmp/dlaunch-42-abc/rank-6.sock"},
       {"OMP_NUM_THREADS", "1"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
       {"PYTHONFAULTHANDLER", "1"},
@@ -123,7 +127,17 @@ TEST(WorkerEnvTest, InheritedContractVariablesAreReplaced) {
   EnvMap env = BuildWorkerEnv(in);
   EXPECT_EQ(env["RANK"], "6");
   EXPECT_EQ(env["WORLD_SIZE"], "10");
-  EXPECT_EQ(env.count("TORCHELASTIC_USE_AGENT_STORE"), 0u);
+  EXPECT_EQ(env["TORCHELASTIC_USE_AGENT_STORE"], "False");
+}
+
+TEST(WorkerEnvTest, TheWorkerServerSocketIsTheRanksOwnOrNone) {
+  // One path for every rank (inherited, or from job.yaml) would fail all but one worker_main().
+  WorkerEnvInput in = Input();
+  in.base_env["TORCH_WORKER_SERVER_SOCKET"] = "/tmp/outer.sock";
+  in.spec_env["TORCH_WORKER_SERVER_SOCKET"] = "/tmp/mine.sock";
+  EXPECT_EQ(BuildWorkerEnv(in)["TORCH_WORKER_SERVER_SOCKET"], "/tmp/dlaunch-42-abc/rank-6.sock");
+  in.worker_server_socket.clear();  // the agent could not make its socket directory
+  EXPECT_EQ(BuildWorkerEnv(in).count("TORCH_WORKER_SERVER_SOCKET"), 0u);
 }
 
 TEST(WorkerEnvTest, TheAgentStoreIsAnnouncedAsTorchrunDoes) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -152,6 +153,39 @@ TEST(BuildStartRequestsTest, EachRoundsPlaceSetsItsRoundRanksAndMasterPort) {
   EXPECT_THAT(env, Contains("GROUP_RANK=0"));
   EXPECT_THAT(env, Contains("DLAUNCH_NODE_RANK=0"));
   EXPECT_THAT(env, Not(Contains("DLAUNCH_ROUND=99")));
+}
+
+TEST(BuildStartRequestsTest, EachRankGetsItsOwnWorkerSocketAndAStaleOneIsRemoved) {
+  ScratchDir sockets;
+  const std::string stale = sockets.path() + "/rank-3.sock";
+  std::ofstream(stale) << "left by rank 3 of the round before";
+  auto requests = BuildStartRequests(Job(), Plan(), {}, "/tmp/r.sock", sockets.path());
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_THAT(requests[0].options.envp,
+              Contains("TORCH_WORKER_SERVER_SOCKET=" + sockets.path() + "/rank-2.sock"));
+  EXPECT_THAT(requests[1].options.envp, Contains("TORCH_WORKER_SERVER_SOCKET=" + stale));
+  struct stat st;
+  EXPECT_NE(stat(stale.c_str(), &st), 0) << "torch's worker server refuses a path that exists";
+
+  // Without a socket directory no rank gets the variable.
+  for (const auto& r : BuildStartRequests(Job(), Plan(), {}, "/tmp/r.sock")) {
+    for (const std::string& kv : r.options.envp) {
+      EXPECT_NE(kv.rfind("TORCH_WORKER_SERVER_SOCKET=", 0), 0u) << kv;
+    }
+  }
+}
+
+TEST(BuildStartRequestsTest, TorchrunsLocalRankMacroIsSubstitutedPerRank) {
+  v1::JoinResponse job = Job();
+  job.mutable_worker()->add_argv("--local_rank=${local_rank}");
+  job.mutable_worker()->add_argv("--out=r${local_rank}/${local_rank}.txt");
+  job.mutable_worker()->add_argv("$local_rank ${rank} $${local_rank_x}");
+  auto requests = BuildStartRequests(job, Plan(), {}, "/tmp/r.sock");
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_THAT(requests[1].options.argv,
+              ElementsAre("python", "train.py", "--local_rank=1", "--out=r1/1.txt",
+                          "$local_rank ${rank} $${local_rank_x}"));
+  EXPECT_EQ(requests[0].options.argv[2], "--local_rank=0");
 }
 
 TEST(BuildStartRequestsTest, AnEmptyPlanStartsNothing) {

@@ -115,6 +115,22 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+std::string Torch2Python() {
+  const char* python = std::getenv("DLAUNCH_TORCH2_PYTHON");
+  if (python != nullptr && *python != '\0') return python;
+  return std::string(DLAUNCH_SOURCE_DIR) + "/build-torch2/venv/bin/python";
+}
+
+std::string WhyPythonCannotImport(const std::string& python, const std::string& module,
+                                  const std::string& dir) {
+  if (access(python.c_str(), X_OK) != 0) return python + " does not exist";
+  // Importing torch on a loaded 2-core machine takes a while.
+  ChildProcess probe({python, "-c", "import " + module}, dir);
+  auto code = probe.Wait(std::chrono::seconds(180));
+  if (!code.has_value() || *code != 0) return python + " cannot import " + module;
+  return "";
+}
+
 std::string MakeTempDir() {
   char tmpl[] = "/tmp/dlaunch-it-XXXXXX";
   char* d = mkdtemp(tmpl);

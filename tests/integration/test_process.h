@@ -39,6 +39,14 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 std::vector<pid_t> FindProcesses(const std::string& env_needle, const std::string& cmdline_part);
 
 std::string ReadFile(const std::string& path);
+
+// The python of a PyTorch 2.x environment: $DLAUNCH_TORCH2_PYTHON (scripts/test-torch2.sh sets
+// it), else the checkout's build-torch2/venv (scripts/torch-venv.sh makes it).
+std::string Torch2Python();
+
+// "" when `python` imports `module`, else why not, for a test's GTEST_SKIP. Runs in `dir`.
+std::string WhyPythonCannotImport(const std::string& python, const std::string& module,
+                                  const std::string& dir);
 std::string MakeTempDir();
 
 }  // namespace dlaunch::testing

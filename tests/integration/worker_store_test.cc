@@ -1,5 +1,5 @@
 // The workers' store served by node 0's agent (rendezvous.worker_store: agent) against real
-// PyTorch workers: Debian's 1.13 and, when build-torch2/venv exists (scripts/torch-venv.sh),
+// PyTorch workers: Debian's 1.13 and, when Torch2Python() exists (scripts/torch-venv.sh),
 // PyTorch 2.x, each 2 nodes x 2 ranks under `dlaunch run` doing init_process_group over Gloo,
 // an all_reduce and a barrier; and the rank-0 store (rank0) for comparison.
 #include <netinet/in.h>
@@ -33,11 +33,7 @@ class WorkerStoreTest : public ::testing::Test {
 
   // Empty when `python` imports torch.distributed, else why the test skips.
   static std::string Unusable(const std::string& python, const std::string& tmp) {
-    if (access(python.c_str(), X_OK) != 0) return python + " does not exist";
-    ChildProcess probe({python, "-c", "import torch.distributed"}, tmp);
-    auto code = probe.Wait(seconds(180));
-    if (!code.has_value() || *code != 0) return python + " cannot import torch.distributed";
-    return "";
+    return WhyPythonCannotImport(python, "torch.distributed", tmp);
   }
 
   // 2 nodes x 2 ranks of torch_store_job.py with the store `mode`; returns dlaunch's output.
@@ -81,7 +77,7 @@ TEST_F(WorkerStoreTest, Torch113RanksRendezvousThroughTheAgentStore) {
 }
 
 TEST_F(WorkerStoreTest, Torch2RanksRendezvousThroughTheAgentStore) {
-  const std::string python = kSource + "/build-torch2/venv/bin/python";
+  const std::string python = Torch2Python();
   if (std::string why = Unusable(python, tmp_); !why.empty()) {
     GTEST_SKIP() << why << ": no PyTorch 2.x to test against (scripts/torch-venv.sh makes it)";
   }

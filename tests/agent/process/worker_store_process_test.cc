@@ -1,5 +1,5 @@
 // WorkerStoreServer over real sockets: PyTorch's own TCPStore clients (Debian's 1.13, and 2.x
-// when build-torch2/venv exists) run every Store call against it; a connection that breaks the
+// when Torch2Python() exists) run every Store call against it; a connection that breaks the
 // protocol is closed and counted while the others go on.
 #include "agent/worker_store.h"
 
@@ -52,12 +52,10 @@ class StoreFixture : public ::testing::Test {
     return log_;
   }
   void RunClient(const std::string& python) {
-    if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " does not exist";
     const std::string tmp = testing::MakeTempDir();
-    ChildProcess check({python, "-c", "import torch.distributed"}, tmp);
-    auto importable = check.Wait(seconds(180));
-    if (!importable.has_value() || *importable != 0) {
-      GTEST_SKIP() << python << " cannot import torch.distributed";
+    if (std::string why = testing::WhyPythonCannotImport(python, "torch.distributed", tmp);
+        !why.empty()) {
+      GTEST_SKIP() << why;
     }
     ChildProcess client({python, std::string(DLAUNCH_SOURCE_DIR) +
                                      "/tests/agent/process/worker_store_client.py",
@@ -83,7 +81,7 @@ class StoreFixture : public ::testing::Test {
 TEST_F(StoreFixture, Torch113ClientUsesEveryStoreCall) { RunClient("/usr/bin/python3"); }
 
 TEST_F(StoreFixture, Torch2ClientUsesEveryStoreCall) {
-  RunClient(std::string(DLAUNCH_SOURCE_DIR) + "/build-torch2/venv/bin/python");
+  RunClient(testing::Torch2Python());
 }
 
 std::string Str(const std::string& s) {
