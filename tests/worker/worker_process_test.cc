@@ -67,26 +67,35 @@ TEST_F(WorkerProcessTest, ThreeRanksCnnWithDropoutEndWithBitIdenticalParameters)
 TEST_F(WorkerProcessTest, ChannelsLastTrainsAsTheDefaultLayoutDoes) {
   // NHWC weights give NHWC gradients: the reducer must still average them into the right
   // parameters (identical on both ranks), and the result must match the default layout up to
-  // the rounding of other convolution kernels.
+  // the rounding of other convolution kernels. A ResNet, the layout's main use: it has no
+  // dropout, whose masks a CPU may draw in memory order (other masks for NHWC). Two steps, so
+  // the reducer's buckets rebuilt after the first are used too. Batch norm over few values
+  // amplifies rounding from step to step, so the bound is relative to how far training moved
+  // the parameters: a gradient averaged into the wrong elements differs by about that much.
   const std::vector<std::string> base = {
-      "--model", "cnn", "--dataset", "synthetic", "--synthetic-samples", "64", "--batch-size",
-      "8", "--steps", "4", "--no-eval", "--store-timeout", "60"};
-  ExpectAllSucceeded(RunRanks(2, With(base, {"--save-params", dir_ + "/plain{rank}"})));
-  const auto nhwc_run =
-      RunRanks(2, With(base, {"--channels-last", "--save-params", dir_ + "/nhwc{rank}"}));
+      "--model", "resnet18", "--dataset", "synthetic", "--synthetic-samples", "64",
+      "--batch-size", "8", "--no-eval", "--store-timeout", "60"};
+  ExpectAllSucceeded(RunRanks(2, With(base, {"--steps", "2", "--save-params", dir_ + "/plain{rank}"})));
+  const auto nhwc_run = RunRanks(
+      2, With(base, {"--steps", "2", "--channels-last", "--save-params", dir_ + "/nhwc{rank}"}));
   ExpectAllSucceeded(nhwc_run);
   EXPECT_NE(nhwc_run[0].log.find("channels-last"), std::string::npos) << nhwc_run[0].log;
   EXPECT_TRUE(ReadText(dir_ + "/nhwc0") == ReadText(dir_ + "/nhwc1")) << "rank parameters differ";
+  ExpectAllSucceeded(
+      RunRanks(1, With(base, {"--steps", "1", "--lr", "0", "--save-params", dir_ + "/init"})));
   const std::vector<float> plain = ReadFloats(dir_ + "/plain0");
   const std::vector<float> nhwc = ReadFloats(dir_ + "/nhwc0");
+  const std::vector<float> init = ReadFloats(dir_ + "/init");
   ASSERT_EQ(plain.size(), nhwc.size());
+  ASSERT_EQ(plain.size(), init.size());
   ASSERT_FALSE(plain.empty());
-  double diff = 0, norm = 0;
+  double diff = 0, moved = 0;
   for (size_t i = 0; i < plain.size(); ++i) {
     diff += (plain[i] - nhwc[i]) * double{plain[i] - nhwc[i]};
-    norm += plain[i] * double{plain[i]};
+    moved += (plain[i] - init[i]) * double{plain[i] - init[i]};
   }
-  EXPECT_LT(std::sqrt(diff / norm), 1e-4) << "the NHWC run trained other parameters";
+  ASSERT_GT(moved, 0) << "training did not move the parameters";
+  EXPECT_LT(std::sqrt(diff / moved), 0.02) << "the NHWC run trained other parameters";
 }
 
 TEST_F(WorkerProcessTest, TwoRanksEqualOneRankOnTheConcatenatedBatch) {
