@@ -13,7 +13,8 @@
 namespace dlaunch {
 namespace {
 
-// A member that has not sent RoundEnded this long after the stop's grace counts as lost.
+// A member that has not sent RoundEnded this long after the stop's grace, and this long after
+// the last member's RoundEnded, counts as lost.
 constexpr double kRoundEndSlackS = 2;
 
 }  // namespace
@@ -71,6 +72,7 @@ void JobState::HandleRoundEnded(int node, const v1::RoundEnded& ended, double no
   n.ended_round = ended.round();
   if (ended.worker_port() > 0) n.worker_port = ended.worker_port();
   n.workers_running = 0;
+  rounds_.NoteMemberEnded(now_s, kRoundEndSlackS);
   AdvanceRestart(now_s, out);
 }
 

@@ -28,6 +28,10 @@ void RoundCoordinator::BeginStop(double now_s, double wait_s) {
   stop_cursor_ = 0;
 }
 
+void RoundCoordinator::NoteMemberEnded(double now_s, double slack_s) {
+  if (stop_deadline_s_) stop_deadline_s_ = std::max(*stop_deadline_s_, now_s + slack_s);
+}
+
 void RoundCoordinator::Cancel() {
   stop_deadline_s_.reset();
   restart_at_s_.reset();

@@ -36,6 +36,10 @@ class RoundCoordinator {
 
   // A failed round stops at `now_s`; its members have `wait_s` to end it.
   void BeginStop(double now_s, double wait_s);
+  // A member ended the stopping round at `now_s`: while members keep ending it, the others are
+  // waited for `slack_s` past the last one. A stop reaches thousands of agents over seconds, and
+  // their ends arrive as long again, longer than the grace on a loaded launcher.
+  void NoteMemberEnded(double now_s, double slack_s);
   // The job ends: no round stop or restart is pending any more.
   void Cancel();
   bool restarting() const { return stop_deadline_s_.has_value() || restart_at_s_.has_value(); }

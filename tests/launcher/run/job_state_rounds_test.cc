@@ -264,6 +264,25 @@ TEST_F(JobStateRoundsTest, AMemberThatNeverEndsItsRoundIsDroppedAndRanksAreCompa
   EXPECT_THAT(Events(back), Not(HasSubstr("failure_detected")));
 }
 
+TEST_F(JobStateRoundsTest, MembersStillEndingTheRoundAreWaitedForPastGraceAndSlack) {
+  // Thousands of agents: the stop reaches the last ones seconds after the first, and their
+  // RoundEnded arrive past grace + slack. Only a member silent 2 s after the last end is lost.
+  Begin(4, {.max_restarts = 2});
+  state_->OnAgentMessage(0, WorkerMessage(0, 1, v1::WorkerEvent::FAILED, 3), 4);  // deadline 8
+  state_->OnAgentMessage(0, RoundEndedMessage(0, 40000), 6.5);
+  state_->OnAgentMessage(1, RoundEndedMessage(0, 40001), 7.5);
+  JobActions at_8 = state_->OnHealthCheck(8);
+  EXPECT_THAT(Events(at_8), Not(HasSubstr("node_dropped")));
+  auto rearm = All<ArmHealthCheck>(at_8);
+  ASSERT_FALSE(rearm.empty());
+  EXPECT_DOUBLE_EQ(rearm.back().at_s, 9.5);
+  state_->OnAgentMessage(2, RoundEndedMessage(0, 40002), 9);
+  EXPECT_THAT(Events(state_->OnHealthCheck(10.9)), Not(HasSubstr("node_dropped")));
+  const std::string dropped = Events(state_->OnHealthCheck(11));
+  EXPECT_THAT(dropped, HasSubstr("\"node_dropped\":{\"node_id\":3"));
+  EXPECT_THAT(dropped, Not(HasSubstr("\"node_dropped\":{\"node_id\":2")));
+}
+
 TEST_F(JobStateRoundsTest, AMemberLateToOpenItsSessionIsStoppedNotDropped) {
   JobConfig c;
   c.hosts = {"n0", "n1"};

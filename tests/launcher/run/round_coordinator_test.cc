@@ -56,6 +56,25 @@ TEST(RoundCoordinatorTest, TheStopIsOverWhenEveryMemberEndedOrAtTheDeadline) {
   EXPECT_TRUE(c.TakeStopOver(t, 1, 24));     // the deadline
 }
 
+TEST(RoundCoordinatorTest, MembersStillEndingTheRoundMoveTheDeadline) {
+  // A stop that takes seconds to reach every agent: the ends arrive past grace + slack.
+  NodeTable t = Table();
+  RoundCoordinator c(Restarts(2), 3, 1);
+  c.BeginStop(10, 3);
+  c.NoteMemberEnded(11, 2);                  // before the deadline less the slack: no change
+  EXPECT_EQ(*c.stop_deadline_s(), 13);
+  t.at(0).ended_round = 0;
+  c.NoteMemberEnded(12.5, 2);
+  EXPECT_EQ(*c.stop_deadline_s(), 14.5);
+  EXPECT_FALSE(c.TakeStopOver(t, 0, 13.5));  // past the first deadline, one ended 1 s ago
+  t.at(1).ended_round = 0;
+  c.NoteMemberEnded(14, 2);
+  EXPECT_FALSE(c.TakeStopOver(t, 0, 15.9));
+  EXPECT_TRUE(c.TakeStopOver(t, 0, 16));     // node 2 silent 2 s after the last end
+  c.NoteMemberEnded(17, 2);                  // a late end after the stop is over moves nothing
+  EXPECT_FALSE(c.stopping());
+}
+
 TEST(RoundCoordinatorTest, MembersThatDidNotEndSayWhy) {
   NodeTable t;
   t.AddRound0(AssignRound(0, {TestNode(0), TestNode(1), TestNode(2)}, 0), 1);
