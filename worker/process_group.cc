@@ -146,6 +146,14 @@ absl::StatusOr<ProcessGroupHandle> CreateProcessGroup(const DistributedEnv& env,
   return handle;
 }
 
+void ShutdownProcessGroup(ProcessGroupHandle& pg) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
+  if (pg.group && pg.backend == "nccl") pg.group->shutdown();
+#else
+  (void)pg;
+#endif
+}
+
 void AllReduceMean(const ProcessGroupHandle& pg, torch::Tensor& values) {
   if (pg.group->getSize() == 1) return;
   std::vector<torch::Tensor> tensors = {values};

@@ -29,6 +29,11 @@ absl::StatusOr<ProcessGroupHandle> CreateProcessGroup(const DistributedEnv& env,
                                                       std::chrono::milliseconds store_timeout,
                                                       std::chrono::milliseconds collective_timeout);
 
+// Shuts the group's backends down after the job's last collective (PyTorch 2.x: NCCL's
+// communicators are destroyed and its watchdog ends, instead of a warning at exit that
+// destroy_process_group() was not called). Nothing to do for Gloo or LibTorch 1.x.
+void ShutdownProcessGroup(ProcessGroupHandle& pg);
+
 // Sums `values` (on CPU or the group's device) in place across ranks and divides by the world
 // size: the rank average used for metrics.
 void AllReduceMean(const ProcessGroupHandle& pg, torch::Tensor& values);

@@ -364,6 +364,7 @@ absl::Status Trainer::Finish(double per_rank, Clock::time_point run_start) {
   }
   // All ranks leave together, so rank 0's store outlives everyone's last use of it.
   if (env_.world_size > 1) pg_.group->barrier()->wait();
+  ShutdownProcessGroup(pg_);
   return absl::OkStatus();
 }
 
