@@ -9,6 +9,7 @@
 #include "common/exit_codes.h"
 #include "launcher/run/job_events.h"
 #include "tests/testing/job_actions.h"
+#include "tests/launcher/run/job_state_fixture.h"
 
 namespace dlaunch {
 namespace {
@@ -17,72 +18,15 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-
-// `nodes` nodes with `slots` ranks each, node i at host n<i>.
-RoundResult Round(int nodes, int slots) {
-  RoundResult r;
-  for (int i = 0; i < nodes; ++i) {
-    Participant p;
-    p.agent_id = "a" + std::to_string(i);
-    p.host = "n" + std::to_string(i);
-    p.addr = "10.0.0." + std::to_string(i);
-    p.slots = slots;
-    r.nodes.push_back(p);
-    r.assignments.push_back({i, i * slots, slots});
-  }
-  r.world_size = nodes * slots;
-  r.master_addr = "10.0.0.0";
-  r.master_port = 29500;
-  return r;
-}
-
-v1::AgentMessage Worker(int rank, v1::WorkerEvent::State state, int exit_code = 0, int sig = 0) {
-  v1::AgentMessage m;
-  m.mutable_worker()->set_rank(rank);
-  m.mutable_worker()->set_state(state);
-  m.mutable_worker()->set_exit_code(exit_code);
-  m.mutable_worker()->set_signal(sig);
-  return m;
-}
-
-v1::AgentMessage Heartbeat(int running) {
-  v1::AgentMessage m;
-  m.mutable_heartbeat()->set_workers_running(running);
-  return m;
-}
-
-constexpr int kExited0 = 0;           // wait status of exit(0)
-constexpr int kExited1 = 1 << 8;      // exit(1)
-constexpr int kKilled = SIGKILL;      // killed by SIGKILL
-
-// A job of `nodes` x `slots`, its launchers started at t=0, the round closed and every
-// session open at t=1.
-class JobStateTest : public ::testing::Test {
- protected:
-  void Begin(int nodes, int slots) {
-    nodes_ = nodes;
-    state_ = std::make_unique<JobState>(TestJobConfig(nodes));
-    std::vector<std::string> programs(nodes, "dlaunch-agent");
-    state_->OnStarted(programs, 0);
-    state_->OnRendezvousClosed(Round(nodes, slots), 1);
-    for (int i = 0; i < nodes; ++i) state_->OnSessionOpened(i, 100 + i, 1);
-  }
-  // Every session ends and every launcher exits 0, from t.
-  JobActions EndAll(double t) {
-    JobActions out;
-    for (int i = 0; i < nodes_; ++i) {
-      auto a = state_->OnSessionEnded(i, 100 + i, t);
-      out.insert(out.end(), a.begin(), a.end());
-    }
-    for (int i = 0; i < nodes_; ++i) {
-      auto a = state_->OnLauncherExited(i, kExited0, {}, t);
-      out.insert(out.end(), a.begin(), a.end());
-    }
-    return out;
-  }
-  int nodes_ = 0;
-  std::unique_ptr<JobState> state_;
-};
+using job_state_testing::Heartbeat;
+using job_state_testing::JobStateTest;
+using job_state_testing::kExited0;
+using job_state_testing::kExited1;
+using job_state_testing::kKilled;
+using job_state_testing::Progress;
+using job_state_testing::Round;
+using job_state_testing::Summary;
+using job_state_testing::Worker;
 
 TEST_F(JobStateTest, StartAnnouncesTheJob) {
   JobState s(TestJobConfig(2));
@@ -424,210 +368,6 @@ TEST_F(JobStateTest, TickIntervalIsTheHeartbeatAtMostOneSecond) {
   EXPECT_DOUBLE_EQ(JobState(c).tick_interval_s(), 0.25);
   c.heartbeat_s = 5;
   EXPECT_DOUBLE_EQ(JobState(c).tick_interval_s(), 1);
-}
-
-std::string Summary(const JobActions& actions) {
-  auto s = All<WriteSummary>(actions);
-  return s.empty() ? "" : s.back().json;
-}
-
-v1::AgentMessage Progress(int rank, int64_t step) {
-  v1::AgentMessage m = Heartbeat(1);
-  v1::WorkerReport* r = m.mutable_heartbeat()->add_reports();
-  r->set_rank(rank);
-  r->set_step(step);
-  return m;
-}
-
-TEST_F(JobStateTest, KilledRankIsTheRootCauseEvenWhenItsPeersFailureArrivesFirst) {
-  Begin(2, 1);
-  // Rank 1 fails in Gloo because rank 0 died; its event happens to reach the launcher first.
-  v1::AgentMessage peer = Worker(1, v1::WorkerEvent::FAILED, 1);
-  peer.mutable_worker()->add_last_lines(
-      "RuntimeError: [gloo/transport/tcp/pair.cc:598] Connection reset by peer [10.0.0.0]:4242");
-  JobActions first = state_->OnAgentMessage(1, peer, 3);
-  EXPECT_TRUE(Has<SendStop>(first)) << "the job stops at once";
-  EXPECT_THAT(Printed(first, true), IsEmpty()) << "a peer's reaction is not announced as the cause";
-  auto arm = All<ArmHealthCheck>(first);
-  ASSERT_FALSE(arm.empty());
-  EXPECT_DOUBLE_EQ(arm.back().at_s, 3.5);
-
-  JobActions killed = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::FAILED, 0, SIGKILL), 3.05);
-  EXPECT_EQ(Printed(killed, true),
-            "[dlaunch] error: worker crash: rank 0 (local 0, node 0, host n0) killed by signal 9 "
-            "(Killed); stopping all workers\n");
-  EXPECT_THAT(Printed(state_->OnHealthCheck(3.5), true), IsEmpty()) << "announced once";
-
-  JobActions end = EndAll(4);
-  EXPECT_EQ(ExitCode(end), kExitJobFailed);
-  std::string summary = Summary(end);
-  EXPECT_THAT(summary, HasSubstr("\"root_cause\":{\"class\":\"worker crash\",\"rank\":0,"
-                                 "\"local_rank\":0,\"node\":0,\"host\":\"n0\",\"signal\":9"));
-  EXPECT_THAT(summary, HasSubstr("\"consequences\":[{\"class\":\"worker crash\",\"rank\":1,"));
-  EXPECT_THAT(summary, HasSubstr("Connection reset by peer"));
-  std::string report = Printed(end, true);
-  EXPECT_THAT(report, HasSubstr("[dlaunch] root cause: worker crash: rank 0 (local 0, node 0, "
-                                "host n0) killed by signal 9 (Killed)"));
-  EXPECT_THAT(report, HasSubstr("[dlaunch] consequence: worker crash: rank 1 (local 0, node 1, "
-                                "host n1) exited with code 1"));
-}
-
-TEST_F(JobStateTest, RankKilledFromOutsideIsTheRootEvenWhenItsAgentHeardTheStopFirst) {
-  Begin(2, 1);
-  v1::AgentMessage peer = Worker(1, v1::WorkerEvent::FAILED, 1);
-  peer.mutable_worker()->add_last_lines("Connection reset by peer");
-  state_->OnAgentMessage(1, peer, 3);
-  // Rank 0's agent got the stop before it reaped the rank: STOPPED, but by a SIGKILL that no
-  // agent sends within the 2 s grace.
-  JobActions killed = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STOPPED, 0, SIGKILL), 3.1);
-  EXPECT_THAT(Printed(killed, true),
-              HasSubstr("[dlaunch] error: worker crash: rank 0 (local 0, node 0, host n0) killed by "
-                        "signal 9 (Killed)"));
-  // After the grace, a SIGKILL is the agent's own escalation: not a failure.
-  JobActions late = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STOPPED, 0, SIGKILL), 5.5);
-  EXPECT_THAT(Events(late), Not(HasSubstr("failure_detected")));
-}
-
-TEST_F(JobStateTest, PeerFailureAloneIsAnnouncedOnceTheSettleTimePassed) {
-  Begin(2, 1);
-  v1::AgentMessage peer = Worker(1, v1::WorkerEvent::FAILED, 1);
-  peer.mutable_worker()->add_last_lines("gloo: Connection reset by peer");
-  EXPECT_THAT(Printed(state_->OnAgentMessage(1, peer, 3), true), IsEmpty());
-  EXPECT_THAT(Printed(state_->OnHealthCheck(3.49), true), IsEmpty());
-  EXPECT_THAT(Printed(state_->OnHealthCheck(3.5), true),
-              HasSubstr("[dlaunch] error: worker crash: rank 1 (local 0, node 1, host n1) exited "
-                        "with code 1"));
-}
-
-TEST_F(JobStateTest, HangAtExitIsDetectedAtExactlyTheExitTimeout) {
-  JobConfig c = TestJobConfig(2);
-  c.progress.exit_timeout_s = 2;
-  state_ = std::make_unique<JobState>(c);
-  nodes_ = 2;
-  state_->OnStarted({"a", "b"}, 0);
-  state_->OnRendezvousClosed(Round(2, 1), 1);
-  for (int i = 0; i < 2; ++i) state_->OnSessionOpened(i, 100 + i, 1);
-
-  JobActions done = state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::SUCCEEDED), 5);
-  auto arm = All<ArmHealthCheck>(done);
-  ASSERT_EQ(arm.size(), 1u);
-  EXPECT_DOUBLE_EQ(arm[0].at_s, 7);
-  EXPECT_FALSE(Has<SendStop>(state_->OnHealthCheck(6.999)));
-
-  JobActions hang = state_->OnHealthCheck(7);
-  EXPECT_EQ(Printed(hang, true),
-            "[dlaunch] error: hang at exit: rank 0 (local 0, node 0, host n0): still running "
-            "2.0 s after another rank exited 0 (stop.exit_timeout 2.0 s); stopping all workers\n");
-  EXPECT_THAT(Events(hang), HasSubstr("\"hang_detected\":{\"failure_class\":\"hang at exit\","
-                                      "\"rank\":0,\"local_rank\":0,\"node_id\":0,\"node_rank\":0,"
-                                      "\"host\":\"n0\","
-                                      "\"silent_s\":2,\"limit_s\":2,\"detected_at_s\":7"));
-  auto stop = All<SendStop>(hang);
-  ASSERT_EQ(stop.size(), 1u);
-  EXPECT_THAT(stop[0].nodes, ElementsAre(0, 1)) << "every node is told, the finished one too";
-
-  state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STOPPED, 0, SIGTERM), 7.2);
-  JobActions end = EndAll(8);
-  EXPECT_EQ(ExitCode(end), kExitJobFailed);
-  std::string summary = Summary(end);
-  EXPECT_THAT(summary, HasSubstr("\"result\":\"failed\""));
-  EXPECT_THAT(summary, HasSubstr("\"root_cause\":{\"class\":\"hang at exit\",\"rank\":0"));
-  EXPECT_THAT(summary, HasSubstr("\"ranks_succeeded\":1"));
-  EXPECT_THAT(Printed(end, true), HasSubstr("1 of 2 rank(s) exited 0; the job fails because a "
-                                            "rank hung at exit"));
-}
-
-TEST_F(JobStateTest, ExitTimeoutOffNeverCallsAHang) {
-  JobConfig c = TestJobConfig(1);
-  c.progress.exit_timeout_s = 0;
-  JobState s(c);
-  s.OnStarted({"a"}, 0);
-  s.OnRendezvousClosed(Round(1, 2), 1);
-  s.OnSessionOpened(0, 100, 1);
-  s.OnAgentMessage(0, Worker(1, v1::WorkerEvent::SUCCEEDED), 2);
-  EXPECT_FALSE(Has<SendStop>(s.OnHealthCheck(500)));
-}
-
-TEST_F(JobStateTest, StallNamesTheRankThatFellBehindFirst) {
-  JobConfig c = TestJobConfig(1);
-  c.progress.stall_timeout_s = 3;
-  JobState s(c);
-  s.OnStarted({"a"}, 0);
-  s.OnRendezvousClosed(Round(1, 2), 1);
-  s.OnSessionOpened(0, 100, 1);
-  s.OnAgentMessage(0, Progress(0, 1), 2);
-  s.OnAgentMessage(0, Progress(1, 1), 2);
-  s.OnAgentMessage(0, Progress(0, 2), 3);   // rank 1 stops at step 1, rank 0 at step 2
-  EXPECT_FALSE(Has<SendStop>(s.OnHealthCheck(4.9)));
-  JobActions stall = s.OnHealthCheck(5);
-  EXPECT_THAT(Printed(stall, true),
-              HasSubstr("[dlaunch] error: stall: rank 1 (local 1, node 0, host n0): no progress "
-                        "for 3.0 s (limit 3.0 s), last step 1"));
-  auto stop = All<SendStop>(stall);
-  ASSERT_EQ(stop.size(), 1u);
-  EXPECT_THAT(stop[0].dump_ranks, ElementsAre(1)) << "the stalled rank's stacks are recorded";
-  auto arm = All<ArmStopDeadline>(stall);
-  ASSERT_EQ(arm.size(), 1u);
-  EXPECT_DOUBLE_EQ(arm[0].at_s, 5 + 2 + 3 + 5 + 10) << "grace + heartbeats + slack + stack dump";
-}
-
-// 2 nodes x 1 rank with a stall limit of 3 s, as long as the heartbeat limit (1 s x 3 misses);
-// both ranks report their last progress at t=2.
-std::unique_ptr<JobState> TwoRanksLastProgressAt2() {
-  JobConfig c = TestJobConfig(2);
-  c.progress.stall_timeout_s = 3;
-  auto s = std::make_unique<JobState>(c);
-  s->OnStarted({"a", "a"}, 0);
-  s->OnRendezvousClosed(Round(2, 1), 1);
-  s->OnSessionOpened(0, 100, 1);
-  s->OnSessionOpened(1, 101, 1);
-  s->OnAgentMessage(0, Progress(0, 1), 2);
-  s->OnAgentMessage(1, Progress(1, 1), 2);
-  return s;
-}
-
-TEST_F(JobStateTest, AFrozenNodeIsNamedAsSilentNotAsAStallWhenTheLimitsAreEqual) {
-  // Node 1 freezes at t=2: its rank stops, and rank 0 on node 0 stops too, blocked in the next
-  // collective; node 0 keeps beating.
-  std::unique_ptr<JobState> state = TwoRanksLastProgressAt2();
-  JobState& s = *state;
-  for (double t = 3; t <= 5; t += 1) {
-    s.OnAgentMessage(0, Heartbeat(1), t);
-    EXPECT_FALSE(Has<SendStop>(s.OnHealthCheck(t))) << "t=" << t;
-  }
-  EXPECT_FALSE(Has<SendStop>(s.OnHealthCheck(5.05))) << "a stall would be due here";
-  JobActions lost = s.OnTick(5.1);
-  EXPECT_THAT(Printed(lost, true), HasSubstr("error: node silent: node 1 (host n1)"));
-  EXPECT_THAT(Events(lost), Not(HasSubstr("hang_detected")));
-}
-
-TEST_F(JobStateTest, AStallIsStillFoundWhileEveryNodeBeats) {
-  std::unique_ptr<JobState> state = TwoRanksLastProgressAt2();
-  JobState& s = *state;
-  for (double t = 3; t <= 5; t += 1) {
-    s.OnAgentMessage(0, Heartbeat(1), t);
-    s.OnAgentMessage(1, Heartbeat(1), t);
-  }
-  EXPECT_THAT(Printed(s.OnHealthCheck(5.05), true), HasSubstr("error: stall: rank "));
-}
-
-TEST_F(JobStateTest, OutputLinesAreProgressForRanksThatSendNoReports) {
-  JobConfig c = TestJobConfig(1);
-  c.progress.stall_timeout_s = 3;
-  JobState s(c);
-  s.OnStarted({"a"}, 0);
-  s.OnRendezvousClosed(Round(1, 1), 1);
-  s.OnSessionOpened(0, 100, 1);
-  for (int t = 2; t <= 10; ++t) {
-    v1::AgentMessage hb = Heartbeat(1);
-    (*hb.mutable_heartbeat()->mutable_output_lines())[0] = t;   // one new line a second
-    s.OnAgentMessage(0, hb, t);
-    EXPECT_FALSE(Has<SendStop>(s.OnHealthCheck(t + 0.5))) << "t=" << t;
-  }
-  v1::AgentMessage same = Heartbeat(1);
-  (*same.mutable_heartbeat()->mutable_output_lines())[0] = 10;  // nothing new
-  s.OnAgentMessage(0, same, 12);
-  EXPECT_TRUE(Has<SendStop>(s.OnHealthCheck(13)));
 }
 
 }  // namespace
