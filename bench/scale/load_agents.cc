@@ -189,6 +189,35 @@ int Main(int argc, char** argv) {
   Note("started " + std::to_string(opt.agents) + " joins over " + std::to_string(opt.channels) +
        " channels to " + opt.control);
 
+  // The summary line: written at the end, and also every few sweeps once the ranks succeed,
+  // because a launcher that gives up on stopping its node launchers kills them with SIGKILL.
+  const auto summary_line = [&](const std::vector<int>& silent, long silent_open) {
+    std::ostringstream line;
+    line << "load_agents: agents " << opt.agents << ", joins answered " << g.joins_answered
+           << " (spares " << g.spares << "), sessions " << g.sessions_opened << " (ok "
+           << g.sessions_ok << ", lost " << g.sessions_lost << ", error " << g.sessions_error
+           << ", cancelled after close " << g.cancelled_after_close << "), messages sent "
+           << g.messages_sent << ", commands received "
+           << (g.pings + g.stops + g.starts) << " (pings " << g.pings << ", stops " << g.stops
+           << " of which exit " << g.stops_exit << ", starts " << g.starts << ", stale "
+           << g.stale_commands << "), errors "
+           << (g.join_errors + g.sessions_error + g.write_failures) << " (join " << g.join_errors
+           << ", session " << g.sessions_error << ", write " << g.write_failures << "), "
+           << std::chrono::duration<double>(Clock::now() - t0).count() << " s, lost at unix "
+           << std::fixed << g_lost_at_unix.load() << ", round stops at unix " << g_round_stops.first.load()
+           << " to " << g_round_stops.last.load() << ", exit stops at unix " << g_exit_stops.first.load()
+           << " to " << g_exit_stops.last.load() << ", silent connections " << silent_open
+           << " (closed by the launcher " << ClosedByPeer(silent) << "), slow readers "
+           << std::min(opt.slow_readers, opt.agents) << " (reads " << g.slow_reads << ")";
+    return line.str();
+  };
+  const auto write_summary = [&](const std::string& line) {
+    if (opt.summary.empty()) return;
+    const std::string tmp = opt.summary + ".tmp";
+    std::ofstream(tmp) << line << "\n";
+    std::rename(tmp.c_str(), opt.summary.c_str());
+  };
+
   // The ticker: heartbeats spread over the interval in 50 slices, so the agents are not in step.
   constexpr int kSlices = 50;
   Clock::time_point round0_closed{};
@@ -224,6 +253,7 @@ int Main(int argc, char** argv) {
         if (slice % 10 == 0) {
           for (auto& a : agents) a->Succeed();
         }
+        if (slice == 0) write_summary(summary_line(silent, silent_open));
       }
     }
     if (slice % 10 == 0) {
@@ -245,25 +275,9 @@ int Main(int argc, char** argv) {
   }
   for (auto& a : agents) a->MaybeCancelLingering(Clock::now() + std::chrono::hours(1));
 
-  std::ostringstream line;
-  line << "load_agents: agents " << opt.agents << ", joins answered " << g.joins_answered
-       << " (spares " << g.spares << "), sessions " << g.sessions_opened << " (ok "
-       << g.sessions_ok << ", lost " << g.sessions_lost << ", error " << g.sessions_error
-       << ", cancelled after close " << g.cancelled_after_close << "), messages sent "
-       << g.messages_sent << ", commands received "
-       << (g.pings + g.stops + g.starts) << " (pings " << g.pings << ", stops " << g.stops
-       << " of which exit " << g.stops_exit << ", starts " << g.starts << ", stale "
-       << g.stale_commands << "), errors "
-       << (g.join_errors + g.sessions_error + g.write_failures) << " (join " << g.join_errors
-       << ", session " << g.sessions_error << ", write " << g.write_failures << "), "
-       << std::chrono::duration<double>(Clock::now() - t0).count() << " s, lost at unix "
-       << std::fixed << g_lost_at_unix.load() << ", round stops at unix " << g_round_stops.first.load()
-       << " to " << g_round_stops.last.load() << ", exit stops at unix " << g_exit_stops.first.load()
-       << " to " << g_exit_stops.last.load() << ", silent connections " << silent_open
-       << " (closed by the launcher " << ClosedByPeer(silent) << "), slow readers "
-       << std::min(opt.slow_readers, opt.agents) << " (reads " << g.slow_reads << ")";
-  std::cout << line.str() << std::endl;
-  if (!opt.summary.empty()) std::ofstream(opt.summary) << line.str() << "\n";
+  const std::string line = summary_line(silent, silent_open);
+  std::cout << line << std::endl;
+  write_summary(line);
   const bool errors = g.join_errors + g.sessions_error + g.write_failures > 0;
   // The reactors may still hold gRPC state; exiting without destructors avoids a teardown race.
   std::_Exit(errors ? 1 : 0);

@@ -155,6 +155,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
     if (!session_open_ || closing_ || !running_) return;
     EndRanks(v1::WorkerEvent::SUCCEEDED, lock);
     EndRound(lock);
+    Kick(lock);
     // Rule (a) of agent_state.cc: with no next round possible, the agent leaves on its own.
     if (max_restarts_ == 0) CloseSession(lock);
   }
@@ -318,9 +319,22 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
   }
 
   void Enqueue(v1::AgentMessage m, std::unique_lock<std::mutex>& lock) {
+    Push(std::move(m));
+    Kick(lock);
+  }
+
+  // Queues without starting a write. A sequence of messages (a round's STARTED, its ends and
+  // RoundEnded) is pushed whole before the one Kick that may release the lock, so that another
+  // thread cannot put its messages in between: an agent never reports a rank's end before its
+  // start.
+  void Push(v1::AgentMessage m) {
     if (broken_ || done_ || writes_done_sent_ || lost_) return;
     outbox_.push_back(std::move(m));
-    if (writing_ || !call_started_) return;
+  }
+
+  // Starts the write of the queue's head unless one is in flight; may release `lock` meanwhile.
+  void Kick(std::unique_lock<std::mutex>& lock) {
+    if (outbox_.empty() || writing_ || !call_started_) return;
     writing_ = true;
     const v1::AgentMessage* first = &outbox_.front();
     lock.unlock();
@@ -350,7 +364,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
     w->set_state(state);
     w->set_pid(200000 + (index_ * opt_.slots + local_rank) % 3000000);
     if (state == v1::WorkerEvent::STOPPED) w->set_signal(15);
-    Enqueue(std::move(m), lock);
+    Push(std::move(m));
   }
 
   void StartRanks(std::unique_lock<std::mutex>& lock) {
@@ -372,7 +386,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
     v1::AgentMessage m = Message();
     m.mutable_round_ended()->set_round(round_);
     m.mutable_round_ended()->set_worker_port(FakePort());
-    Enqueue(std::move(m), lock);
+    Push(std::move(m));
   }
 
   void CloseSession(std::unique_lock<std::mutex>& lock) {
@@ -404,6 +418,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
         // The RoundEnded already sent may have crossed this stop: every stop ends in one.
         EndRound(lock);
       }
+      Kick(lock);
       if (stop.exit()) CloseSession(lock);
     } else if (cmd.has_start()) {
       g.starts++;
@@ -416,6 +431,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
       spare_ = false;
       Adopt(place);
       StartRanks(lock);
+      Kick(lock);
     } else {
       g.pings++;
     }

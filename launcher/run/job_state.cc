@@ -226,7 +226,19 @@ void JobState::HandleReport(int node, const v1::WorkerReport& r, double now_s, J
 
 void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now_s,
                                  JobActions& out) {
-  SetState(RankOf(ev.rank(), node), ev.state());
+  RankProgress& rank = RankOf(ev.rank(), node);
+  if (WorkerEnded(rank.state)) {
+    // A rank ends once per round. A real agent never reports it again; a broken one must not
+    // make an ended rank run again (the job would wait for its end forever) or end it twice.
+    if (events_after_end_++ == 0) {
+      Say(absl::StrCat("warning: node ", node, " reported rank ", ev.rank(), " ",
+                       v1::WorkerEvent::State_Name(ev.state()),
+                       " after it ended; ignored (later such events are counted, not shown)"),
+          out);
+    }
+    return;
+  }
+  SetState(rank, ev.state());
   if (ev.pid() != 0) ranks_[ev.rank()].pid = ev.pid();
   if (auto e = WorkerLifecycleEvent(current_round(), nodes_.PlaceOf(node), ev)) {
     out.push_back(AppendEvent{*std::move(e)});

@@ -191,6 +191,7 @@ class JobState {
   void SayHeldBackOutput(double now_s, bool force, JobActions& out);
   int64_t joins_refused_ = 0;   // OnJoinRefused
   int64_t calls_refused_ = 0;   // OnCallRefused
+  int64_t events_after_end_ = 0;  // worker events for a rank that already ended its round
   bool all_started_reported_ = false;
   std::optional<double> stop_started_at_s_;
   std::optional<double> stop_deadline_s_;

@@ -257,6 +257,11 @@ void JobState::Finish(double now_s, JobActions& out) {
   ledger_.Announce(now_s, true, current_round(), out);
   finished_ = true;
   SayHeldBackOutput(now_s, true, out);
+  if (events_after_end_ > 1) {
+    Say(absl::StrCat("warning: ", events_after_end_,
+                     " worker event(s) for ranks that had already ended were ignored"),
+        out);
+  }
   const JobSummary s = Summarize(now_s);
   exit_code_ = s.exit_code;
   for (auto& line : FinalReport(s, ranks_, nodes_.Hosts())) {

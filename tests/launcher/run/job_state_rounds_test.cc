@@ -351,7 +351,9 @@ TEST_F(JobStateRoundsTest, JoinsBeyondTheAgentsStartedAreRefusedAndCounted) {
     if (!a.empty()) {
       said.push_back(k);
       EXPECT_THAT(Printed(a), HasSubstr("[dlaunch] refused a join: agent x is one too many"));
-      if (k > 3) EXPECT_THAT(Printed(a), HasSubstr(absl::StrCat("(", k, " refused so far")));
+      if (k > 3) {
+        EXPECT_THAT(Printed(a), HasSubstr(absl::StrCat("(", k, " refused so far")));
+      }
     }
   }
   EXPECT_THAT(said, ElementsAre(1, 2, 3, 10, 100, 1000));

@@ -79,6 +79,24 @@ TEST_F(JobStateTest, AllRanksSucceedingFinishesWithZeroOnceNodesAreGone) {
   EXPECT_THAT(Printed(end, false), HasSubstr("[dlaunch] job job-1 succeeded in 7.00 s: 2 node(s), 2 worker(s)"));
 }
 
+TEST_F(JobStateTest, AnEventForARankThatEndedIsIgnoredAndCounted) {
+  // A broken agent reports rank 0 STARTED after its success: the rank must not run again, or
+  // the job would wait forever for its second end; nor is a second end journaled or counted.
+  Begin(2, 1);
+  state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STARTED), 2);
+  state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::SUCCEEDED), 3);
+  JobActions late = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STARTED), 3.5);
+  EXPECT_THAT(Events(late), Not(HasSubstr("worker_started")));
+  EXPECT_THAT(Printed(late, false), HasSubstr("node 0 reported rank 0 STARTED after it ended; ignored"));
+  JobActions again = state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::FAILED, 1), 3.6);
+  EXPECT_THAT(Events(again), Not(HasSubstr("failure_detected")));
+  EXPECT_TRUE(Printed(again, false).empty());  // said once
+  state_->OnAgentMessage(1, Worker(1, v1::WorkerEvent::SUCCEEDED), 4);
+  JobActions end = EndAll(5);
+  EXPECT_EQ(ExitCode(end), kExitOk);
+  EXPECT_THAT(Printed(end, false), HasSubstr("2 worker event(s) for ranks that had already ended were ignored"));
+}
+
 TEST_F(JobStateTest, SuccessWaitsForLaunchersBoundedByTheStopDeadline) {
   Begin(1, 1);
   state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::SUCCEEDED), 5);
