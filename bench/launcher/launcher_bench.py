@@ -35,19 +35,21 @@ Only the Python standard library is used; run it with /usr/bin/python3 (see run.
 """
 
 import argparse
-import array
 import json
 import os
 import platform
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+# The /proc sampling and the tables are modules beside this file, found from any working directory.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proc_sampler import DLAUNCH_KINDS, Sampler  # noqa: E402
+from report_tables import ConfigName, Fmt, MergeReports, ParseConfigs, PrintReport  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -55,9 +57,6 @@ WORKER = os.path.join(HERE, "stamp_worker.sh")
 TORCHX_COMPONENT = os.path.join(HERE, "torchx_component.py") + ":ddp_no_python"
 TORCH1_PYTHON = "/usr/bin/python3"  # Debian's python3-torch (1.13) lives here, not in a venv.
 DEFAULT_VENV = "build-compare/venv"  # made by bench/compare/venv.sh, relative to the repository
-# The worker is stamp_worker.sh, which runs `date` and may `exec sleep`: none of them is a launcher.
-WORKER_COMMS = {"stamp_worker.sh", "date", "sleep"}
-DLAUNCH_KINDS = ("dlaunch", "baseline")
 OTHER_KINDS = ("torchrun2", "ft_launcher", "deepspeed", "torchx", "torchrun1")
 VENV_PACKAGES = ("torch", "nvidia-resiliency-ext", "deepspeed", "torchx")
 
@@ -75,19 +74,6 @@ def FreePort():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def ParseConfigs(text):
-    """'1,2,4x2' -> [(1, 1), (2, 1), (4, 2)]: N nodes x M workers per node."""
-    out = []
-    for item in filter(None, text.split(",")):
-        n, _, m = item.partition("x")
-        out.append((int(n), int(m or 1)))
-    return out
-
-
-def ConfigName(n, m):
-    return f"{n}x{m}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,187 +137,6 @@ def KindEnv(kind, args):
     if kind == "torchx":
         return {"PATH": os.path.join(args.venv, "bin") + os.pathsep + os.environ.get("PATH", "")}
     return {}
-
-
-# ---------------------------------------------------------------------------------------------
-# /proc: processes, their memory, and which of them make up a node.
-
-def ReadStatus(pid):
-    """Returns {VmHWM, VmRSS, Threads} (kB / count) of a live process, or None."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            out = {}
-            for line in f:
-                key, _, rest = line.partition(":")
-                if key in ("VmHWM", "VmRSS", "Threads"):
-                    out[key] = int(rest.split()[0])
-            return out
-    except (FileNotFoundError, ProcessLookupError, ValueError):
-        return None
-
-
-def ProcTable():
-    """Maps pid -> (ppid, comm) for every process."""
-    table = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # comm is parenthesised and may contain spaces; fields after the last ')' are fixed.
-        lpar, rpar = stat.find("("), stat.rfind(")")
-        table[int(name)] = (int(stat[rpar + 2:].split()[1]), stat[lpar + 1:rpar])
-    return table
-
-
-def Children(table):
-    children = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    return children
-
-
-def Descendants(roots, children, skip=lambda pid: False):
-    """Every descendant of roots; a skipped process is left out with its own descendants."""
-    out, todo = [], list(roots)
-    while todo:
-        for c in children.get(todo.pop(), []):
-            if not skip(c):
-                out.append(c)
-                todo.append(c)
-    return out
-
-
-def NodeRoots(kind, roots, table, children):
-    """The one process per node that is its agent: dlaunch-agent, or the node's launcher process.
-    A child that still has its parent's name is a fork that has not exec'd yet: not an agent."""
-    def Forked(pid):
-        return table.get(table[pid][0], (0, ""))[1] == table[pid][1]
-
-    if kind in DLAUNCH_KINDS:
-        return [pid for pid in Descendants(roots, children) if table[pid][1] == "dlaunch-agent" and not Forked(pid)]
-    if kind == "torchx":  # the torchx CLI's children are the replicas, one torchrun per node
-        return [pid for pid in children.get(roots[0], []) if table[pid][1] not in WORKER_COMMS and not Forked(pid)]
-    return [pid for pid in roots if pid in table]
-
-
-def NodeProcesses(root, table, children):
-    """A node's launcher processes: its agent and the agent's helpers, not the workers."""
-    return [root] + Descendants([root], children, skip=lambda pid: table[pid][1] in WORKER_COMMS)
-
-
-def SmapsByMapping(pid):
-    """Sums Rss (kB) of a process's mappings by what they map (library, [heap], anon, ...)."""
-    sums, current = {}, None
-    try:
-        with open(f"/proc/{pid}/smaps") as f:
-            for line in f:
-                first = line.split(maxsplit=1)[0]
-                if "-" in first and not first.endswith(":"):
-                    parts = line.split(maxsplit=5)
-                    current = parts[5].strip() if len(parts) > 5 else "[anon]"
-                    current = os.path.basename(current) if current.startswith("/") else current
-                elif first == "Rss:" and current is not None:
-                    sums[current] = sums.get(current, 0) + int(line.split()[1])
-    except OSError:
-        return {}
-    return dict(sorted(((k, v) for k, v in sums.items() if v), key=lambda kv: -kv[1]))
-
-
-def SmapsRollup(pid):
-    """Returns Rss, Pss, Anonymous, Shared_Clean, Private_Dirty (kB) of a process."""
-    out = {}
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                key, _, rest = line.partition(":")
-                if key in ("Rss", "Pss", "Anonymous", "Shared_Clean", "Private_Clean", "Private_Dirty"):
-                    out[key] = int(rest.split()[0])
-    except OSError:
-        pass
-    return out
-
-
-PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
-PFN_MASK = (1 << 55) - 1
-
-
-def ResidentFrames(pid):
-    """The physical frame numbers of a process's resident pages (empty without root: PFNs read 0)."""
-    frames = set()
-    try:
-        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/pagemap", "rb") as pagemap:
-            for line in maps:
-                lo, hi = (int(x, 16) for x in line.split(maxsplit=1)[0].split("-"))
-                if lo >= 1 << 47:  # [vsyscall]
-                    continue
-                pagemap.seek(lo // 4096 * 8)
-                entries = array.array("Q", pagemap.read((hi - lo) // 4096 * 8))
-                frames.update(e & PFN_MASK for e in entries if e >> 63)
-    except OSError:
-        return set()
-    frames.discard(0)
-    return frames
-
-
-def NodeSnapshot(root, table, children):
-    """A node's launcher processes now: how many, their summed Rss kB, and the kB of the distinct
-    physical pages they map together (None where pagemap hides frame numbers)."""
-    pids = [pid for pid in NodeProcesses(root, table, children) if SmapsRollup(pid)]
-    rss = sum(SmapsRollup(pid).get("Rss", 0) for pid in pids)
-    frames = set().union(*(ResidentFrames(pid) for pid in pids))
-    return {"procs": len(pids), "rss": rss, "unique": len(frames) * PAGE_KB if frames else None}
-
-
-def NewPeak():
-    return {"hwm": 0, "rss": 0, "threads": 0}
-
-
-def MergePeak(acc, st):
-    acc["hwm"] = max(acc["hwm"], st.get("VmHWM", 0))
-    acc["rss"] = max(acc["rss"], st.get("VmRSS", 0))
-    acc["threads"] = max(acc["threads"], st.get("Threads", 0))
-
-
-class Sampler(threading.Thread):
-    """Polls /proc for the nodes of a run until stopped; keeps each node's peak numbers."""
-
-    def __init__(self, kind, roots, launcher_pid=None, period_s=0.02, smaps_when=None):
-        super().__init__(daemon=True)
-        self.kind, self.roots, self.launcher_pid, self.period_s = kind, roots, launcher_pid, period_s
-        self.smaps_when = smaps_when  # callable: True once the agents should be snapshotted
-        self.agents = {}  # node root pid -> peak of the agent process itself
-        self.launcher = NewPeak()
-        self.smaps = self.rollup = self.node = None
-        self.stop = threading.Event()
-
-    def _Tick(self):
-        table = ProcTable()
-        children = Children(table)
-        for root in NodeRoots(self.kind, self.roots, table, children):
-            st = ReadStatus(root)
-            if st:
-                MergePeak(self.agents.setdefault(root, NewPeak()), st)
-        st = ReadStatus(self.launcher_pid) if self.launcher_pid else None
-        if st:
-            MergePeak(self.launcher, st)
-        if self.smaps is None and self.smaps_when is not None and self.agents and self.smaps_when():
-            first = min(self.agents)
-            self.smaps, self.rollup = SmapsByMapping(first), SmapsRollup(first)
-            self.node = NodeSnapshot(first, table, children)
-
-    def run(self):
-        while not self.stop.is_set():
-            self._Tick()
-            self.stop.wait(self.period_s)
-
-    def AgentPeak(self):
-        if not self.agents:
-            return None
-        return {k: max(a[k] for a in self.agents.values()) for k in ("hwm", "rss", "threads")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -508,158 +313,6 @@ def Preflight(kinds, args):
         if kind in checks and subprocess.run(checks[kind], capture_output=True).returncode != 0:
             sys.exit(f"launcher_bench: {kind} cannot be started ({' '.join(checks[kind])} fails); make the venv"
                      " with bench/compare/venv.sh, pass --venv DIR, or leave the kind out of --kinds")
-
-
-# ---------------------------------------------------------------------------------------------
-# Tables.
-
-def Median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
-def Fmt(x, unit="", digits=2):
-    return "–" if x is None else f"{x:.{digits}f}{unit}"
-
-
-def Ratio(a, b):
-    return "–" if a is None or b is None or b == 0 else f"{a / b:.0f}x" if a / b >= 10 else f"{a / b:.1f}x"
-
-
-def Cell(results, kind, config):
-    """Medians of the timed runs, and memory peaks over every run, of one kind and configuration."""
-    mine = [r for r in results if r["kind"] == kind and r["config"] == config]
-    every = [r for r in mine if r["ok"]]
-    timed = [r for r in every if not r["rss_run"]]
-    agent_kb = [r["agent_peak_kb"]["hwm"] for r in every if r["agent_peak_kb"]]
-    node = next((r["node_kb"] for r in reversed(every) if r.get("node_kb")), None)
-    return {"start": Median([r["start_s"] for r in timed]), "wall": Median([r["wall_s"] for r in timed]),
-            "cpu": Median([r.get("cpu_s") for r in timed]),
-            "runs": len(timed), "fails": len(mine) - len(every), "node": node,
-            "agent_mb": Median(agent_kb) / 1024 if agent_kb else None}
-
-
-def PrintTimeTable(results, configs, kinds, key, title):
-    print(f"{title} (median s; ratio = launcher / dlaunch)")
-    print()
-    print("| nodes x workers | " + " | ".join(kinds) + " |")
-    print("|---:|" + "---:|" * len(kinds))
-    for config in configs:
-        d = Cell(results, "dlaunch", config)[key]
-        cells = [Cell(results, k, config)[key] for k in kinds]
-        print(f"| {config} | " + " | ".join(Fmt(c) if k == "dlaunch" else f"{Fmt(c)} ({Ratio(c, d)})"
-                                             for k, c in zip(kinds, cells)) + " |")
-    print()
-
-
-def PrintMemoryTables(results, configs, kinds):
-    def Table(title, fmt):
-        print(title)
-        print()
-        print("| nodes x workers | " + " | ".join(kinds) + " |")
-        print("|---:|" + "---:|" * len(kinds))
-        for config in configs:
-            print(f"| {config} | " + " | ".join(fmt(Cell(results, k, config)) for k in kinds) + " |")
-        print()
-
-    mb = lambda kb: Fmt(kb / 1024, digits=1)
-    Table("Agent process per node: peak RSS (VmHWM, MB), largest over the nodes of a run, median over runs",
-          lambda c: Fmt(c["agent_mb"], digits=1))
-    Table("A node's launcher processes, all workers running (memory run): processes: distinct resident MB"
-          " (summed RSS MB)", lambda c: f"{c['node']['procs']}: {mb(c['node']['unique']) if c['node']['unique'] else '–'} ({mb(c['node']['rss'])})"
-          if c["node"] else "–")
-
-
-def PrintRunsTable(results, configs, kinds):
-    print("Timed runs per cell (failed runs in brackets)")
-    print()
-    print("| nodes x workers | " + " | ".join(kinds) + " |")
-    print("|---:|" + "---:|" * len(kinds))
-    for config in configs:
-        cells = [Cell(results, k, config) for k in kinds]
-        print(f"| {config} | " + " | ".join(f"{c['runs']}" + (f" ({c['fails']})" if c["fails"] else "")
-                                             for c in cells) + " |")
-    print()
-
-
-def PrintBaselineTable(results, configs, baseline):
-    """dlaunch (this build) against --baseline, medians of the interleaved runs."""
-    def Peak(kind, config, part, key):
-        vals = [(r[part] or {}).get(key) for r in results if r["kind"] == kind and r["config"] == config and r["ok"]]
-        vals = [v for v in vals if v]
-        return max(vals) if vals else None
-
-    mb = lambda x: Fmt(x / 1024 if x else None, digits=1)
-    print(f"baseline: {baseline}")
-    print()
-    print("| nodes x workers | all started (s) | baseline (s) | ratio | exit (s) | baseline (s) | ratio "
-          "| agent max RSS MB (this/baseline) | launcher max RSS MB | launcher max threads | runs |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for config in configs:
-        d, b = Cell(results, "dlaunch", config), Cell(results, "baseline", config)
-        a = [Peak(k, config, "agent_peak_kb", "hwm") for k in DLAUNCH_KINDS]
-        lr = [Peak(k, config, "launcher_peak_kb", "hwm") for k in DLAUNCH_KINDS]
-        lt = [Peak(k, config, "launcher_peak_kb", "threads") for k in DLAUNCH_KINDS]
-        ratio = lambda x, y: Fmt(x / y if x and y else None)
-        print(f"| {config} | {Fmt(d['start'])} | {Fmt(b['start'])} | {ratio(d['start'], b['start'])} "
-              f"| {Fmt(d['wall'])} | {Fmt(b['wall'])} | {ratio(d['wall'], b['wall'])} "
-              f"| {mb(a[0])} / {mb(a[1])} | {mb(lr[0])} / {mb(lr[1])} | {lt[0]} / {lt[1]} "
-              f"| {d['runs']}/{b['runs']} |")
-    print()
-
-
-def PrintSmaps(results, kinds):
-    for kind in kinds:
-        smaps = [r for r in results if r["kind"] == kind and r["smaps_kb"]]
-        if not smaps:
-            continue
-        r = smaps[-1]
-        top = ", ".join(f"{k} {v / 1024:.1f}" for k, v in list(r["smaps_kb"].items())[:10])
-        roll = ", ".join(f"{k} {v / 1024:.1f}" for k, v in (r["rollup_kb"] or {}).items())
-        print(f"{kind} agent process ({r['config']}, all workers running) resident MB: {roll}; "
-              f"threads {r['agent_peak_kb']['threads']}")
-        print(f"  largest mappings (Rss MB): {top}")
-        if r.get("launcher_peak_kb"):
-            print(f"  {kind} launcher max RSS {r['launcher_peak_kb']['hwm'] / 1024:.1f} MB")
-
-
-def Unique(items):
-    return list(dict.fromkeys(items))
-
-
-def MergeReports(reports):
-    """One report of several --json files (a run done in parts): their runs together, configurations
-    ordered by workers per node, then nodes."""
-    configs = Unique(c for r in reports for c in r["configs"])
-    return {"machine_before": reports[0]["machine_before"], "machine_after": reports[-1]["machine_after"],
-            "versions": Unique(v for r in reports for v in r["versions"]),
-            "configs": sorted(configs, key=lambda c: tuple(reversed(ParseConfigs(c)[0]))),
-            "kinds": Unique(k for r in reports for k in r["kinds"]), "baseline": reports[0].get("baseline"),
-            "results": [x for r in reports for x in r["results"]]}
-
-
-def PrintReport(report):
-    results, configs, kinds = report["results"], report["configs"], report["kinds"]
-    after = report["machine_after"].rsplit("average ", 1)[-1]
-    print(f"machine: {report['machine_before']} (after: load average {after})")
-    for line in report["versions"]:
-        print(f"version: {line}")
-    for kind in kinds + (["baseline"] if report.get("baseline") else []):
-        first = next((r for r in results if r["kind"] == kind), None)
-        if first:
-            times = f"{first['launcher_processes']} x " if first["launcher_processes"] > 1 else ""
-            cmd = " ".join(first["cmd"]).replace(REPO + os.sep, "")  # paths relative to the repository
-            print(f"{kind}: {times}{cmd}")
-    print()
-    PrintTimeTable(results, configs, kinds, "start", "All workers started")
-    PrintTimeTable(results, configs, kinds, "wall", "Whole job: until the last launcher process exits")
-    PrintTimeTable(results, configs, kinds, "cpu", "CPU of the whole job: user + system s of the launcher"
-                   " processes, their helpers and the workers")
-    PrintMemoryTables(results, configs, kinds)
-    PrintRunsTable(results, configs, kinds)
-    if report.get("baseline"):
-        PrintBaselineTable(results, configs, report["baseline"])
-    PrintSmaps(results, kinds)
 
 
 # ---------------------------------------------------------------------------------------------
