@@ -171,7 +171,11 @@ class Run:
         with open(os.path.join(self.dir, "job.yaml"), "w") as f:
             f.write(yaml)
         self.job_dir = os.path.join(self.dir, "job")
-        return [self.dlaunch, "run", os.path.join(self.dir, "job.yaml"), "--job-dir", self.job_dir]
+        cmd = [self.dlaunch, "run", os.path.join(self.dir, "job.yaml"), "--job-dir", self.job_dir]
+        # The nodes' preflight finds the taken port before any worker starts (the job ends as a
+        # launch error, no worker to time): off here, so that a worker's failing bind is timed
+        # as under the other launchers.
+        return cmd + (["--no-preflight"] if self.scenario == "port-taken" else [])
 
     def TorchrunCommand(self, port):
         """One node's agent: torchrun 1.13 or 2.x, or ft_launcher (torchrun's options and its own)."""
