@@ -13,6 +13,10 @@ namespace {
 constexpr double kKillSlackS =
     std::chrono::duration<double>(LivenessPolicy::kKillSlack).count();
 
+// Members still ending a round move its deadline at most this far: ends that trickle in one by
+// one must not hold a restart up without bound.
+constexpr double kMaxStopExtensionS = 30;
+
 std::string TooFew(size_t left, int min_nodes) {
   return absl::StrCat("only ", left, " node(s) left, fewer than nodes.min (", min_nodes, ")");
 }
@@ -25,11 +29,13 @@ RoundCoordinator::RoundCoordinator(RestartSettings settings, int target_nodes, i
 void RoundCoordinator::BeginStop(double now_s, double wait_s) {
   detected_at_s_ = now_s;
   stop_deadline_s_ = now_s + wait_s;
+  stop_latest_s_ = *stop_deadline_s_ + kMaxStopExtensionS;
   stop_cursor_ = 0;
 }
 
 void RoundCoordinator::NoteMemberEnded(double now_s, double slack_s) {
-  if (stop_deadline_s_) stop_deadline_s_ = std::max(*stop_deadline_s_, now_s + slack_s);
+  if (!stop_deadline_s_) return;
+  stop_deadline_s_ = std::max(*stop_deadline_s_, std::min(now_s + slack_s, stop_latest_s_));
 }
 
 void RoundCoordinator::Cancel() {

@@ -37,8 +37,9 @@ class RoundCoordinator {
   // A failed round stops at `now_s`; its members have `wait_s` to end it.
   void BeginStop(double now_s, double wait_s);
   // A member ended the stopping round at `now_s`: while members keep ending it, the others are
-  // waited for `slack_s` past the last one. A stop reaches thousands of agents over seconds, and
-  // their ends arrive as long again, longer than the grace on a loaded launcher.
+  // waited for `slack_s` past the last one, up to 30 s past the first deadline. A stop reaches
+  // thousands of agents over seconds, and their ends arrive as long again, longer than the
+  // grace on a loaded launcher.
   void NoteMemberEnded(double now_s, double slack_s);
   // The job ends: no round stop or restart is pending any more.
   void Cancel();
@@ -95,6 +96,7 @@ class RoundCoordinator {
   const int target_nodes_;
   const int min_nodes_;
   std::optional<double> stop_deadline_s_;  // members not ended by then are lost
+  double stop_latest_s_ = 0;               // how far members ending the round may move it
   size_t stop_cursor_ = 0;                 // members before it were seen ending the round
   std::optional<double> restart_at_s_;     // back-off: the next round starts then
   std::vector<int> next_;                  // decided, waiting for the back-off

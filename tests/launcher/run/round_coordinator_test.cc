@@ -73,6 +73,10 @@ TEST(RoundCoordinatorTest, MembersStillEndingTheRoundMoveTheDeadline) {
   EXPECT_TRUE(c.TakeStopOver(t, 0, 16));     // node 2 silent 2 s after the last end
   c.NoteMemberEnded(17, 2);                  // a late end after the stop is over moves nothing
   EXPECT_FALSE(c.stopping());
+  // Ends trickling in one by one move it 30 s past the first deadline at most.
+  c.BeginStop(100, 3);
+  for (double t = 104; t < 200; t += 1.5) c.NoteMemberEnded(t, 2);
+  EXPECT_EQ(*c.stop_deadline_s(), 133);
 }
 
 TEST(RoundCoordinatorTest, MembersThatDidNotEndSayWhy) {
