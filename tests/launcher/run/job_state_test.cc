@@ -18,15 +18,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-using job_state_testing::Heartbeat;
-using job_state_testing::JobStateTest;
-using job_state_testing::kExited0;
-using job_state_testing::kExited1;
-using job_state_testing::kKilled;
-using job_state_testing::Progress;
-using job_state_testing::Round;
-using job_state_testing::Summary;
-using job_state_testing::Worker;
+// The fixture and its message helpers (job_state_fixture.h).
+using namespace job_state_testing;  // NOLINT(build/namespaces)
 
 TEST_F(JobStateTest, StartAnnouncesTheJob) {
   JobState s(TestJobConfig(2));
