@@ -68,7 +68,7 @@ TEST_F(WorkerProcessTest, ChannelsLastTrainsAsTheDefaultLayoutDoes) {
   // NHWC weights give NHWC gradients: the reducer must still average them into the right
   // parameters (identical on both ranks), and the result must match the default layout up to
   // the rounding of other convolution kernels. A ResNet, the layout's main use: it has no
-  // dropout, whose masks a CPU may draw in memory order (other masks for NHWC). Two steps, so
+  // dropout, whose masks PyTorch 2.x draws in memory order (other masks for NHWC). Two steps, so
   // the reducer's buckets rebuilt after the first are used too. Batch norm over few values
   // amplifies rounding from step to step, so the bound is relative to how far training moved
   // the parameters: a gradient averaged into the wrong elements differs by about that much.
