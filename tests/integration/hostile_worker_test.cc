@@ -29,6 +29,14 @@
 #include "absl/strings/strip.h"
 #include "tests/integration/test_process.h"
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define DLAUNCH_SANITIZER_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define DLAUNCH_SANITIZER_MALLOC 1
+#endif
+#endif
+
 namespace dlaunch::testing {
 namespace {
 
@@ -370,8 +378,14 @@ TEST_F(HostileWorkerTest, AFloodAt100MBPerSecondFinishesWithBoundedMemoryAndACou
             << " MiB, launcher " << launcher_kb / 1024 << " MiB\n";
   EXPECT_GT(written, int64_t{64} << 20) << "too little to flood anything";
   EXPECT_GT(agent_kb, 0);
+#ifndef DLAUNCH_SANITIZER_MALLOC
   EXPECT_LT(agent_kb, 200 * 1024) << "the agent's memory grew with the flood";
   EXPECT_LT(launcher_kb, 200 * 1024) << "the launcher's memory grew with the flood";
+#else
+  // A sanitizer's allocator keeps freed memory (ASan's quarantine: 256 MB) and its shadow:
+  // resident memory is not the program's own there. The bounds hold in the default build.
+  std::cout << "flood: memory bounds not checked under a sanitizer's allocator\n";
+#endif
   const std::string log = ReadFile(job + "/logs/rank-0.log");
   const std::string note = absl::StrCat("[dlaunch] this log keeps the first ", 32 << 20,
                                         " bytes of output; ", written - (32 << 20),
