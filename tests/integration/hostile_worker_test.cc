@@ -28,14 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "tests/integration/test_process.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define DLAUNCH_SANITIZER_MALLOC 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define DLAUNCH_SANITIZER_MALLOC 1
-#endif
-#endif
+#include "tests/testing/sanitizer.h"
 
 namespace dlaunch::testing {
 namespace {

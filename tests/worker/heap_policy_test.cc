@@ -8,13 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define DLAUNCH_SANITIZER_MALLOC 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define DLAUNCH_SANITIZER_MALLOC 1
-#endif
-#endif
+#include "tests/testing/sanitizer.h"
 
 namespace dlaunch::worker {
 namespace {
