@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agent/orphan_sweeper.h"
 #include "common/file_io.h"
 #include "common/process.h"
 
@@ -31,11 +32,8 @@ bool IsPythonProcess(pid_t pid) {
 
 bool IsStoppedProcess(pid_t pid) {
   absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  if (!stat.ok()) return false;
-  // "PID (comm) S ...": comm may hold spaces and parentheses, the state follows the last ')'.
-  const size_t close = stat->rfind(')');
-  return close != std::string::npos && close + 2 < stat->size() &&
-         (stat->at(close + 2) == 'T' || stat->at(close + 2) == 't');
+  char state = 0;
+  return stat.ok() && ParentFromStat(*stat, &state) >= 0 && (state == 'T' || state == 't');
 }
 
 std::string WorkerServerSocket(pid_t pid) {

@@ -93,8 +93,11 @@ void StackDumper::Start(const std::vector<Target>& targets, const std::string& s
       any_python = true;
       d.socket = probe_.worker_server_socket(t.pid);
       if (!d.socket.empty()) d.next.push_back(Source::kWorkerServer);
-      if (!py_spy_.empty()) d.next.push_back(Source::kPySpy);
-      if (py_spy_.empty()) absl::StrAppend(&d.notes, "py-spy: ", py_spy_why_, "\n");
+      if (!py_spy_.empty()) {
+        d.next.push_back(Source::kPySpy);
+      } else {
+        absl::StrAppend(&d.notes, "py-spy: ", py_spy_why_, "\n");
+      }
     }
     d.next.push_back(Source::kGdb);
     running_[t.pid] = std::move(d);

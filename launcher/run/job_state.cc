@@ -239,7 +239,7 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
     return;
   }
   SetState(rank, ev.state());
-  if (ev.pid() != 0) ranks_[ev.rank()].pid = ev.pid();
+  if (ev.pid() != 0) rank.pid = ev.pid();
   if (auto e = WorkerLifecycleEvent(current_round(), nodes_.PlaceOf(node), ev)) {
     out.push_back(AppendEvent{*std::move(e)});
   }
