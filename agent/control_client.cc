@@ -1,6 +1,7 @@
 #include "agent/control_client.h"
 
 #include "absl/strings/str_cat.h"
+#include "proto/agent_batch.h"
 #include "proto/grpc_status.h"
 
 namespace dlaunch {
@@ -60,35 +61,40 @@ void ControlClient::ReaderLoop(OnCommand on_command, OnClosed on_closed) {
 
 void ControlClient::WriterLoop() {
   for (;;) {
-    v1::AgentMessage msg;
+    std::vector<v1::AgentMessage> batch;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return !queue_.empty() || closing_ || reader_done_; });
       if (queue_.empty() || reader_done_) break;
-      msg = std::move(queue_.front());
-      queue_.pop_front();
-      if (msg.has_log()) queued_log_bytes_ -= msg.ByteSizeLong();
+      // Everything queued while the last write was in flight goes up in one write.
+      batch = TakeBatch(queue_, [this](const v1::AgentMessage& m, size_t bytes) {
+        if (m.has_log()) queued_log_bytes_ -= bytes;
+      });
     }
-    if (!stream_->Write(msg)) break;
+    if (!stream_->Write(Batched(std::move(batch)))) break;
   }
   stream_->WritesDone();
 }
 
 void ControlClient::Send(v1::AgentMessage message) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!stream_ || closing_) return;
-    if (message.has_log()) {
-      const size_t bytes = message.ByteSizeLong();
-      if (queue_.size() >= kMaxQueuedMessages || queued_log_bytes_ + bytes > kMaxQueuedLogBytes) {
-        return;
-      }
-      queued_log_bytes_ += bytes;
-    }
-    queue_.push_back(std::move(message));
-  }
-  cv_.notify_all();
+  if (Queue(std::move(message))) Wake();
 }
+
+bool ControlClient::Queue(v1::AgentMessage message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stream_ || closing_) return false;
+  if (message.has_log()) {
+    const size_t bytes = message.ByteSizeLong();
+    if (queue_.size() >= kMaxQueuedMessages || queued_log_bytes_ + bytes > kMaxQueuedLogBytes) {
+      return false;
+    }
+    queued_log_bytes_ += bytes;
+  }
+  queue_.push_back(std::move(message));
+  return true;
+}
+
+void ControlClient::Wake() { cv_.notify_all(); }
 
 void ControlClient::Close(std::chrono::milliseconds timeout) {
   {

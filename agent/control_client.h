@@ -38,9 +38,13 @@ class ControlClient {
 
   // Opens the session stream. Callbacks run on the reader thread; `on_closed` runs once.
   absl::Status OpenSession(OnCommand on_command, OnClosed on_closed);
-  // Queues a message for the writer thread. Log lines are dropped past a bound, so a chatty
-  // worker cannot hold back heartbeats and events.
+  // Queues a message for the writer thread and wakes it. Log lines are dropped past a bound, so
+  // a chatty worker cannot hold back heartbeats and events (Queue is then false).
   void Send(v1::AgentMessage message);
+  // Queues without waking the writer, so that what follows goes up in the same write (an
+  // AgentBatch); Wake (or the end of the write in flight) sends it.
+  bool Queue(v1::AgentMessage message);
+  void Wake();
   // Sends what is queued, half-closes, and waits up to `timeout` for the launcher to end the
   // stream, then cancels it.
   void Close(std::chrono::milliseconds timeout);

@@ -167,6 +167,8 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
 }
 
 void NodeAgent::SweepOrphans() {
+  // What is queued (a rank's exit event) goes up now, not after a sweep that may wait.
+  if (client_) client_->Wake();
   // Bounded by the job's grace (at most 2 s per pass): the round or the agent's exit waits.
   std::vector<std::string> ended =
       EndAdopted(std::min(milliseconds(job_.grace_ms()), milliseconds(2000)));
@@ -186,7 +188,7 @@ void NodeAgent::ReportRoundEnded(int round) {
   ended->set_worker_port(FreePort(options_.addr));
   Log(absl::StrCat("round ", round, " ended; offering port ", ended->worker_port(),
                    " for the next"));
-  client_->Send(std::move(msg));
+  Send(std::move(msg));
 }
 
 std::chrono::milliseconds NodeAgent::JoinTimeout() const {
@@ -258,7 +260,7 @@ int NodeAgent::ReportStarts(const std::vector<ChildSupervisor::StartRequest>& re
       ev->set_state(v1::WorkerEvent::FAILED);
       ev->set_exit_code(127);
       ev->add_last_lines(std::string(started[i].status().message()));
-      client_->Send(std::move(msg));
+      Send(std::move(msg));
       Log(absl::StrCat("rank ", rank, ": ", started[i].status().message()));
       continue;
     }
@@ -268,7 +270,7 @@ int NodeAgent::ReportStarts(const std::vector<ChildSupervisor::StartRequest>& re
     oom_.OnStarted(pid);
     ev->set_state(v1::WorkerEvent::STARTED);
     ev->set_pid(pid);
-    client_->Send(std::move(msg));
+    Send(std::move(msg));
     Log(absl::StrCat("rank ", rank, " (local ", plan[i].local_rank, ") pid ", pid, ": ",
                      DescribeRankSlot(plan[i])));
   }
@@ -283,6 +285,15 @@ v1::AgentMessage NodeAgent::Message() const {
   m.set_sent_ms(
       std::chrono::duration_cast<milliseconds>(clock_.Now().time_since_epoch()).count());
   return m;
+}
+
+void NodeAgent::Send(v1::AgentMessage msg) {
+  if (!client_->Queue(std::move(msg)) || wake_posted_) return;
+  wake_posted_ = true;
+  boost::asio::post(io_, [this] {
+    wake_posted_ = false;
+    if (client_) client_->Wake();
+  });
 }
 
 void NodeAgent::ArmTick() {
@@ -314,7 +325,7 @@ void NodeAgent::OnOutput(int rank, bool is_stderr, std::vector<std::string> line
   log->set_rank(rank);
   log->set_stderr(is_stderr);
   for (auto& l : lines) log->add_lines(ShownLine(std::move(l), rank));
-  client_->Send(std::move(msg));
+  Send(std::move(msg));
 }
 
 void NodeAgent::OnChildExit(const ChildExit& e) {
@@ -400,7 +411,7 @@ void NodeAgent::Heartbeat() {
   AddGpuSamples(gpu_monitor_->Sample(), hb);
   // The job directory is known once the agent has a place (a spare's comes with its round).
   *hb->mutable_host() = HostMonitor({job_.job_dir(), "/tmp"}).Sample();
-  client_->Send(std::move(msg));
+  Send(std::move(msg));
 }
 
 void NodeAgent::FlushPendingReports() {
@@ -429,7 +440,7 @@ void NodeAgent::ReportWorkerExit(const SendWorkerExit& ev) {
     for (const auto& l : e.tail) w->add_last_lines(l);
     w->set_error(ReadTorchError(job_.job_dir(), e.rank));  // torch's @record, where it ran
   }
-  client_->Send(std::move(msg));
+  Send(std::move(msg));
 }
 
 void NodeAgent::BeginDrain() {

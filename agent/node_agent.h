@@ -103,6 +103,10 @@ class NodeAgent {
   void Finish(int code);
 
   v1::AgentMessage Message() const;
+  // Queues `msg` for the launcher. The writer is woken once the loop has done what it is doing,
+  // so what one pass sends (a round's STARTED events, a stop's exits and RoundEnded) goes up in
+  // one write (proto/agent_batch.h).
+  void Send(v1::AgentMessage msg);
   void Log(const std::string& line) const;
 
   boost::asio::io_context& io_;
@@ -136,6 +140,7 @@ class NodeAgent {
   std::map<int, int64_t> output_lines_;                // per rank, since it started
   std::set<int> dumped_ranks_;                         // stacks recorded once per rank
   int exit_code_ = 0;
+  bool wake_posted_ = false;  // a Wake of the client's writer is on the loop's queue
 };
 
 }  // namespace dlaunch

@@ -29,7 +29,7 @@ void NodeAgent::StartStackDump(const DumpStacks& dump) {
                          for (const StackDumper::Result& r : results) {
                            v1::AgentMessage msg = Message();
                            *msg.mutable_stacks() = RankStacksOf(r, job_.job_dir());
-                           if (state_->session_open()) client_->Send(std::move(msg));
+                           if (state_->session_open()) Send(std::move(msg));
                          }
                          Apply(state_->OnStacksDumped());
                        });

@@ -9,7 +9,10 @@
 //
 //   load_agents --agents N [--slots 4] [--run-s 20] [--lose-at-s 8] [--channels 8]
 //               [--log-lines-per-s 0] [--silent-connections 0] [--slow-readers 0]
-//               [--summary FILE] [--] <agent argv>
+//               [--no-batch] [--summary FILE] [--] <agent argv>
+//
+// Messages queued together go up in one AgentBatch, as a real agent sends them (proto/
+// agent_batch.h); --no-batch sends each alone, as agents before batching did.
 //
 // Overload: --silent-connections K opens K TCP connections to the launcher first that never send
 // a byte (the summary says how many the launcher closed); --slow-readers K makes the first K
@@ -87,6 +90,8 @@ Options ParseArgs(int argc, char** argv) {
       o.silent_connections = std::atoi(value(a).c_str());
     } else if (a == "--slow-readers") {
       o.slow_readers = std::atoi(value(a).c_str());
+    } else if (a == "--no-batch") {
+      o.batch = false;
     } else if (a == "--summary") {
       o.summary = value(a);
     } else {

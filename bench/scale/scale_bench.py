@@ -181,7 +181,8 @@ def RunOne(args, dlaunch, load_agents, n):
     prefix = (f"{load_agents} --agents {n} --slots {args.slots} --run-s {args.run_s} "
               f"--lose-at-s {args.lose_at_s} --channels {args.channels} "
               f"--log-lines-per-s {args.log_lines_per_s} --silent-connections {args.silent_connections} "
-              f"--slow-readers {args.slow_readers} --summary {summary}")
+              f"--slow-readers {args.slow_readers} --summary {summary}"
+              + (" --no-batch" if args.no_batch else ""))
     cmd = [dlaunch, "run", "--launcher", "mpiexec", "--launcher-cmd", prefix,
            "--hosts", f"h[0-{n - 1}]", "--nproc-per-node", str(args.slots),
            "--heartbeat", "1", "--max-restarts", "1", "--job-dir", job_dir,
@@ -276,6 +277,8 @@ def main():
                     help="TCP connections to the launcher that never send (overload)")
     ap.add_argument("--slow-readers", type=int, default=0,
                     help="agents that read one command every 2 s (overload)")
+    ap.add_argument("--no-batch", action="store_true",
+                    help="simulated agents send each message alone (as before AgentBatch)")
     ap.add_argument("--join-timeout", type=float, default=300)
     ap.add_argument("--timeout", type=float, default=240, help="per size, seconds")
     ap.add_argument("--json", help="write the rows here too")

@@ -16,6 +16,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "dlaunch/control.grpc.pb.h"
+#include "proto/agent_batch.h"
 #include "proto/grpc_status.h"
 
 namespace dlaunch::load {
@@ -32,6 +33,7 @@ struct Options {
   double log_lines_per_s = 0;
   int silent_connections = 0;  // raw TCP connections that never send a byte
   int slow_readers = 0;        // agents (the first ones) that read one command every 2 s
+  bool batch = true;           // queued messages go up in one AgentBatch, as the agent sends them
   std::string summary;
   std::string control;
   std::string token_file;
@@ -202,9 +204,9 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
         broken_ = true;
         return;
       }
-      g.messages_sent++;
+      g.messages_sent += in_flight_;
       if (!outbox_.empty()) {
-        next = &outbox_.front();
+        next = NextWrite();
       } else {
         writing_ = false;
         if (closing_ && !writes_done_sent_ && !lost_) writes_done = writes_done_sent_ = true;
@@ -336,10 +338,23 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
   void Kick(std::unique_lock<std::mutex>& lock) {
     if (outbox_.empty() || writing_ || !call_started_) return;
     writing_ = true;
-    const v1::AgentMessage* first = &outbox_.front();
+    const v1::AgentMessage* first = NextWrite();
     lock.unlock();
     StartWrite(first);
     lock.lock();
+  }
+
+  // The queue's head as the next write, with what is queued behind it in one AgentBatch, as
+  // the agent's writer sends it (proto/agent_batch.h). Called with mu_ held.
+  const v1::AgentMessage* NextWrite() {
+    if (!opt_.batch) {
+      in_flight_ = 1;
+      return &outbox_.front();
+    }
+    std::vector<v1::AgentMessage> batch = TakeBatch(outbox_);
+    in_flight_ = static_cast<int64_t>(batch.size());
+    outbox_.push_front(Batched(std::move(batch)));
+    return &outbox_.front();
   }
 
   void StartCall() {
@@ -349,7 +364,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
       call_started_ = true;
       if (!outbox_.empty() && !writing_) {
         writing_ = true;
-        first = &outbox_.front();
+        first = NextWrite();
       }
     }
     if (first != nullptr) StartWrite(first);
@@ -453,6 +468,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
   std::deque<v1::AgentMessage> outbox_;
   bool call_started_ = false;
   bool writing_ = false;
+  int64_t in_flight_ = 0;  // messages in the write in flight (a batch holds several)
   bool writes_done_sent_ = false;
   bool broken_ = false;
   bool session_open_ = false;

@@ -19,7 +19,7 @@ class AgentSession {
  public:
   virtual ~AgentSession() = default;
   // Queues `command` for the agent and returns at once; dropped once the stream has ended.
-  virtual void Send(const v1::LauncherCommand& command) = 0;
+  virtual void Send(v1::LauncherCommand command) = 0;
 };
 
 // Completes one Join call; called exactly once, from any thread.

@@ -42,7 +42,7 @@ class SessionOutbox final : public AgentSession {
  public:
   explicit SessionOutbox(SessionReactorBase* reactor) : reactor_(reactor) {}
 
-  void Send(const v1::LauncherCommand& command) override {
+  void Send(v1::LauncherCommand command) override {
     const v1::LauncherCommand* start = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -51,7 +51,7 @@ class SessionOutbox final : public AgentSession {
       // command carries too: it is replaced, so an agent that reads slowly gets its next stop
       // or start after one write, not after a ping for every second it fell behind.
       if (writing_ && queue_.size() >= 2 && IsPing(queue_.back())) queue_.pop_back();
-      queue_.push_back(command);
+      queue_.push_back(std::move(command));
       if (writing_) return;
       writing_ = true;
       start = &queue_.front();  // a deque keeps its elements in place on push_back
@@ -123,7 +123,13 @@ class SessionReactor final : public SessionReactorBase {
       service_->Post([h, id = id_, node = node_, out = outbox_] { h->HandleSessionOpened(id, node, out); });
     }
     // Moved, not copied: a heartbeat carries a report per rank. in_ is empty again for the read.
-    service_->Post([h, id = id_, node = node_, msg = std::move(in_)] { h->HandleAgentMessage(id, node, msg); });
+    // A batch is handled message by message, in order, as if each had come alone.
+    service_->Post([h, id = id_, node = node_, msg = std::move(in_)] {
+      if (!msg.has_batch()) return h->HandleAgentMessage(id, node, msg);
+      for (const v1::AgentMessage& m : msg.batch().messages()) {
+        if (!m.has_batch()) h->HandleAgentMessage(id, node, m);
+      }
+    });
     in_.Clear();
     StartRead(&in_);
   }

@@ -179,13 +179,14 @@ void JobController::Apply(const JobActions& actions) {
 }
 
 void JobController::Send(const std::vector<int>& nodes, const v1::LauncherCommand& command) {
-  for (int node : nodes) {
-    auto it = sessions_.find(node);
-    if (it == sessions_.end()) continue;
-    v1::LauncherCommand stamped = command;
-    stamped.set_heard_ms(it->second.heard_ms);
-    it->second.session->Send(stamped);
-  }
+  for (int node : nodes) SendTo(node, command);
+}
+
+void JobController::SendTo(int node, v1::LauncherCommand command) {
+  auto it = sessions_.find(node);
+  if (it == sessions_.end()) return;
+  command.set_heard_ms(it->second.heard_ms);
+  it->second.session->Send(std::move(command));
 }
 
 void JobController::SendStop(const dlaunch::SendStop& a) {
@@ -206,7 +207,7 @@ void JobController::SendStartRound(const dlaunch::SendStartRound& a) {
     v1::JoinResponse* place = command.mutable_start()->mutable_place();
     *place = MakeJoinResponse(join_template_, a.round, a.round.assignments[i]);
     place->set_node_id(a.node_ids[i]);
-    Send({a.node_ids[i]}, command);
+    SendTo(a.node_ids[i], std::move(command));  // a place holds the worker's argv and env: moved
   }
 }
 

@@ -67,6 +67,7 @@ class JobController final : public ControlHandler {
   double Now() const;
   void Apply(const JobActions& actions);
   void Send(const std::vector<int>& nodes, const v1::LauncherCommand& command);
+  void SendTo(int node, v1::LauncherCommand command);
   void SendStop(const dlaunch::SendStop& stop);
   void SendStartRound(const dlaunch::SendStartRound& start);
   void ArmStopDeadline(double at_s);
