@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   // The process exits when the job ends: OpenSSL's clean-up at exit (its algorithm tables,
   // a noticeable share of the TLS start-up cost on a busy node) is left to the kernel.
   OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr);
+  dlaunch::TurnOffLockOrderChecks();
   absl::StatusOr<dlaunch::AgentFlags> flags =
       dlaunch::ParseAgentFlags(std::vector<std::string>(argv + 1, argv + argc));
   if (!flags.ok()) return Usage(flags.status());

@@ -14,7 +14,7 @@
 #include "agent/host_monitor.h"
 #include "agent/orphan_sweeper.h"
 #include "agent/preflight.h"
-#include "agent/report_merge.h"
+#include "proto/report_merge.h"
 #include "agent/torch_error_file.h"
 #include "agent/worker_env.h"
 #include "agent/worker_launch.h"

@@ -291,4 +291,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace dlaunch::load
 
-int main(int argc, char** argv) { return dlaunch::load::Main(argc, argv); }
+int main(int argc, char** argv) {
+  dlaunch::TurnOffLockOrderChecks();  // as dlaunch-agent does
+  return dlaunch::load::Main(argc, argv);
+}

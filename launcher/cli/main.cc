@@ -1,4 +1,8 @@
 // dlaunch: the command-line entry point. Subcommands are dispatched in launcher/cli.cc.
 #include "launcher/cli/cli.h"
+#include "proto/control_credentials.h"
 
-int main(int argc, char** argv) { return dlaunch::RunCli(argc, argv); }
+int main(int argc, char** argv) {
+  dlaunch::TurnOffLockOrderChecks();
+  return dlaunch::RunCli(argc, argv);
+}

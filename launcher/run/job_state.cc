@@ -104,6 +104,7 @@ JobActions JobState::OnRendezvousClosed(const RoundResult& result, double now_s)
                    result.nodes.size(), " node(s), world size ", result.world_size,
                    ", MASTER_ADDR=", result.master_addr, " MASTER_PORT=", result.master_port),
       out);
+  SayMetricsCadence(result.world_size, out);
   out.push_back(AppendEvent{RendezvousClosedEvent(result, nodes_.members())});
   // A stop decided while the round was open reached only the launchers; the agents that
   // just got their places must hear it too.
@@ -210,7 +211,7 @@ void JobState::HandleReport(int node, const v1::WorkerReport& r, double now_s, J
   if (r.phase() != v1::WorkerReport::PHASE_UNSPECIFIED) rs.phase = r.phase();
   steps_.Note(r.step(), r.total_steps(), now_s);
   rounds_.NoteCheckpoint(static_cast<long>(r.checkpoint_step()));
-  out.push_back(AppendMetric{node, r, current_round()});
+  JournalMetric(metrics_.Add(r.rank(), node, current_round(), r, now_s), out);
   if (r.kind() == v1::WorkerReport::PHASE) return;  // no samples, no loss
   rs.samples += r.samples();
   rs.busy_s += r.interval_s();
@@ -245,6 +246,7 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
   }
   if (WorkerEnded(ev.state())) {
     monitor_.OnExit(ev.rank(), ev.state() == v1::WorkerEvent::SUCCEEDED, now_s);
+    JournalMetric(metrics_.Flush(ev.rank()), out);  // its last reports, held back at scale
   }
   if (ev.state() == v1::WorkerEvent::STARTED) {
     NoteAllStarted(now_s, out);
@@ -274,6 +276,24 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
   }
   ArmHealth(out);
   MaybeFinish(now_s, out);
+}
+
+void JobState::JournalMetric(std::optional<MetricsCadence::Line> line, JobActions& out) {
+  if (line) out.push_back(AppendMetric{line->node, std::move(line->report), line->round});
+}
+
+void JobState::SayMetricsCadence(int world_size, JobActions& out) {
+  const double interval = MetricsCadence::IntervalFor(world_size, config_.heartbeat_s);
+  if (interval == metrics_.interval()) return;
+  metrics_.SetInterval(interval);
+  if (interval <= 0) {
+    Say("metrics.jsonl: every report of every rank again", out);
+    return;
+  }
+  Say(absl::StrFormat("metrics.jsonl: %d ranks report %.0f times a second; each rank's reports "
+                      "are folded into one line every %.1f s (docs/journal.md)",
+                      world_size, world_size / config_.heartbeat_s, interval),
+      out);
 }
 
 RankProgress& JobState::RankOf(int rank, int node) {

@@ -26,6 +26,7 @@
 #include "launcher/run/failure_ledger.h"
 #include "launcher/run/job_actions.h"
 #include "launcher/run/line_budget.h"
+#include "launcher/run/metrics_cadence.h"
 #include "launcher/run/job_events.h"
 #include "launcher/run/job_snapshot.h"
 #include "launcher/run/job_view.h"
@@ -115,6 +116,10 @@ class JobState {
   void HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, JobActions& out);
   void HandleWorkerEvent(int node, const v1::WorkerEvent& event, double now_s, JobActions& out);
   void HandleReport(int node, const v1::WorkerReport& report, double now_s, JobActions& out);
+  // A line for metrics.jsonl, when the cadence gives one; and the cadence for a round of
+  // `world_size` ranks, said when it changes (metrics_cadence.h).
+  void JournalMetric(std::optional<MetricsCadence::Line> line, JobActions& out);
+  void SayMetricsCadence(int world_size, JobActions& out);
   // The rank's progress, created for `node` when the round did not place it.
   RankProgress& RankOf(int rank, int node);
   // Moves a rank to `state`, keeping the round's counts.
@@ -180,6 +185,7 @@ class JobState {
   FailureLedger ledger_;
   RoundCoordinator rounds_;
   ProgressMonitor monitor_;
+  MetricsCadence metrics_;  // which reports become lines of metrics.jsonl, and when
 
   Outcome outcome_ = Outcome::kRunning;
   double health_armed_at_s_ = -1;

@@ -181,7 +181,10 @@ void JobState::StartNextRound(std::vector<int> ids, double now_s, JobActions& ou
   nodes_.SetMembers(ids);
   ledger_.Clear();
   dump_ranks_.clear();
+  // The last round's reports still held (a lost node's ranks never ended) close its lines.
+  for (MetricsCadence::Line& line : metrics_.FlushAll()) JournalMetric(std::move(line), out);
   BeginRound(r, ids, now_s);
+  SayMetricsCadence(r.world_size, out);
   out.push_back(SendStartRound{r, ids});
   out.push_back(AppendEvent{RoundStartedEvent(r, ids)});
   ArmHealth(out);

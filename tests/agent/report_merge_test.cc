@@ -1,6 +1,6 @@
 // MergeReports and ParseReportLine: how workers' report lines are read and folded per rank;
 // and the ReportServer's bound on a line.
-#include "agent/report_merge.h"
+#include "proto/report_merge.h"
 
 #include <stdlib.h>
 #include <sys/socket.h>

@@ -30,7 +30,8 @@ class RendezvousHostTest : public ::testing::Test {
         io_, config, tmpl, std::chrono::steady_clock::now(),
         RendezvousHost::Callbacks{[this](const Participant&, int joined, int) { joined_ = joined; },
                                   [this](const RoundResult& r) { closed_.push_back(r.world_size); },
-                                  [this](const absl::Status& st) { failed_.push_back(st); }});
+                                  [this](const absl::Status& st) { failed_.push_back(st); },
+                                  nullptr, nullptr});
   }
   JoinReply Into(absl::StatusOr<v1::JoinResponse>* out) {
     return [out](absl::StatusOr<v1::JoinResponse> r) { *out = std::move(r); };
@@ -165,7 +166,8 @@ TEST(RendezvousHostSparesTest, LateJoinersAreSparesWithIdsAfterTheMembersWhenThe
                                                 [](const absl::Status&) {},
                                                 [&](const Participant& p, int id) {
                                                   spares.emplace_back(p.agent_id, id);
-                                                }});
+                                                },
+                                                nullptr});
   host.Start();
   absl::StatusOr<v1::JoinResponse> member, s1, s2;
   host.Join(Agent("m", "a"), [&](absl::StatusOr<v1::JoinResponse> r) { member = std::move(r); });

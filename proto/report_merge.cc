@@ -1,4 +1,4 @@
-#include "agent/report_merge.h"
+#include "proto/report_merge.h"
 
 #include <algorithm>
 
