@@ -12,8 +12,9 @@
 # of the threads it watches need. SANITIZE_OPT overrides either. Any report fails the test that
 # made it (halt_on_error). Suppressions for the uninstrumented system libraries:
 # scripts/sanitize/<mode>.supp, each with its reason (docs/testing.md, "Sanitizers"). tsan --pure
-# passes; the full tsan run still stops in five process tests on reports inside gRPC's
-# callback API, ordered by locks of the uninstrumented gRPC and abseil (docs/testing.md).
+# passes; the full tsan run still stops in five process tests. Behind their first reports (in
+# gRPC's callback API) lie races on dlaunch's own reactor data that gRPC orders through its
+# uninstrumented completion queue and locks, which no narrow suppression covers (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
