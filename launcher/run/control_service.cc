@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/host_identity.h"
+#include "common/tsan_handoff.h"
 #include "launcher/run/watch_reactor.h"
 #include "proto/grpc_status.h"
 
@@ -23,11 +24,22 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
 class JoinReactor final : public grpc::ServerUnaryReactor {
  public:
   JoinReactor(ControlService* service, std::string agent_id)
-      : service_(service), agent_id_(std::move(agent_id)) {}
+      : service_(service), agent_id_(std::move(agent_id)) {
+    HandOff(OpToken(this, ReactorOp::kBind));  // gRPC binds it and may cancel on another thread
+  }
+  // Answers on whichever thread calls it (the loop's reply, or the handler's thread).
+  void Answer(grpc::Status status) {
+    HandOff(OpToken(this, ReactorOp::kFinish));  // OnDone follows on one of gRPC's threads
+    Finish(std::move(status));
+  }
   void OnCancel() override {
+    TakeOver(OpToken(this, ReactorOp::kBind));  // the constructor ran on another thread
     service_->Post([h = service_->handler(), id = agent_id_] { h->HandleJoinCancelled(id); });
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    TakeOverAll(this);  // gRPC calls OnDone after Finish and every reaction
+    delete this;
+  }
 
  private:
   ControlService* service_;
@@ -56,6 +68,7 @@ class SessionOutbox final : public AgentSession {
       writing_ = true;
       start = &queue_.front();  // a deque keeps its elements in place on push_back
     }
+    HandOff(OpToken(reactor_, ReactorOp::kWrite));  // OnWriteDone runs on one of gRPC's threads
     reactor_->StartWrite(start);
   }
 
@@ -77,8 +90,11 @@ class SessionOutbox final : public AgentSession {
         finish_wanted_ = false;
       }
     }
-    if (next != nullptr) reactor_->StartWrite(next);
-    if (finish) reactor_->Finish(grpc::Status::OK);
+    if (next != nullptr) {
+      HandOff(OpToken(reactor_, ReactorOp::kWrite));  // the next OnWriteDone, on another thread
+      reactor_->StartWrite(next);
+    }
+    if (finish) FinishCall();
   }
 
   // The agent's side ended: drop what is queued and finish once no write is in flight.
@@ -91,10 +107,15 @@ class SessionOutbox final : public AgentSession {
       finish = !writing_;
       finish_wanted_ = writing_;
     }
-    if (finish) reactor_->Finish(grpc::Status::OK);
+    if (finish) FinishCall();
   }
 
  private:
+  void FinishCall() {
+    HandOff(OpToken(reactor_, ReactorOp::kFinish));  // OnDone follows, on another thread
+    reactor_->Finish(grpc::Status::OK);
+  }
+
   SessionReactorBase* const reactor_;  // outlives every call: OnDone comes after Finish
   std::mutex mu_;
   std::deque<v1::LauncherCommand> queue_;
@@ -107,10 +128,12 @@ class SessionReactor final : public SessionReactorBase {
  public:
   SessionReactor(ControlService* service, int id)
       : service_(service), id_(id), outbox_(std::make_shared<SessionOutbox>(this)) {
+    HandOff(OpToken(this, ReactorOp::kRead));  // made on one of gRPC's threads, read on another
     StartRead(&in_);
   }
 
   void OnReadDone(bool ok) override {
+    TakeOver(OpToken(this, ReactorOp::kRead));  // after the StartRead that asked for it
     ControlHandler* h = service_->handler();
     if (!ok) {
       if (opened_) service_->Post([h, id = id_, node = node_] { h->HandleSessionEnded(id, node); });
@@ -131,10 +154,17 @@ class SessionReactor final : public SessionReactorBase {
       }
     });
     in_.Clear();
+    HandOff(OpToken(this, ReactorOp::kRead));  // the next OnReadDone may run on another thread
     StartRead(&in_);
   }
-  void OnWriteDone(bool ok) override { outbox_->OnWriteDone(ok); }
-  void OnDone() override { delete this; }
+  void OnWriteDone(bool ok) override {
+    TakeOver(OpToken(this, ReactorOp::kWrite));  // the outbox's HandOff before StartWrite
+    outbox_->OnWriteDone(ok);
+  }
+  void OnDone() override {
+    TakeOverAll(this);  // gRPC calls OnDone after Finish and every reaction
+    delete this;
+  }
 
  private:
   ControlService* service_;
@@ -148,9 +178,13 @@ class SessionReactor final : public SessionReactorBase {
 class RefusedSession final : public SessionReactorBase {
  public:
   RefusedSession() {
+    HandOff(OpToken(this, ReactorOp::kFinish));  // OnDone follows, on another thread
     Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    TakeOverAll(this);  // gRPC calls OnDone after Finish and every reaction
+    delete this;
+  }
 };
 
 }  // namespace
@@ -232,7 +266,7 @@ grpc::ServerUnaryReactor* ControlService::Join(grpc::CallbackServerContext* ctx,
   auto* reactor = new JoinReactor(this, p.agent_id);
   JoinReply reply = [reactor, resp](absl::StatusOr<v1::JoinResponse> result) {
     if (result.ok()) *resp = *std::move(result);
-    reactor->Finish(result.ok() ? grpc::Status::OK : ToGrpcStatus(result.status()));
+    reactor->Answer(result.ok() ? grpc::Status::OK : ToGrpcStatus(result.status()));
   };
   if (!Post([h = handler_, p, reply] { h->HandleJoin(p, reply); })) {
     reply(absl::CancelledError("launcher is stopping"));

@@ -3,6 +3,8 @@
 #include <mutex>
 #include <optional>
 
+#include "common/tsan_handoff.h"
+
 namespace dlaunch {
 
 class WatchOutbox final : public SnapshotSink {
@@ -22,6 +24,7 @@ class WatchOutbox final : public SnapshotSink {
       current_ = snapshot;
     }
     // The reactor stays alive while a write is in flight: it is finished only once none is.
+    HandOff(OpToken(reactor_, ReactorOp::kWrite));  // OnWriteDone runs on one of gRPC's threads
     reactor_->StartWrite(&current_);
   }
 
@@ -50,8 +53,11 @@ class WatchOutbox final : public SnapshotSink {
       if (finish && finished_) finish.reset();
       if (finish) finished_ = true;
     }
-    if (write) reactor_->StartWrite(&current_);
-    if (finish) reactor_->Finish(*finish);
+    if (write) {
+      HandOff(OpToken(reactor_, ReactorOp::kWrite));  // the next OnWriteDone, on another thread
+      reactor_->StartWrite(&current_);
+    }
+    if (finish) FinishCall(*finish);
   }
 
   // The watcher went away, or the call is refused: finish now unless a write is in flight (its
@@ -63,10 +69,15 @@ class WatchOutbox final : public SnapshotSink {
       if (writing_ || finished_) return;
       finished_ = true;
     }
-    reactor_->Finish(status);
+    FinishCall(status);
   }
 
  private:
+  void FinishCall(const grpc::Status& status) {
+    HandOff(OpToken(reactor_, ReactorOp::kFinish));  // OnDone follows, on another thread
+    reactor_->Finish(status);
+  }
+
   WatchReactor* const reactor_;  // alive until OnDone, which follows Finish
   mutable std::mutex mu_;
   v1::JobSnapshot current_;      // the snapshot being written
@@ -77,24 +88,41 @@ class WatchOutbox final : public SnapshotSink {
   bool last_queued_ = false;     // the ended snapshot is queued or written
 };
 
-WatchReactor::WatchReactor() : outbox_(std::make_shared<WatchOutbox>(this)) {}
+WatchReactor::WatchReactor() : outbox_(std::make_shared<WatchOutbox>(this)) {
+  HandOff(OpToken(this, ReactorOp::kBind));  // gRPC binds it and may cancel on another thread
+}
 
 std::shared_ptr<SnapshotSink> WatchReactor::sink() const { return outbox_; }
 
 void WatchReactor::Refuse(const grpc::Status& status) { outbox_->Close(status); }
 
-void WatchReactor::OnWriteDone(bool ok) { outbox_->OnWriteDone(ok); }
+void WatchReactor::OnWriteDone(bool ok) {
+  TakeOver(OpToken(this, ReactorOp::kWrite));  // the outbox's HandOff before StartWrite
+  outbox_->OnWriteDone(ok);
+}
 
-void WatchReactor::OnCancel() { outbox_->Close(grpc::Status::CANCELLED); }
+void WatchReactor::OnCancel() {
+  TakeOver(OpToken(this, ReactorOp::kBind));  // the constructor ran on another thread
+  outbox_->Close(grpc::Status::CANCELLED);
+}
 
-void WatchReactor::OnDone() { delete this; }
+void WatchReactor::OnDone() {
+  TakeOverAll(this);  // gRPC calls OnDone after Finish and every reaction
+  delete this;
+}
 
 namespace {
 
 class RefusedWatchReactor final : public grpc::ServerWriteReactor<v1::JobSnapshot> {
  public:
-  explicit RefusedWatchReactor(const grpc::Status& status) { Finish(status); }
-  void OnDone() override { delete this; }
+  explicit RefusedWatchReactor(const grpc::Status& status) {
+    HandOff(OpToken(this, ReactorOp::kFinish));  // OnDone follows, on another thread
+    Finish(status);
+  }
+  void OnDone() override {
+    TakeOverAll(this);  // gRPC calls OnDone after Finish and every reaction
+    delete this;
+  }
 };
 
 }  // namespace

@@ -1,0 +1,260 @@
+// The ThreadSanitizer build's suppressions (scripts/sanitize/tsan.supp) and the reactors'
+// hand-over annotations (common/tsan_handoff.h) must not hide a race in dlaunch's own code. This
+// test runs real gRPC servers on loopback in a child process (this binary again, one disabled
+// test) under the suppressions, with halt_on_error=0 so that every report is printed, in three
+// modes:
+//   clean     the real ControlService through Preflight, Join and a session with a batch and a
+//             command written back: no report may name a planted function (the control);
+//   loop      the same, plus a handler whose HandleAgentMessage (on the event loop) writes a
+//             plain int that a plain std::thread writes too, unsynchronised;
+//   reaction  a reactor with the same annotations whose OnReadDone writes that int, and a
+//             std::thread that writes it and then hands off the reactor's write and finish
+//             tokens (other kinds of operation than the read): the read's TakeOver must not
+//             order that thread's write.
+// Each planted race must be reported as one data race naming both functions that made it. The
+// clean mode is not asked to report nothing: gRPC's own inline code still races with itself
+// under TSan (docs/testing.md, "Sanitizers"), which is why the modes do not halt on the first
+// report. Without ThreadSanitizer the test skips.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/tsan_handoff.h"
+#include "gtest/gtest.h"
+#include "launcher/run/control_service.h"
+#include "proto/grpc_status.h"
+
+namespace dlaunch {
+namespace {
+
+int planted = 0;                       // the racy int: plain, never locked
+std::atomic<bool> thread_wrote{false};  // relaxed only: orders nothing for TSan
+
+__attribute__((noinline)) void PlantedWriteOnThread() { planted = planted + 1; }
+__attribute__((noinline)) void PlantedWriteOnLoop() { planted = planted + 2; }
+__attribute__((noinline)) void PlantedWriteInReaction() { planted = planted + 3; }
+
+// Waits, without creating an order TSan sees, until the planted thread has written.
+void AwaitThreadWrite() {
+  while (!thread_wrote.load(std::memory_order_relaxed)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+class Handler final : public ControlHandler {
+ public:
+  explicit Handler(bool plant) : plant_(plant) {}
+  void HandleJoin(const Participant& p, JoinReply reply) override {
+    v1::JoinResponse resp;
+    resp.set_node_rank(3);
+    resp.set_job_id(p.agent_id);
+    reply(std::move(resp));
+  }
+  void HandleJoinCancelled(const std::string&) override {}
+  void HandleSessionOpened(int, int, std::shared_ptr<AgentSession> session) override {
+    session->Send(v1::LauncherCommand());  // a ping: the write path and its OnWriteDone
+  }
+  void HandleAgentMessage(int, int, const v1::AgentMessage&) override {
+    if (plant_) PlantedWriteOnLoop();
+  }
+  void HandleSessionEnded(int, int) override {}
+  void HandleRefused(const std::string&, const std::string&) override {}
+
+ private:
+  const bool plant_;
+};
+
+// The annotated pattern of the reactors in launcher/run, around a planted write.
+std::atomic<const void*> planted_reactor{nullptr};
+
+class PlantedReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand> {
+ public:
+  PlantedReactor() {
+    planted_reactor.store(this, std::memory_order_release);
+    HandOff(OpToken(this, ReactorOp::kRead));
+    StartRead(&in_);
+  }
+  void OnReadDone(bool ok) override {
+    TakeOver(OpToken(this, ReactorOp::kRead));
+    if (!ok) {
+      HandOff(OpToken(this, ReactorOp::kFinish));
+      Finish(grpc::Status::OK);
+      return;
+    }
+    PlantedWriteInReaction();
+    in_.Clear();
+    HandOff(OpToken(this, ReactorOp::kRead));
+    StartRead(&in_);
+  }
+  void OnDone() override {
+    TakeOverAll(this);
+    delete this;
+  }
+
+ private:
+  v1::AgentMessage in_;
+};
+
+class PlantedService final : public v1::Control::CallbackService {
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* Session(
+      grpc::CallbackServerContext*) override {
+    return new PlantedReactor();
+  }
+};
+
+// One agent's calls: Preflight and Join (unless only a session is served), then a session with
+// a batch and a heartbeat, reading what the launcher writes until it ends the stream.
+void Agent(int port, bool unary, bool wait_for_thread) {
+  auto stub = v1::Control::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                                       grpc::InsecureChannelCredentials()));
+  if (unary) {
+    grpc::ClientContext pctx;
+    pctx.AddMetadata(kTokenMetadataKey, "token");
+    v1::PreflightPlan plan;
+    EXPECT_TRUE(stub->Preflight(&pctx, v1::PreflightRequest(), &plan).ok());
+    grpc::ClientContext jctx;
+    jctx.AddMetadata(kTokenMetadataKey, "token");
+    v1::JoinRequest req;
+    req.set_agent_id("h1:1:abc");
+    v1::JoinResponse resp;
+    EXPECT_TRUE(stub->Join(&jctx, req, &resp).ok());
+    EXPECT_EQ(resp.node_rank(), 3);
+  }
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(kTokenMetadataKey, "token");
+  auto stream = stub->Session(&ctx);
+  if (wait_for_thread) AwaitThreadWrite();
+  v1::AgentMessage batch;
+  batch.set_node_id(3);
+  batch.mutable_batch()->add_messages()->mutable_worker()->set_rank(0);
+  batch.mutable_batch()->add_messages()->mutable_heartbeat()->set_workers_running(1);
+  EXPECT_TRUE(stream->Write(batch));
+  v1::AgentMessage heartbeat;
+  heartbeat.set_node_id(3);
+  heartbeat.mutable_heartbeat()->set_workers_running(1);
+  EXPECT_TRUE(stream->Write(heartbeat));
+  stream->WritesDone();
+  v1::LauncherCommand command;
+  while (stream->Read(&command)) {
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// The child: DLAUNCH_TSAN_NARROWNESS names the mode.
+TEST(TsanNarrownessChild, DISABLED_Run) {
+  const char* env = std::getenv("DLAUNCH_TSAN_NARROWNESS");
+  if (env == nullptr) GTEST_SKIP() << "run by TsanNarrownessTest as a child";
+  const std::string mode = env;
+  const bool reaction = mode == "reaction";
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  std::thread loop([&] { io.run(); });
+  Handler handler(mode == "loop");
+  ControlService service("token", io, &handler);
+  PlantedService planted_service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  if (reaction) {
+    builder.RegisterService(&planted_service);
+  } else {
+    builder.RegisterService(&service);
+  }
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_GT(port, 0);
+
+  std::thread racer;
+  if (mode == "loop") {
+    racer = std::thread([] {
+      PlantedWriteOnThread();
+      thread_wrote.store(true, std::memory_order_relaxed);
+    });
+  } else if (reaction) {
+    racer = std::thread([] {
+      const void* r = nullptr;
+      while ((r = planted_reactor.load(std::memory_order_acquire)) == nullptr) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      PlantedWriteOnThread();
+      HandOff(OpToken(r, ReactorOp::kWrite));
+      HandOff(OpToken(r, ReactorOp::kFinish));
+      thread_wrote.store(true, std::memory_order_relaxed);
+    });
+  }
+  Agent(port, !reaction, racer.joinable());
+  if (racer.joinable()) racer.join();
+
+  service.StopPosting();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  work.reset();
+  loop.join();
+  io.restart();
+  io.poll();
+}
+
+#if defined(DLAUNCH_TSAN_HANDOFF)
+// Runs the child in `mode` under the repository's suppressions; its output and exit status.
+std::string RunChild(const std::string& mode, int* status) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "readlink failed";
+  self[n] = '\0';
+  const std::string cmd = absl::StrCat(
+      "DLAUNCH_TSAN_NARROWNESS=", mode, " TSAN_OPTIONS=halt_on_error=0:suppressions=",
+      DLAUNCH_SOURCE_DIR, "/scripts/sanitize/tsan.supp '", self,
+      "' --gtest_filter=TsanNarrownessChild.DISABLED_Run --gtest_also_run_disabled_tests 2>&1");
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return "popen failed";
+  std::string out;
+  char buf[4096];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, got);
+  *status = ::pclose(p);
+  return out;
+}
+
+// Whether one of the data races in `out` names both `a` and `b`.
+bool RaceBetween(const std::string& out, const std::string& a, const std::string& b) {
+  const std::string sep = "==================";
+  for (size_t at = out.find(sep); at != std::string::npos;) {
+    const size_t next = out.find(sep, at + sep.size());
+    const std::string report = out.substr(at, next == std::string::npos ? next : next - at);
+    if (report.find("WARNING: ThreadSanitizer: data race") != std::string::npos &&
+        report.find(a) != std::string::npos && report.find(b) != std::string::npos) {
+      return true;
+    }
+    at = next;
+  }
+  return false;
+}
+#endif
+
+TEST(TsanNarrownessTest, PlantedRacesAreReportedThroughTheAnnotationsAndSuppressions) {
+#if !defined(DLAUNCH_TSAN_HANDOFF)
+  GTEST_SKIP() << "needs a ThreadSanitizer build (scripts/sanitize.sh tsan)";
+#else
+  const std::string ran = "[       OK ] TsanNarrownessChild.DISABLED_Run";
+  int status = -1;
+  std::string out = RunChild("clean", &status);
+  EXPECT_NE(out.find(ran), std::string::npos) << out;
+  EXPECT_EQ(out.find("Planted"), std::string::npos) << out;
+
+  out = RunChild("loop", &status);
+  EXPECT_NE(out.find(ran), std::string::npos) << out;
+  EXPECT_TRUE(RaceBetween(out, "PlantedWriteOnThread", "PlantedWriteOnLoop")) << out;
+
+  out = RunChild("reaction", &status);
+  EXPECT_NE(out.find(ran), std::string::npos) << out;
+  EXPECT_TRUE(RaceBetween(out, "PlantedWriteOnThread", "PlantedWriteInReaction")) << out;
+#endif
+}
+
+}  // namespace
+}  // namespace dlaunch
