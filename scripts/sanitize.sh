@@ -12,7 +12,7 @@
 # of the threads it watches need. SANITIZE_OPT overrides either. Any report fails the test that
 # made it (halt_on_error). Suppressions for the uninstrumented system libraries:
 # scripts/sanitize/<mode>.supp, each with its reason (docs/testing.md, "Sanitizers"). tsan --pure
-# passes; the full tsan run still stops in five process tests. The reactors tell TSan gRPC's
+# passes; the full tsan run still stops in six real-stream tests. The reactors tell TSan gRPC's
 # order of operations and reactions (common/tsan_handoff.h), which removed the races on their own
 # data; what remains is gRPC's inline code racing with itself across its uninstrumented
 # completion queue. run_process_test checks that neither hides a planted race (docs/testing.md).
