@@ -347,10 +347,8 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
   // The queue's head as the next write, with what is queued behind it in one AgentBatch, as
   // the agent's writer sends it (proto/agent_batch.h). Called with mu_ held.
   const v1::AgentMessage* NextWrite() {
-    if (!opt_.batch) {
-      in_flight_ = 1;
-      return &outbox_.front();
-    }
+    in_flight_ = 1;
+    if (!opt_.batch) return &outbox_.front();
     std::vector<v1::AgentMessage> batch = TakeBatch(outbox_);
     in_flight_ = static_cast<int64_t>(batch.size());
     outbox_.push_front(Batched(std::move(batch)));
