@@ -14,7 +14,6 @@
 #include "agent/host_monitor.h"
 #include "agent/orphan_sweeper.h"
 #include "agent/preflight.h"
-#include "proto/report_merge.h"
 #include "agent/torch_error_file.h"
 #include "agent/worker_env.h"
 #include "agent/worker_launch.h"
@@ -22,6 +21,7 @@
 #include "common/file_io.h"
 #include "common/host_identity.h"
 #include "common/process.h"
+#include "proto/report_merge.h"
 #include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
