@@ -284,8 +284,7 @@ void JobState::JournalMetric(std::optional<MetricsCadence::Line> line, JobAction
 
 void JobState::SayMetricsCadence(int world_size, JobActions& out) {
   const double interval = MetricsCadence::IntervalFor(world_size, config_.heartbeat_s);
-  if (interval == metrics_.interval()) return;
-  metrics_.SetInterval(interval);
+  if (!metrics_.SetInterval(interval)) return;
   if (interval <= 0) {
     Say("metrics.jsonl: every report of every rank again", out);
     return;

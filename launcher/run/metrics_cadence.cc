@@ -1,5 +1,6 @@
 #include "launcher/run/metrics_cadence.h"
 
+#include <cmath>
 #include <utility>
 
 #include "proto/report_merge.h"
@@ -9,6 +10,13 @@ namespace dlaunch {
 double MetricsCadence::IntervalFor(int ranks, double heartbeat_s) {
   if (heartbeat_s <= 0 || ranks / heartbeat_s <= kLinesPerSecond) return 0;
   return ranks / kLinesPerSecond * heartbeat_s;
+}
+
+bool MetricsCadence::SetInterval(double interval_s) {
+  const double before = interval_s_;
+  interval_s_ = interval_s;
+  if ((before > 0) != (interval_s > 0)) return true;
+  return std::abs(interval_s - before) > 0.1 * before;
 }
 
 std::optional<MetricsCadence::Line> MetricsCadence::Add(int rank, int node, int round,

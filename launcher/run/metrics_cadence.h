@@ -35,7 +35,9 @@ class MetricsCadence {
   static double IntervalFor(int ranks, double heartbeat_s);
 
   // Sets the interval for what comes next (a new round's size); what is held keeps its place.
-  void SetInterval(double interval_s) { interval_s_ = interval_s; }
+  // True when the change is worth saying: folding starts or stops, or the interval moves by
+  // more than a tenth (not a restart that lost one node of forty thousand ranks).
+  bool SetInterval(double interval_s);
   double interval() const { return interval_s_; }
 
   // A report of `rank`: the line to write now (the reports held since the last line folded

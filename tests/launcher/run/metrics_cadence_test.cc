@@ -27,6 +27,17 @@ TEST(MetricsCadenceTest, TheIntervalKeepsTheJournalNearItsLineRate) {
   EXPECT_DOUBLE_EQ(MetricsCadence::IntervalFor(16000, 0.5), 2.0);
 }
 
+TEST(MetricsCadenceTest, AChangeOfIntervalIsWorthSayingWhenFoldingStartsStopsOrMovesATenth) {
+  MetricsCadence c;
+  EXPECT_FALSE(c.SetInterval(0));       // nothing folded, as before
+  EXPECT_TRUE(c.SetInterval(10));       // folding starts
+  EXPECT_FALSE(c.SetInterval(9.999));   // a restart without one node of 40,000 ranks
+  EXPECT_FALSE(c.SetInterval(9.2));     // within a tenth of 9.999
+  EXPECT_TRUE(c.SetInterval(5));        // half the ranks
+  EXPECT_DOUBLE_EQ(c.interval(), 5);
+  EXPECT_TRUE(c.SetInterval(0));        // every report a line again
+}
+
 TEST(MetricsCadenceTest, WithoutAnIntervalEveryReportIsALineAtOnce) {
   MetricsCadence c;
   for (int i = 0; i < 5; ++i) {
