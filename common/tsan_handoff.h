@@ -10,6 +10,8 @@
 // OpToken names one kind of operation on one reactor.
 #pragma once
 
+#include <utility>
+
 #if defined(__SANITIZE_THREAD__)
 #define DLAUNCH_TSAN_HANDOFF 1
 #elif defined(__has_feature)
@@ -51,6 +53,23 @@ enum class ReactorOp { kBind = 0, kRead = 1, kWrite = 2, kFinish = 3 };
 // lock or atomic of gRPC's lies, and which is freed (with its TSan sync state) with the reactor.
 inline const void* OpToken(const void* reactor, ReactorOp op) {
   return static_cast<const char*>(reactor) + static_cast<int>(op);
+}
+
+// A reactor's operations, each right after the HandOff of its kind; the reaction takes it over.
+template <typename Reactor, typename Message>
+void StartReadHandedOff(Reactor* reactor, Message* into) {
+  HandOff(OpToken(reactor, ReactorOp::kRead));
+  reactor->StartRead(into);
+}
+template <typename Reactor, typename Message>
+void StartWriteHandedOff(Reactor* reactor, const Message* message) {
+  HandOff(OpToken(reactor, ReactorOp::kWrite));
+  reactor->StartWrite(message);
+}
+template <typename Reactor, typename Status>
+void FinishHandedOff(Reactor* reactor, Status status) {
+  HandOff(OpToken(reactor, ReactorOp::kFinish));
+  reactor->Finish(std::move(status));
 }
 
 // TakeOver of every kind, for OnDone: gRPC calls it after every other reaction.

@@ -27,11 +27,6 @@ class JoinReactor final : public grpc::ServerUnaryReactor {
       : service_(service), agent_id_(std::move(agent_id)) {
     HandOff(OpToken(this, ReactorOp::kBind));  // gRPC binds it and may cancel on another thread
   }
-  // Answers on whichever thread calls it (the loop's reply, or the handler's thread).
-  void Answer(grpc::Status status) {
-    HandOff(OpToken(this, ReactorOp::kFinish));  // OnDone follows on one of gRPC's threads
-    Finish(std::move(status));
-  }
   void OnCancel() override {
     TakeOver(OpToken(this, ReactorOp::kBind));  // the constructor ran on another thread
     service_->Post([h = service_->handler(), id = agent_id_] { h->HandleJoinCancelled(id); });
@@ -68,8 +63,7 @@ class SessionOutbox final : public AgentSession {
       writing_ = true;
       start = &queue_.front();  // a deque keeps its elements in place on push_back
     }
-    HandOff(OpToken(reactor_, ReactorOp::kWrite));  // OnWriteDone runs on one of gRPC's threads
-    reactor_->StartWrite(start);
+    StartWriteHandedOff(reactor_, start);  // OnWriteDone runs on one of gRPC's threads
   }
 
   void OnWriteDone(bool ok) {
@@ -90,11 +84,8 @@ class SessionOutbox final : public AgentSession {
         finish_wanted_ = false;
       }
     }
-    if (next != nullptr) {
-      HandOff(OpToken(reactor_, ReactorOp::kWrite));  // the next OnWriteDone, on another thread
-      reactor_->StartWrite(next);
-    }
-    if (finish) FinishCall();
+    if (next != nullptr) StartWriteHandedOff(reactor_, next);
+    if (finish) FinishHandedOff(reactor_, grpc::Status::OK);  // OnDone follows
   }
 
   // The agent's side ended: drop what is queued and finish once no write is in flight.
@@ -107,14 +98,10 @@ class SessionOutbox final : public AgentSession {
       finish = !writing_;
       finish_wanted_ = writing_;
     }
-    if (finish) FinishCall();
+    if (finish) FinishHandedOff(reactor_, grpc::Status::OK);
   }
 
  private:
-  void FinishCall() {
-    HandOff(OpToken(reactor_, ReactorOp::kFinish));  // OnDone follows, on another thread
-    reactor_->Finish(grpc::Status::OK);
-  }
 
   SessionReactorBase* const reactor_;  // outlives every call: OnDone comes after Finish
   std::mutex mu_;
@@ -128,8 +115,7 @@ class SessionReactor final : public SessionReactorBase {
  public:
   SessionReactor(ControlService* service, int id)
       : service_(service), id_(id), outbox_(std::make_shared<SessionOutbox>(this)) {
-    HandOff(OpToken(this, ReactorOp::kRead));  // made on one of gRPC's threads, read on another
-    StartRead(&in_);
+    StartReadHandedOff(this, &in_);  // made on one of gRPC's threads, read on another
   }
 
   void OnReadDone(bool ok) override {
@@ -154,8 +140,7 @@ class SessionReactor final : public SessionReactorBase {
       }
     });
     in_.Clear();
-    HandOff(OpToken(this, ReactorOp::kRead));  // the next OnReadDone may run on another thread
-    StartRead(&in_);
+    StartReadHandedOff(this, &in_);  // the next OnReadDone may run on another thread
   }
   void OnWriteDone(bool ok) override {
     TakeOver(OpToken(this, ReactorOp::kWrite));  // the outbox's HandOff before StartWrite
@@ -178,8 +163,8 @@ class SessionReactor final : public SessionReactorBase {
 class RefusedSession final : public SessionReactorBase {
  public:
   RefusedSession() {
-    HandOff(OpToken(this, ReactorOp::kFinish));  // OnDone follows, on another thread
-    Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
+    FinishHandedOff(this, grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                       "missing or wrong job token"));  // OnDone follows
   }
   void OnDone() override {
     TakeOverAll(this);  // gRPC calls OnDone after Finish and every reaction
@@ -266,7 +251,8 @@ grpc::ServerUnaryReactor* ControlService::Join(grpc::CallbackServerContext* ctx,
   auto* reactor = new JoinReactor(this, p.agent_id);
   JoinReply reply = [reactor, resp](absl::StatusOr<v1::JoinResponse> result) {
     if (result.ok()) *resp = *std::move(result);
-    reactor->Answer(result.ok() ? grpc::Status::OK : ToGrpcStatus(result.status()));
+    // On whichever thread replies (the loop, or the handler's); OnDone follows on gRPC's.
+    FinishHandedOff(reactor, result.ok() ? grpc::Status::OK : ToGrpcStatus(result.status()));
   };
   if (!Post([h = handler_, p, reply] { h->HandleJoin(p, reply); })) {
     reply(absl::CancelledError("launcher is stopping"));

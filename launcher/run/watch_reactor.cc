@@ -24,8 +24,7 @@ class WatchOutbox final : public SnapshotSink {
       current_ = snapshot;
     }
     // The reactor stays alive while a write is in flight: it is finished only once none is.
-    HandOff(OpToken(reactor_, ReactorOp::kWrite));  // OnWriteDone runs on one of gRPC's threads
-    reactor_->StartWrite(&current_);
+    StartWriteHandedOff(reactor_, &current_);  // OnWriteDone runs on one of gRPC's threads
   }
 
   bool closed() const override {
@@ -53,11 +52,8 @@ class WatchOutbox final : public SnapshotSink {
       if (finish && finished_) finish.reset();
       if (finish) finished_ = true;
     }
-    if (write) {
-      HandOff(OpToken(reactor_, ReactorOp::kWrite));  // the next OnWriteDone, on another thread
-      reactor_->StartWrite(&current_);
-    }
-    if (finish) FinishCall(*finish);
+    if (write) StartWriteHandedOff(reactor_, &current_);
+    if (finish) FinishHandedOff(reactor_, *finish);  // OnDone follows
   }
 
   // The watcher went away, or the call is refused: finish now unless a write is in flight (its
@@ -69,14 +65,10 @@ class WatchOutbox final : public SnapshotSink {
       if (writing_ || finished_) return;
       finished_ = true;
     }
-    FinishCall(status);
+    FinishHandedOff(reactor_, status);
   }
 
  private:
-  void FinishCall(const grpc::Status& status) {
-    HandOff(OpToken(reactor_, ReactorOp::kFinish));  // OnDone follows, on another thread
-    reactor_->Finish(status);
-  }
 
   WatchReactor* const reactor_;  // alive until OnDone, which follows Finish
   mutable std::mutex mu_;
@@ -116,8 +108,7 @@ namespace {
 class RefusedWatchReactor final : public grpc::ServerWriteReactor<v1::JobSnapshot> {
  public:
   explicit RefusedWatchReactor(const grpc::Status& status) {
-    HandOff(OpToken(this, ReactorOp::kFinish));  // OnDone follows, on another thread
-    Finish(status);
+    FinishHandedOff(this, status);  // OnDone follows, on another thread
   }
   void OnDone() override {
     TakeOverAll(this);  // gRPC calls OnDone after Finish and every reaction

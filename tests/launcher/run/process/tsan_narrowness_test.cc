@@ -78,20 +78,17 @@ class PlantedReactor final : public grpc::ServerBidiReactor<v1::AgentMessage, v1
  public:
   PlantedReactor() {
     planted_reactor.store(this, std::memory_order_release);
-    HandOff(OpToken(this, ReactorOp::kRead));
-    StartRead(&in_);
+    StartReadHandedOff(this, &in_);
   }
   void OnReadDone(bool ok) override {
     TakeOver(OpToken(this, ReactorOp::kRead));
     if (!ok) {
-      HandOff(OpToken(this, ReactorOp::kFinish));
-      Finish(grpc::Status::OK);
+      FinishHandedOff(this, grpc::Status::OK);
       return;
     }
     PlantedWriteInReaction();
     in_.Clear();
-    HandOff(OpToken(this, ReactorOp::kRead));
-    StartRead(&in_);
+    StartReadHandedOff(this, &in_);
   }
   void OnDone() override {
     TakeOverAll(this);
