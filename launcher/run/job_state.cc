@@ -282,6 +282,10 @@ void JobState::JournalMetric(std::optional<MetricsCadence::Line> line, JobAction
   if (line) out.push_back(AppendMetric{line->node, std::move(line->report), line->round});
 }
 
+void JobState::JournalHeldMetrics(JobActions& out) {
+  for (MetricsCadence::Line& line : metrics_.FlushAll()) JournalMetric(std::move(line), out);
+}
+
 void JobState::SayMetricsCadence(int world_size, JobActions& out) {
   const double interval = MetricsCadence::IntervalFor(world_size, config_.heartbeat_s);
   if (!metrics_.SetInterval(interval)) return;

@@ -119,6 +119,7 @@ class JobState {
   // A line for metrics.jsonl, when the cadence gives one; and the cadence for a round of
   // `world_size` ranks, said when it changes (metrics_cadence.h).
   void JournalMetric(std::optional<MetricsCadence::Line> line, JobActions& out);
+  void JournalHeldMetrics(JobActions& out);  // every rank's held reports (a round's or job's end)
   void SayMetricsCadence(int world_size, JobActions& out);
   // The rank's progress, created for `node` when the round did not place it.
   RankProgress& RankOf(int rank, int node);

@@ -257,7 +257,7 @@ void JobState::Finish(double now_s, JobActions& out) {
   ledger_.Announce(now_s, true, current_round(), out);
   finished_ = true;
   SayHeldBackOutput(now_s, true, out);
-  for (MetricsCadence::Line& line : metrics_.FlushAll()) JournalMetric(std::move(line), out);
+  JournalHeldMetrics(out);
   if (metrics_.folded() > 0) {
     Say(absl::StrCat("metrics.jsonl: ", metrics_.lines() + metrics_.folded(), " reports in ",
                      metrics_.lines(), " lines (", metrics_.folded(),

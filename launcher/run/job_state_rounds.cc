@@ -182,7 +182,7 @@ void JobState::StartNextRound(std::vector<int> ids, double now_s, JobActions& ou
   ledger_.Clear();
   dump_ranks_.clear();
   // The last round's reports still held (a lost node's ranks never ended) close its lines.
-  for (MetricsCadence::Line& line : metrics_.FlushAll()) JournalMetric(std::move(line), out);
+  JournalHeldMetrics(out);
   BeginRound(r, ids, now_s);
   SayMetricsCadence(r.world_size, out);
   out.push_back(SendStartRound{r, ids});
