@@ -2,20 +2,18 @@
 # Builds dlaunch without LibTorch under a sanitizer, in its own build folder, and runs the tests.
 #   scripts/sanitize.sh asan [--pure] [ctest args...]   AddressSanitizer + UBSan (+ LeakSanitizer)
 #   scripts/sanitize.sh tsan [--pure] [ctest args...]   ThreadSanitizer, launcher and agent tests
-# asan runs every non-LibTorch test (all labels); tsan the launcher's and agent's suites
-# (gRPC, Asio and the agent's threads). --pure builds and runs only the pure unit suites (no
+# asan runs every non-LibTorch test (all labels); tsan the launcher's and agent's suites and
+# the end-to-end runs (gRPC, Asio and the agent's threads). --pure builds and runs only the pure unit suites (no
 # processes, sockets or real time): the ctest labels of one library each, minus integration.
 # Builds in build-asan/ or build-tsan/ (BUILD_DIR overrides), Ninja, line tables (-g1), frame
 # pointers kept, ccache when installed. asan compiles at -O0: it halves the compile time of -O1
 # and finds as much (every load and store is instrumented either way; optimising only removes
 # some); CI runs `asan --pure` (.ci/run). tsan compiles at -O1, which its runtime and the timing
 # of the threads it watches need. SANITIZE_OPT overrides either. Any report fails the test that
-# made it (halt_on_error). Suppressions for the uninstrumented system libraries:
-# scripts/sanitize/<mode>.supp, each with its reason (docs/testing.md, "Sanitizers"). tsan --pure
-# passes; the full tsan run still stops in six real-stream tests. The reactors tell TSan gRPC's
-# order of operations and reactions (common/tsan_handoff.h), which removed the races on their own
-# data; what remains is gRPC's inline code racing with itself across its uninstrumented
-# completion queue. run_process_test checks that neither hides a planted race (docs/testing.md).
+# made it (halt_on_error). tsan links abseil and gRPC built under TSan from Debian's sources of the
+# installed versions (scripts/sanitize/tsan-deps.sh, built once and cached), so TSan sees their
+# locks and completion queues. Suppressions: scripts/sanitize/<mode>.supp, each with its reason
+# (docs/testing.md, "Sanitizers"); run_process_test checks that tsan's hide no planted race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,12 +48,24 @@ else
   pure_labels="rendezvous|agent|spec|submit|jobdir|run|study|cli|trace"
   pure_targets="rendezvous_test agent_test spec_test submit_test jobdir_test run_test study_test
     cli_test trace_test"
-  all_labels="$pure_labels"
+  all_labels="$pure_labels|integration"  # the end-to-end runs of dlaunch and its agents too
 fi
 
 # g++ brings the sanitizers' runtimes (libasan, libubsan, liblsan, libtsan: gcc's own packages,
 # through build-essential); GoogleTest and what the process tests run come from `test`.
 scripts/install-deps.sh build test
+
+# tsan: abseil and gRPC built under TSan (tsan-deps.sh prints their prefix).
+cmake_deps=()
+if [ "$mode" = tsan ]; then
+  deps=$(scripts/sanitize/tsan-deps.sh)
+  export PKG_CONFIG_PATH="$deps/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  cmake_deps=(-DCMAKE_PREFIX_PATH="$deps" -DCMAKE_BUILD_RPATH="$deps/lib")
+  # pkg-config's answers are cached: a build folder configured against other gRPC starts over.
+  if [ -f "$BUILD_DIR/CMakeCache.txt" ] && ! grep -qF "$deps" "$BUILD_DIR/CMakeCache.txt"; then
+    rm -f "$BUILD_DIR/CMakeCache.txt"
+  fi
+fi
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -65,7 +75,8 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt" \
   -DCMAKE_CXX_FLAGS="$flags ${cflags:-} -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
-  -DDLAUNCH_BUILD_WORKER=OFF -DDLAUNCH_BUILD_TESTS=ON "${launcher[@]}" >/dev/null
+  -DDLAUNCH_BUILD_WORKER=OFF -DDLAUNCH_BUILD_TESTS=ON "${cmake_deps[@]}" "${launcher[@]}" \
+  >/dev/null
 targets=()
 if [ $pure = 1 ]; then
   for t in $pure_targets; do targets+=(--target "$t"); done
@@ -73,8 +84,12 @@ fi
 cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}"
 built=$(date +%s)
 
-# halt_on_error: the first report ends the process, so the test fails.
-export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:strict_init_order=1:detect_stack_use_after_return=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+# halt_on_error: the first report ends the process, so the test fails. Every process writes its
+# reports to a file under $reports too: a report in a process that a test runs (a dlaunch or an
+# agent whose failure the test expects) fails the run as well, and is printed at its end.
+reports="$(cd "$BUILD_DIR" && pwd)/sanitizer-reports"
+rm -rf "$reports" && mkdir -p "$reports"
+export ASAN_OPTIONS="log_path=$reports/asan:halt_on_error=1:detect_leaks=1:strict_init_order=1:detect_stack_use_after_return=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 # hwloc's PCI plugin (the agent's topology with GPUs) loads libpciaccess, whose device list
 # stays reachable from its globals until the plugin is dlclosed at the end of the topology's
@@ -87,8 +102,8 @@ if [ "$mode" = asan ]; then
     ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0"  # the ASan runtime is not first now
   fi
 fi
-export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+export UBSAN_OPTIONS="log_path=$reports/ubsan:halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+export TSAN_OPTIONS="log_path=$reports/tsan:halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 
 label_args=()
 if [ $pure = 1 ]; then
@@ -101,6 +116,12 @@ fi
 status=0
 (cd "$BUILD_DIR" && ctest --output-on-failure --timeout 600 -j "$JOBS" "${label_args[@]}" "$@") ||
   status=$?
+found=$(find "$reports" -type f | sort)
+if [ -n "$found" ]; then
+  for f in $found; do echo "=== $f" && cat "$f"; done
+  echo "sanitize.sh $mode: $(echo "$found" | wc -l) process(es) wrote a sanitizer report (above)"
+  status=1
+fi
 end=$(date +%s)
 echo "sanitize.sh $mode$([ $pure = 1 ] && echo ' --pure'): build $((built - start)) s," \
   "tests $((end - built)) s, exit $status"

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "common/host_identity.h"
-#include "common/tsan_handoff.h"
 #include "launcher/run/watch_reactor.h"
 #include "proto/grpc_status.h"
 
@@ -24,17 +23,11 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
 class JoinReactor final : public grpc::ServerUnaryReactor {
  public:
   JoinReactor(ControlService* service, std::string agent_id)
-      : service_(service), agent_id_(std::move(agent_id)) {
-    HandOff(OpToken(this, ReactorOp::kBind));  // gRPC binds it and may cancel on another thread
-  }
+      : service_(service), agent_id_(std::move(agent_id)) {}
   void OnCancel() override {
-    TakeOver(OpToken(this, ReactorOp::kBind));  // the constructor ran on another thread
     service_->Post([h = service_->handler(), id = agent_id_] { h->HandleJoinCancelled(id); });
   }
-  void OnDone() override {
-    TakeOverAll(this);  // gRPC calls OnDone after Finish and every reaction
-    delete this;
-  }
+  void OnDone() override { delete this; }
 
  private:
   ControlService* service_;
@@ -63,7 +56,7 @@ class SessionOutbox final : public AgentSession {
       writing_ = true;
       start = &queue_.front();  // a deque keeps its elements in place on push_back
     }
-    StartWriteHandedOff(reactor_, start);  // OnWriteDone runs on one of gRPC's threads
+    reactor_->StartWrite(start);  // OnWriteDone runs on one of gRPC's threads
   }
 
   void OnWriteDone(bool ok) {
@@ -84,8 +77,8 @@ class SessionOutbox final : public AgentSession {
         finish_wanted_ = false;
       }
     }
-    if (next != nullptr) StartWriteHandedOff(reactor_, next);
-    if (finish) FinishHandedOff(reactor_, grpc::Status::OK);  // OnDone follows
+    if (next != nullptr) reactor_->StartWrite(next);
+    if (finish) reactor_->Finish(grpc::Status::OK);  // OnDone follows
   }
 
   // The agent's side ended: drop what is queued and finish once no write is in flight.
@@ -98,7 +91,7 @@ class SessionOutbox final : public AgentSession {
       finish = !writing_;
       finish_wanted_ = writing_;
     }
-    if (finish) FinishHandedOff(reactor_, grpc::Status::OK);
+    if (finish) reactor_->Finish(grpc::Status::OK);
   }
 
  private:
@@ -115,11 +108,10 @@ class SessionReactor final : public SessionReactorBase {
  public:
   SessionReactor(ControlService* service, int id)
       : service_(service), id_(id), outbox_(std::make_shared<SessionOutbox>(this)) {
-    StartReadHandedOff(this, &in_);  // made on one of gRPC's threads, read on another
+    StartRead(&in_);  // made on one of gRPC's threads, read on another
   }
 
   void OnReadDone(bool ok) override {
-    TakeOver(OpToken(this, ReactorOp::kRead));  // after the StartRead that asked for it
     ControlHandler* h = service_->handler();
     if (!ok) {
       if (opened_) service_->Post([h, id = id_, node = node_] { h->HandleSessionEnded(id, node); });
@@ -140,16 +132,10 @@ class SessionReactor final : public SessionReactorBase {
       }
     });
     in_.Clear();
-    StartReadHandedOff(this, &in_);  // the next OnReadDone may run on another thread
+    StartRead(&in_);  // the next OnReadDone may run on another thread
   }
-  void OnWriteDone(bool ok) override {
-    TakeOver(OpToken(this, ReactorOp::kWrite));  // the outbox's HandOff before StartWrite
-    outbox_->OnWriteDone(ok);
-  }
-  void OnDone() override {
-    TakeOverAll(this);  // gRPC calls OnDone after Finish and every reaction
-    delete this;
-  }
+  void OnWriteDone(bool ok) override { outbox_->OnWriteDone(ok); }
+  void OnDone() override { delete this; }
 
  private:
   ControlService* service_;
@@ -163,13 +149,10 @@ class SessionReactor final : public SessionReactorBase {
 class RefusedSession final : public SessionReactorBase {
  public:
   RefusedSession() {
-    FinishHandedOff(this, grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                                       "missing or wrong job token"));  // OnDone follows
+    // OnDone follows
+    Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
   }
-  void OnDone() override {
-    TakeOverAll(this);  // gRPC calls OnDone after Finish and every reaction
-    delete this;
-  }
+  void OnDone() override { delete this; }
 };
 
 }  // namespace
@@ -252,7 +235,7 @@ grpc::ServerUnaryReactor* ControlService::Join(grpc::CallbackServerContext* ctx,
   JoinReply reply = [reactor, resp](absl::StatusOr<v1::JoinResponse> result) {
     if (result.ok()) *resp = *std::move(result);
     // On whichever thread replies (the loop, or the handler's); OnDone follows on gRPC's.
-    FinishHandedOff(reactor, result.ok() ? grpc::Status::OK : ToGrpcStatus(result.status()));
+    reactor->Finish(result.ok() ? grpc::Status::OK : ToGrpcStatus(result.status()));
   };
   if (!Post([h = handler_, p, reply] { h->HandleJoin(p, reply); })) {
     reply(absl::CancelledError("launcher is stopping"));

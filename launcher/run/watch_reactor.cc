@@ -3,8 +3,6 @@
 #include <mutex>
 #include <optional>
 
-#include "common/tsan_handoff.h"
-
 namespace dlaunch {
 
 class WatchOutbox final : public SnapshotSink {
@@ -24,7 +22,7 @@ class WatchOutbox final : public SnapshotSink {
       current_ = snapshot;
     }
     // The reactor stays alive while a write is in flight: it is finished only once none is.
-    StartWriteHandedOff(reactor_, &current_);  // OnWriteDone runs on one of gRPC's threads
+    reactor_->StartWrite(&current_);  // OnWriteDone runs on one of gRPC's threads
   }
 
   bool closed() const override {
@@ -52,8 +50,8 @@ class WatchOutbox final : public SnapshotSink {
       if (finish && finished_) finish.reset();
       if (finish) finished_ = true;
     }
-    if (write) StartWriteHandedOff(reactor_, &current_);
-    if (finish) FinishHandedOff(reactor_, *finish);  // OnDone follows
+    if (write) reactor_->StartWrite(&current_);
+    if (finish) reactor_->Finish(*finish);  // OnDone follows
   }
 
   // The watcher went away, or the call is refused: finish now unless a write is in flight (its
@@ -65,7 +63,7 @@ class WatchOutbox final : public SnapshotSink {
       if (writing_ || finished_) return;
       finished_ = true;
     }
-    FinishHandedOff(reactor_, status);
+    reactor_->Finish(status);
   }
 
  private:
@@ -80,40 +78,26 @@ class WatchOutbox final : public SnapshotSink {
   bool last_queued_ = false;     // the ended snapshot is queued or written
 };
 
-WatchReactor::WatchReactor() : outbox_(std::make_shared<WatchOutbox>(this)) {
-  HandOff(OpToken(this, ReactorOp::kBind));  // gRPC binds it and may cancel on another thread
-}
+WatchReactor::WatchReactor() : outbox_(std::make_shared<WatchOutbox>(this)) {}
 
 std::shared_ptr<SnapshotSink> WatchReactor::sink() const { return outbox_; }
 
 void WatchReactor::Refuse(const grpc::Status& status) { outbox_->Close(status); }
 
-void WatchReactor::OnWriteDone(bool ok) {
-  TakeOver(OpToken(this, ReactorOp::kWrite));  // the outbox's HandOff before StartWrite
-  outbox_->OnWriteDone(ok);
-}
+void WatchReactor::OnWriteDone(bool ok) { outbox_->OnWriteDone(ok); }
 
-void WatchReactor::OnCancel() {
-  TakeOver(OpToken(this, ReactorOp::kBind));  // the constructor ran on another thread
-  outbox_->Close(grpc::Status::CANCELLED);
-}
+void WatchReactor::OnCancel() { outbox_->Close(grpc::Status::CANCELLED); }
 
-void WatchReactor::OnDone() {
-  TakeOverAll(this);  // gRPC calls OnDone after Finish and every reaction
-  delete this;
-}
+void WatchReactor::OnDone() { delete this; }
 
 namespace {
 
 class RefusedWatchReactor final : public grpc::ServerWriteReactor<v1::JobSnapshot> {
  public:
   explicit RefusedWatchReactor(const grpc::Status& status) {
-    FinishHandedOff(this, status);  // OnDone follows, on another thread
+    Finish(status);  // OnDone follows, on another thread
   }
-  void OnDone() override {
-    TakeOverAll(this);  // gRPC calls OnDone after Finish and every reaction
-    delete this;
-  }
+  void OnDone() override { delete this; }
 };
 
 }  // namespace
