@@ -11,7 +11,7 @@
 # some); CI runs `asan --pure` (.ci/run). tsan compiles at -O1, which its runtime and the timing
 # of the threads it watches need. SANITIZE_OPT overrides either. Any report fails the test that
 # made it (halt_on_error). tsan links abseil and gRPC built under TSan from Debian's sources of the
-# installed versions (scripts/sanitize/tsan-deps.sh, built once and cached), so TSan sees their
+# installed versions (scripts/grpc-from-debian-source.sh tsan, built once and cached), so TSan sees their
 # locks and completion queues. Suppressions: scripts/sanitize/<mode>.supp, each with its reason
 # (docs/testing.md, "Sanitizers"); run_process_test checks that tsan's hide no planted race.
 set -euo pipefail
@@ -55,10 +55,10 @@ fi
 # through build-essential); GoogleTest and what the process tests run come from `test`.
 scripts/install-deps.sh build test
 
-# tsan: abseil and gRPC built under TSan (tsan-deps.sh prints their prefix).
+# tsan: abseil and gRPC built under TSan (the script prints their prefix).
 cmake_deps=()
 if [ "$mode" = tsan ]; then
-  deps=$(scripts/sanitize/tsan-deps.sh)
+  deps=$(scripts/grpc-from-debian-source.sh tsan)
   export PKG_CONFIG_PATH="$deps/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
   cmake_deps=(-DCMAKE_PREFIX_PATH="$deps" -DCMAKE_BUILD_RPATH="$deps/lib")
   # pkg-config's answers are cached: a build folder configured against other gRPC starts over.

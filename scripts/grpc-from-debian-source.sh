@@ -1,33 +1,43 @@
 #!/usr/bin/env bash
 # Builds the Debian release of abseil and gRPC that dlaunch links against, from Debian's own
 # source packages (the same versions as the installed -dev packages, with Debian's patches),
-# under ThreadSanitizer, into a prefix of their own; prints that prefix. Debian's binaries are
-# not instrumented: TSan cannot see the completion queue's and absl::Mutex's synchronisation
-# inside them, so every gRPC operation completed on another thread looks like a race to it.
-# Built once per version pair (about an hour on 2 cores; the prefix holds `.done` when whole);
-# `scripts/sanitize.sh tsan` calls it and links the tests against the prefix.
-#   scripts/sanitize/tsan-deps.sh            build if missing, print the prefix
-# TSAN_DEPS overrides the prefix (default: ~/.cache/dlaunch/tsan-deps/grpc-V-absl-V).
+# into a prefix of their own, and prints that prefix. Built once per flavour and version pair
+# (the prefix holds `.done` when whole); about 18 minutes on 2 cores.
+#   scripts/grpc-from-debian-source.sh tsan      under ThreadSanitizer (-O1). Debian's binaries
+#       are not instrumented: TSan cannot see the completion queue's and absl::Mutex's
+#       synchronisation inside them. `scripts/sanitize.sh tsan` links this one.
+#   scripts/grpc-from-debian-source.sh release   -O2 with NDEBUG. Debian builds gRPC without
+#       NDEBUG, and its completion queue then checks every completed operation against every
+#       outstanding one (docs/BENCHMARKS.md, the control plane at 10,000 agents); a launcher
+#       for thousands of agents is configured against this prefix instead (docs/scale.md).
+# GRPC_PREFIX overrides the prefix (default: ~/.cache/dlaunch/grpc-FLAVOUR/grpc-V-absl-V).
 set -euo pipefail
 
+flavour=${1:-}
+case "$flavour" in
+  tsan) flags="-fsanitize=thread -O1 -g1 -fno-omit-frame-pointer" ldflags=-fsanitize=thread ;;
+  release) flags="-O2 -g1 -DNDEBUG" ldflags="" ;;
+  *) echo "usage: scripts/grpc-from-debian-source.sh tsan|release" >&2; exit 2 ;;
+esac
 grpc_ver=$(dpkg-query -W -f='${source:Version}' libgrpc++-dev)
 absl_ver=$(dpkg-query -W -f='${source:Version}' libabsl-dev)
-prefix=${TSAN_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/dlaunch/tsan-deps/grpc-$grpc_ver-absl-$absl_ver}
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/dlaunch
+prefix=${GRPC_PREFIX:-$cache/grpc-$flavour/grpc-$grpc_ver-absl-$absl_ver}
 if [ -f "$prefix/.done" ]; then echo "$prefix"; exit 0; fi
 
 # gRPC's CMake links its code-generator support library even when the generators are not built.
 dpkg -s libprotoc-dev >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -q libprotoc-dev >&2
 
-flags="-fsanitize=thread -O1 -g1 -fno-omit-frame-pointer"
 jobs=${JOBS:-$(nproc)}
 work="$prefix.src"
 rm -rf "$work" "$prefix"
 mkdir -p "$work/lists/partial" "$work/sources"
 # Debian's source index, in a private apt state: the system's sources list is left as it is.
-cat > "$work/sources/debian-src.sources" <<'EOF'
+codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+cat > "$work/sources/debian-src.sources" <<EOF
 Types: deb-src
 URIs: http://deb.debian.org/debian
-Suites: bookworm bookworm-updates
+Suites: $codename $codename-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
@@ -44,8 +54,8 @@ apt_opts=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$work/sour
 common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX="$prefix"
   -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON
   -DCMAKE_CXX_STANDARD=17 -DCMAKE_C_FLAGS_RELWITHDEBINFO="$flags"
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread
-  -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread)
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags"
+  -DCMAKE_SHARED_LINKER_FLAGS="$ldflags")
 absl_src=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'abseil-*' | head -1)
 grpc_src=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'grpc-*' | head -1)
 {
