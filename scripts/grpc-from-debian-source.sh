@@ -8,8 +8,8 @@
 #       synchronisation inside them. `scripts/sanitize.sh tsan` links this one.
 #   scripts/grpc-from-debian-source.sh release   -O2 with NDEBUG. Debian builds gRPC without
 #       NDEBUG, and its completion queue then checks every completed operation against every
-#       outstanding one (docs/BENCHMARKS.md, the control plane at 10,000 agents); a launcher
-#       for thousands of agents is configured against this prefix instead (docs/scale.md).
+#       outstanding one (docs/BENCHMARKS.md, the control plane at 10,000 agents). A launcher
+#       for thousands of agents links this one: `GRPC_RELEASE=1 deploy/install.sh`.
 # GRPC_PREFIX overrides the prefix (default: ~/.cache/dlaunch/grpc-FLAVOUR/grpc-V-absl-V).
 set -euo pipefail
 

@@ -219,11 +219,17 @@ bool RaceBetween(const std::string& out, const std::string& a, const std::string
   }
   return false;
 }
-#endif
 
-#if defined(DLAUNCH_TSAN)
 const char kRan[] = "[       OK ] TsanNarrownessChild.DISABLED_Run";
 #define SKIP_WITHOUT_TSAN()
+
+// The child in `mode` runs to its end and reports the planted thread's write racing `planted`.
+void ExpectPlantedRace(const std::string& mode, const std::string& planted) {
+  int status = -1;
+  const std::string out = RunChild(mode, &status);
+  EXPECT_NE(out.find(kRan), std::string::npos) << out;
+  EXPECT_TRUE(RaceBetween(out, "PlantedWriteOnThread", planted)) << out;
+}
 #else
 #define SKIP_WITHOUT_TSAN() GTEST_SKIP() << "needs a ThreadSanitizer build (scripts/sanitize.sh tsan)"
 #endif
@@ -242,20 +248,14 @@ TEST(TsanNarrownessTest, TheRealServiceRunsWithoutAReport) {
 TEST(TsanNarrownessTest, ARaceOnTheEventLoopIsReported) {
   SKIP_WITHOUT_TSAN();
 #if defined(DLAUNCH_TSAN)
-  int status = -1;
-  const std::string out = RunChild("loop", &status);
-  EXPECT_NE(out.find(kRan), std::string::npos) << out;
-  EXPECT_TRUE(RaceBetween(out, "PlantedWriteOnThread", "PlantedWriteOnLoop")) << out;
+  ExpectPlantedRace("loop", "PlantedWriteOnLoop");
 #endif
 }
 
 TEST(TsanNarrownessTest, ARaceInAReactionIsReported) {
   SKIP_WITHOUT_TSAN();
 #if defined(DLAUNCH_TSAN)
-  int status = -1;
-  const std::string out = RunChild("reaction", &status);
-  EXPECT_NE(out.find(kRan), std::string::npos) << out;
-  EXPECT_TRUE(RaceBetween(out, "PlantedWriteOnThread", "PlantedWriteInReaction")) << out;
+  ExpectPlantedRace("reaction", "PlantedWriteInReaction");
 #endif
 }
 
