@@ -85,8 +85,8 @@ cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}"
 built=$(date +%s)
 
 # halt_on_error: the first report ends the process, so the test fails. Every process writes its
-# reports to a file under $reports too: a report in a process that a test runs (a dlaunch or an
-# agent whose failure the test expects) fails the run as well, and is printed at its end.
+# reports to a file under $reports instead of stderr: a report in a process that a test runs (a
+# dlaunch or an agent whose failure the test expects) fails the run as well, printed at its end.
 reports="$(cd "$BUILD_DIR" && pwd)/sanitizer-reports"
 rm -rf "$reports" && mkdir -p "$reports"
 export ASAN_OPTIONS="log_path=$reports/asan:halt_on_error=1:detect_leaks=1:strict_init_order=1:detect_stack_use_after_return=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
