@@ -26,7 +26,8 @@ prefix=${GRPC_PREFIX:-$cache/grpc-$flavour/grpc-$grpc_ver-absl-$absl_ver}
 if [ -f "$prefix/.done" ]; then echo "$prefix"; exit 0; fi
 
 # gRPC's CMake links its code-generator support library even when the generators are not built.
-dpkg -s libprotoc-dev >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -q libprotoc-dev >&2
+dpkg -s libprotoc-dev >/dev/null 2>&1 ||
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q libprotoc-dev >&2
 
 jobs=${JOBS:-$(nproc)}
 work="$prefix.src"

@@ -3,17 +3,19 @@
 #   scripts/sanitize.sh asan [--pure] [ctest args...]   AddressSanitizer + UBSan (+ LeakSanitizer)
 #   scripts/sanitize.sh tsan [--pure] [ctest args...]   ThreadSanitizer, launcher and agent tests
 # asan runs every non-LibTorch test (all labels); tsan the launcher's and agent's suites and
-# the end-to-end runs (gRPC, Asio and the agent's threads). --pure builds and runs only the pure unit suites (no
-# processes, sockets or real time): the ctest labels of one library each, minus integration.
+# the end-to-end runs (gRPC, Asio and the agent's threads). --pure builds and runs only the pure
+# unit suites (no processes, sockets or real time): the ctest labels of one library each, minus
+# integration.
 # Builds in build-asan/ or build-tsan/ (BUILD_DIR overrides), Ninja, line tables (-g1), frame
 # pointers kept, ccache when installed. asan compiles at -O0: it halves the compile time of -O1
 # and finds as much (every load and store is instrumented either way; optimising only removes
 # some); CI runs `asan --pure` (.ci/run). tsan compiles at -O1, which its runtime and the timing
 # of the threads it watches need. SANITIZE_OPT overrides either. Any report fails the test that
-# made it (halt_on_error). tsan links abseil and gRPC built under TSan from Debian's sources of the
-# installed versions (scripts/grpc-from-debian-source.sh tsan, built once and cached), so TSan sees their
-# locks and completion queues. Suppressions: scripts/sanitize/<mode>.supp, each with its reason
-# (docs/testing.md, "Sanitizers"); run_process_test checks that tsan's hide no planted race.
+# made it (halt_on_error). tsan links abseil and gRPC built under TSan from Debian's sources of
+# the installed versions (scripts/grpc-from-debian-source.sh tsan, built once and cached), so
+# TSan sees their locks and completion queues. Suppressions: scripts/sanitize/<mode>.supp, each
+# with its reason (docs/testing.md, "Sanitizers"); run_process_test checks that tsan's hide no
+# planted race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
