@@ -95,7 +95,6 @@ class SessionOutbox final : public AgentSession {
   }
 
  private:
-
   SessionReactorBase* const reactor_;  // outlives every call: OnDone comes after Finish
   std::mutex mu_;
   std::deque<v1::LauncherCommand> queue_;
@@ -148,8 +147,7 @@ class SessionReactor final : public SessionReactorBase {
 
 class RefusedSession final : public SessionReactorBase {
  public:
-  RefusedSession() {
-    // OnDone follows
+  RefusedSession() {  // OnDone follows
     Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
   }
   void OnDone() override { delete this; }

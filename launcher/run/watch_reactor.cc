@@ -67,7 +67,6 @@ class WatchOutbox final : public SnapshotSink {
   }
 
  private:
-
   WatchReactor* const reactor_;  // alive until OnDone, which follows Finish
   mutable std::mutex mu_;
   v1::JobSnapshot current_;      // the snapshot being written
