@@ -19,15 +19,12 @@ case "$flavour" in
   release) flags="-O2 -g1 -DNDEBUG" ldflags="" ;;
   *) echo "usage: scripts/grpc-from-debian-source.sh tsan|release" >&2; exit 2 ;;
 esac
+"$(dirname "$0")/install-deps.sh" build grpc-source >&2
 grpc_ver=$(dpkg-query -W -f='${source:Version}' libgrpc++-dev)
 absl_ver=$(dpkg-query -W -f='${source:Version}' libabsl-dev)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/dlaunch
 prefix=${GRPC_PREFIX:-$cache/grpc-$flavour/grpc-$grpc_ver-absl-$absl_ver}
 if [ -f "$prefix/.done" ]; then echo "$prefix"; exit 0; fi
-
-# gRPC's CMake links its code-generator support library even when the generators are not built.
-dpkg -s libprotoc-dev >/dev/null 2>&1 ||
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q libprotoc-dev >&2
 
 jobs=${JOBS:-$(nproc)}
 work="$prefix.src"

@@ -2,7 +2,8 @@
 # Installs the Debian packages dlaunch needs. Idempotent: when everything is present it
 # only runs dpkg-query and returns in well under a second.
 #   scripts/install-deps.sh [build] [worker] [test] [cluster] [bench] [study] [stacks] [torch2] [fuzz]
-#   (default: all but torch2 and fuzz)
+#                           [grpc-source]
+#   (default: all but torch2, fuzz and grpc-source)
 set -euo pipefail
 
 declare -A GROUP
@@ -22,6 +23,10 @@ GROUP[stacks]="python3 python3-venv"
 GROUP[torch2]="python3-venv binutils curl xz-utils"
 # scripts/fuzz.sh: clang with libFuzzer and the sanitizers' runtimes. Not part of the default set.
 GROUP[fuzz]="clang libclang-rt-dev"
+# scripts/grpc-from-debian-source.sh: dpkg-source unpacks Debian's source packages (xz), and
+# gRPC's CMake links its code-generator support library even with the generators off. Not part
+# of the default set.
+GROUP[grpc-source]="dpkg-dev xz-utils libprotoc-dev"
 # `dlaunch scale` draws its plots with gnuplot (pngcairo and svg terminals, no X).
 GROUP[study]="gnuplot-nox"
 
