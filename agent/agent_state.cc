@@ -36,7 +36,7 @@ AgentActions AgentState::OnSessionOpened(Time now) {
   return out;
 }
 
-AgentActions AgentState::OnStartRound(int round) {
+AgentActions AgentState::OnStartRound(int round, std::chrono::milliseconds hold) {
   AgentActions out;
   std::string refused;
   if (exit_requested_ || finished_) {
@@ -58,6 +58,19 @@ AgentActions AgentState::OnStartRound(int round) {
   held_stop_.reset();
   round_failed_ = false;
   reports_drained_ = false;
+  if (hold.count() > 0) {
+    start_held_ = true;
+    out.push_back(HoldStart{round, hold});
+    return out;
+  }
+  out.push_back(StartWorkers{round});
+  return out;
+}
+
+AgentActions AgentState::OnHeldStartDue(int round) {
+  AgentActions out;
+  if (!start_held_ || round != round_) return out;  // dropped meanwhile
+  start_held_ = false;
   out.push_back(StartWorkers{round});
   return out;
 }
@@ -103,6 +116,15 @@ AgentActions AgentState::OnStopCommand(const StopRequest& stop) {
     return out;
   }
   if (stop.exit) RequestExit(kExitOk);
+  if (start_held_) {
+    // Stopped before its workers were due: the round ends with none run.
+    start_held_ = false;
+    ended_round_ = round_;
+    out.push_back(LogNote{absl::StrCat("round ", round_, " stopped before its workers started")});
+    if (session_open_) out.push_back(SendRoundEnded{round_});
+    MaybeExit(&out);
+    return out;
+  }
   if (round_active_) {
     if (held_stop_ && stop.grace.count() > 0) {
       // Another stop while the stacks are taken: the earlier grace and reason hold.
@@ -147,6 +169,7 @@ AgentActions AgentState::OnSessionClosed(const std::string& why) {
 void AgentState::CloseSession(const std::string& why, AgentActions* out) {
   if (!session_open_) return;
   session_open_ = false;
+  start_held_ = false;  // no round starts without the launcher
   // Without the launcher no next round can come. Only an agent that was exiting anyway (told
   // to, or rule (a) with its workers already ended) leaves without counting it a failure.
   const bool leaving_anyway =
@@ -187,6 +210,7 @@ AgentActions AgentState::OnSignal(int sig) {
   AgentActions out;
   ++signals_seen_;
   RequestExit(kExitJobFailed);
+  start_held_ = false;
   if (running_ > 0) {
     if (signals_seen_ > 1) {
       out.push_back(KillWorkers{});

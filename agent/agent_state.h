@@ -31,6 +31,12 @@ WorkerOutcome ClassifyWorkerExit(int wait_status, bool stopped, bool stopping);
 struct StartWorkers {
   int round = 0;
 };
+// Call OnHeldStartDue(round) once `delay` has passed: the round's StartRound came ahead of the
+// time its workers may start (StartRound.start_after_ms).
+struct HoldStart {
+  int round = 0;
+  std::chrono::milliseconds delay{0};
+};
 // SIGTERM every worker's group, SIGKILL after `grace` (0: SIGKILL now).
 struct StopWorkers {
   std::chrono::milliseconds grace{0};
@@ -71,7 +77,7 @@ struct ExitAgent {
   int code = 0;
 };
 using AgentAction =
-    std::variant<StartWorkers, StopWorkers, KillWorkers, SendHeartbeat, FlushReports,
+    std::variant<StartWorkers, HoldStart, StopWorkers, KillWorkers, SendHeartbeat, FlushReports,
                  SendWorkerExit, DrainReports, DumpStacks, SendRoundEnded, LogNote, ExitAgent>;
 using AgentActions = std::vector<AgentAction>;
 
@@ -109,9 +115,14 @@ class AgentState {
   // The session with the launcher is open at `now`; the watchdog counts from here. A member
   // starts its first round's workers; a spare only sends heartbeats.
   AgentActions OnSessionOpened(Time now);
-  // The launcher's StartRound for `round`. Ignored (with a note) when stale, while the current
-  // round's workers have not all ended, or once the agent is on its way out.
-  AgentActions OnStartRound(int round);
+  // The launcher's StartRound for `round`, whose workers may start `hold` from now. Ignored
+  // (with a note) when stale, while the current round's workers have not all ended, or once
+  // the agent is on its way out. With a hold the agent is in the round at once (its messages
+  // carry it) and starts the workers at OnHeldStartDue; a stop meanwhile ends the round with
+  // no worker run, and a closed session or a signal drops the start.
+  AgentActions OnStartRound(int round, std::chrono::milliseconds hold = {});
+  // HoldStart's time has come: the held round's workers start, unless the start was dropped.
+  AgentActions OnHeldStartDue(int round);
   // StartWorkers ended: `started` workers run, `failed` could not start (each a failed worker).
   AgentActions OnWorkersStarted(int started, int failed);
   AgentActions OnWorkerExit(const ChildExit& exit);
@@ -147,6 +158,7 @@ class AgentState {
   bool stopping() const { return stopping_; }
   bool dumping_stacks() const { return held_stop_.has_value(); }
   bool fenced() const { return fenced_; }
+  bool start_held() const { return start_held_; }
   bool finished() const { return finished_; }
 
  private:
@@ -170,6 +182,7 @@ class AgentState {
   bool member_;
   int round_;
   bool started_a_round_ = false;
+  bool start_held_ = false;  // round_'s StartRound came, its workers are not due yet
   // True while this round's workers run or their reports drain; RoundEnded not yet sent.
   bool round_active_ = false;
   int ended_round_ = -1;  // the last round whose workers all ended

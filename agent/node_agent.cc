@@ -347,8 +347,10 @@ void NodeAgent::OnCommand(const v1::LauncherCommand& cmd) {
         milliseconds(stop.dump_budget_ms())}));
   } else if (cmd.has_start()) {
     next_place_ = cmd.start().place();
-    Apply(state_->OnStartRound(cmd.start().place().round()));
-    next_place_.reset();  // StartRoundWorkers took it, or the state refused it
+    Apply(state_->OnStartRound(cmd.start().place().round(),
+                               milliseconds(cmd.start().start_after_ms())));
+    // StartRoundWorkers took it, or the state refused it; a held start keeps it until it is due.
+    if (!state_->start_held()) next_place_.reset();
   }
 }
 
@@ -359,6 +361,12 @@ void NodeAgent::Apply(const AgentActions& actions) {
           using T = std::decay_t<decltype(a)>;
           if constexpr (std::is_same_v<T, StartWorkers>) {
             StartRoundWorkers(a);
+          } else if constexpr (std::is_same_v<T, HoldStart>) {
+            Log(absl::StrCat("round ", a.round, ": workers start in ", a.delay.count(), " ms"));
+            clock_.RunAfter(a.delay, [this, round = a.round] {
+              Apply(state_->OnHeldStartDue(round));
+              if (!state_->start_held()) next_place_.reset();
+            });
           } else if constexpr (std::is_same_v<T, StopWorkers>) {
             Stop(a);
           } else if constexpr (std::is_same_v<T, KillWorkers>) {

@@ -240,6 +240,7 @@ int Main(int argc, char** argv) {
            std::to_string(std::chrono::duration<double>(now - t0).count()) + " s");
     }
     for (int i = slice; i < opt.agents; i += kSlices) agents[i]->Tick();
+    for (int i : g_held_starts.TakeDue(now)) agents[i]->StartHeld();
     slice = (slice + 1) % kSlices;
     if (slice == 0 && ++sweeps % 2 == 0) {  // every 2 heartbeats
       for (int i = 0; i < std::min(opt.slow_readers, opt.agents); ++i) agents[i]->ResumeSlowRead();

@@ -1,5 +1,6 @@
-// The simulated agent of load_agents (bench/scale/load_agents.cc): its options, the shared
-// counters, and SimAgent, one agent's Join and session stream. Header-only: one program uses it.
+// The simulated agent of load_agents (bench/scale/load_agents.cc): SimAgent, one agent's Join
+// and session stream (what the agents share is in sim_shared.h). Header-only: one program uses
+// it.
 #pragma once
 
 #include <algorithm>
@@ -15,75 +16,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bench/scale/sim_shared.h"
 #include "dlaunch/control.grpc.pb.h"
 #include "proto/agent_batch.h"
 #include "proto/grpc_status.h"
 
 namespace dlaunch::load {
-
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
-
-struct Options {
-  int agents = 0;
-  int slots = 4;
-  double run_s = 20;
-  double lose_at_s = 8;
-  int channels = 8;
-  double log_lines_per_s = 0;
-  int silent_connections = 0;  // raw TCP connections that never send a byte
-  int slow_readers = 0;        // agents (the first ones) that read one command every 2 s
-  bool batch = true;           // queued messages go up in one AgentBatch, as the agent sends them
-  std::string summary;
-  std::string control;
-  std::string token_file;
-  double join_timeout_s = 300;
-};
-
-struct Counters {
-  std::atomic<long> joins_answered{0}, join_errors{0}, spares{0};
-  std::atomic<long> sessions_opened{0}, sessions_ok{0}, sessions_error{0}, sessions_lost{0};
-  std::atomic<long> messages_sent{0}, write_failures{0};
-  std::atomic<long> pings{0}, stops{0}, stops_exit{0}, starts{0}, stale_commands{0};
-  std::atomic<long> cancelled_after_close{0};
-  std::atomic<long> slow_reads{0};
-};
-
-inline Counters g;
-// The launcher's heartbeat interval, from the first JoinResponse; the ticker paces by it.
-inline std::atomic<int> g_heartbeat_ms{1000};
-// When the node was lost (Unix time, s): the bench measures the launcher's detection from it.
-inline std::atomic<double> g_lost_at_unix{0};
-inline std::mutex g_log_mu;
-
-inline double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// When the first and the last agent received a stop (Unix time, s), apart for the stops that end
-// a round for a restart and the ones that end the job (exit): the bench measures the fan-out from
-// the launcher's stop_requested event to the last of them.
-struct StopWindow {
-  std::atomic<double> first{0}, last{0};
-  void Saw(double t) {
-    double f = first.load();
-    while ((f == 0 || t < f) && !first.compare_exchange_weak(f, t)) {
-    }
-    double l = last.load();
-    while (t > l && !last.compare_exchange_weak(l, t)) {
-    }
-  }
-};
-inline StopWindow g_round_stops, g_exit_stops;
-
-inline void Note(const std::string& line) {
-  std::lock_guard<std::mutex> lock(g_log_mu);
-  std::cerr << "load_agents: " << line << std::endl;
-}
-
-inline int64_t SteadyMs() {
-  return std::chrono::duration_cast<milliseconds>(Clock::now().time_since_epoch()).count();
-}
 
 // One simulated agent: its Join, then its session stream (one write in flight, the rest queued).
 // Reactions run on gRPC's threads and the ticker thread; `mu_` guards the agent's state.
@@ -108,6 +46,15 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
     join_req_.set_worker_port(FakePort());
     stub_->async()->Join(&join_ctx_, &join_req_, &join_resp_,
                          [this](grpc::Status s) { OnJoined(std::move(s)); });
+  }
+
+  // A held StartRound is due: its ranks start, unless a stop ended the round meanwhile.
+  void StartHeld() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!held_ || closing_) return;
+    held_ = false;
+    StartRanks(lock);
+    Kick(lock);
   }
 
   // Called by the ticker: a heartbeat now, if the session is open.
@@ -424,7 +371,8 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
         g.stale_commands++;
         return;
       }
-      if (round_active_) {
+      if (held_ || round_active_) {  // a held round ends with no rank run
+        held_ = false;
         if (running_) EndRanks(v1::WorkerEvent::STOPPED, lock);
         EndRound(lock);
       } else if (!stop.exit() && ended_round_ == round_ && stop.round() == round_) {
@@ -443,6 +391,12 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
       }
       spare_ = false;
       Adopt(place);
+      if (cmd.start().start_after_ms() > 0) {  // the ticker starts it (StartHeld)
+        held_ = true;
+        started_a_round_ = true;
+        g_held_starts.Add(Clock::now() + milliseconds(cmd.start().start_after_ms()), index_);
+        return;
+      }
       StartRanks(lock);
       Kick(lock);
     } else {
@@ -490,6 +444,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
   bool running_ = false;
   bool round_active_ = false;
   bool started_a_round_ = false;
+  bool held_ = false;  // the round's StartRound came ahead of its start
   int64_t step_ = 0;
   int64_t total_steps_ = 0;
   int64_t output_lines_ = 0;

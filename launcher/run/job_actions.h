@@ -50,6 +50,9 @@ struct SendStop {
 struct SendStartRound {
   RoundResult round;
   std::vector<int> node_ids;
+  // When the workers may start (seconds on the job's clock); each StartRound carries what is
+  // left of it when it is written (start_after_ms). At or before now: at once.
+  double workers_start_at_s = 0;
 };
 struct SendPing {  // an empty command: proof of life for the agents' watchdogs
   std::vector<int> nodes;

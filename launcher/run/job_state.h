@@ -154,7 +154,9 @@ class JobState {
   // Moves a restart on: the round stop ended (or timed out), the back-off passed.
   void AdvanceRestart(double now_s, JobActions& out);
   void DecideRestart(double now_s, JobActions& out);
-  void StartNextRound(std::vector<int> ids, double now_s, JobActions& out);
+  // Sends the next round now; its workers may start at `workers_start_at_s`.
+  void StartNextRound(std::vector<int> ids, double now_s, double workers_start_at_s,
+                      JobActions& out);
   // A new round's ranks and progress, on `ids` in node-rank order.
   void BeginRound(const RoundResult& round, const std::vector<int>& ids, double now_s);
   void GiveUp(const std::string& reason, double now_s, JobActions& out);

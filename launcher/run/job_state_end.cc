@@ -169,7 +169,7 @@ void JobState::ArmHealth(JobActions& out) {
   double next = outcome_ == Outcome::kRunning && !Restarting() ? monitor_.NextDeadline() : HUGE_VAL;
   if (auto at = ledger_.announce_at_s()) next = std::min(next, *at);
   if (auto at = rounds_.stop_deadline_s()) next = std::min(next, *at);
-  if (auto at = rounds_.restart_at_s()) next = std::min(next, *at);
+  if (auto at = rounds_.send_at_s()) next = std::min(next, *at);
   if (!std::isfinite(next) || next > 1e12 || next == health_armed_at_s_) return;
   health_armed_at_s_ = next;
   out.push_back(ArmHealthCheck{next});

@@ -102,7 +102,7 @@ void JobState::AdvanceRestart(double now_s, JobActions& out) {
     if (due->ids.empty()) {
       GiveUp(due->give_up, now_s, out);
     } else {
-      StartNextRound(std::move(due->ids), now_s, out);
+      StartNextRound(std::move(due->ids), now_s, due->workers_start_at_s, out);
     }
   }
 }
@@ -176,16 +176,18 @@ void JobState::BeginRound(const RoundResult& round, const std::vector<int>& ids,
   monitor_.StartRound(all_ranks, now_s);
 }
 
-void JobState::StartNextRound(std::vector<int> ids, double now_s, JobActions& out) {
+void JobState::StartNextRound(std::vector<int> ids, double now_s, double workers_start_at_s,
+                              JobActions& out) {
   const RoundResult r = RoundCoordinator::BuildRound(nodes_, ids, current_round() + 1);
   nodes_.SetMembers(ids);
   ledger_.Clear();
   dump_ranks_.clear();
   // The last round's reports still held (a lost node's ranks never ended) close its lines.
   JournalHeldMetrics(out);
-  BeginRound(r, ids, now_s);
+  // The start limits count from when the workers may start.
+  BeginRound(r, ids, std::max(now_s, workers_start_at_s));
   SayMetricsCadence(r.world_size, out);
-  out.push_back(SendStartRound{r, ids});
+  out.push_back(SendStartRound{r, ids, workers_start_at_s});
   out.push_back(AppendEvent{RoundStartedEvent(r, ids)});
   ArmHealth(out);
 }

@@ -144,9 +144,15 @@ double RoundCoordinator::Schedule(std::vector<int> next, double restart_at_s) {
   return *restart_at_s_;
 }
 
+std::optional<double> RoundCoordinator::send_at_s() const {
+  if (!restart_at_s_) return std::nullopt;
+  return *restart_at_s_ - kStartLeadS;
+}
+
 std::optional<RoundCoordinator::DueRound> RoundCoordinator::TakeDue(const NodeTable& nodes,
                                                                     double now_s) {
-  if (!restart_at_s_ || now_s < *restart_at_s_) return std::nullopt;
+  if (!restart_at_s_ || now_s < *send_at_s()) return std::nullopt;
+  const double start_at_s = *restart_at_s_;
   restart_at_s_.reset();
   // A node may have gone during the back-off.
   std::vector<int> ids;
@@ -155,9 +161,9 @@ std::optional<RoundCoordinator::DueRound> RoundCoordinator::TakeDue(const NodeTa
     if (n && !n->gone() && n->open()) ids.push_back(id);
   }
   if (ids.empty() || static_cast<int>(ids.size()) < min_nodes_) {
-    return DueRound{{}, TooFew(ids.size(), min_nodes_)};
+    return DueRound{{}, TooFew(ids.size(), min_nodes_), start_at_s};
   }
-  return DueRound{std::move(ids), ""};
+  return DueRound{std::move(ids), "", start_at_s};
 }
 
 RoundResult RoundCoordinator::BuildRound(const NodeTable& nodes, const std::vector<int>& ids,

@@ -46,7 +46,6 @@ class RoundCoordinator {
   bool restarting() const { return stop_deadline_s_.has_value() || restart_at_s_.has_value(); }
   bool stopping() const { return stop_deadline_s_.has_value(); }
   std::optional<double> stop_deadline_s() const { return stop_deadline_s_; }
-  std::optional<double> restart_at_s() const { return restart_at_s_; }
   // When the failure that began the current restart was detected.
   std::optional<double> detected_at_s() const { return detected_at_s_; }
 
@@ -72,13 +71,21 @@ class RoundCoordinator {
   // Decides after the stop: restart or not, who is excluded, and the next round's members.
   // Call it once the members that did not end are gone from `nodes`.
   RestartPlan Decide(const NodeTable& nodes, const Failure& root, int round, double now_s);
-  // Holds `next` until the back-off and workers_gone_by_s() have passed; returns when it starts.
+  // Holds `next` until the back-off and workers_gone_by_s() have passed; returns when its
+  // workers may start.
   double Schedule(std::vector<int> next, double restart_at_s);
-  // The next round once it is due: its members (dropping those gone meanwhile), or why there
-  // is none (fewer than nodes.min left); nullopt while it is not due.
+  // How long before its workers may start a round is sent: the agents hold the start until
+  // then (StartRound.start_after_ms), and the fan-out to every agent overlaps the wait.
+  static constexpr double kStartLeadS = 1.0;
+  // When the scheduled round is to be sent (kStartLeadS before its start); nullopt: none.
+  std::optional<double> send_at_s() const;
+  // The next round once it is due to be sent: its members (dropping those gone meanwhile) and
+  // when their workers may start, or why there is none (fewer than nodes.min left); nullopt
+  // while it is not due.
   struct DueRound {
     std::vector<int> ids;
     std::string give_up;
+    double workers_start_at_s = 0;
   };
   std::optional<DueRound> TakeDue(const NodeTable& nodes, double now_s);
   // Round `round` of `ids`: each node's slots and freshest port; MASTER_PORT is node 0's fresh

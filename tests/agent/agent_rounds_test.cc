@@ -23,6 +23,9 @@ std::string Trace(const AgentActions& actions) {
         [&s](const auto& x) {
           using T = std::decay_t<decltype(x)>;
           if constexpr (std::is_same_v<T, StartWorkers>) s += "start(" + std::to_string(x.round) + ")";
+          if constexpr (std::is_same_v<T, HoldStart>) {
+            s += "hold(" + std::to_string(x.round) + "," + std::to_string(x.delay.count()) + ")";
+          }
           if constexpr (std::is_same_v<T, StopWorkers>) s += "stop";
           if constexpr (std::is_same_v<T, KillWorkers>) s += "kill";
           if constexpr (std::is_same_v<T, SendHeartbeat>) s += "heartbeat";
@@ -154,6 +157,69 @@ TEST(AgentRoundsTest, AStartWhileTheRoundsWorkersRunIsRefused) {
   s.OnWorkerExit(Exit(0, W_EXITCODE(0, 0)));
   s.OnWorkerExit(Exit(1, W_EXITCODE(0, 0)));
   EXPECT_EQ(Trace(s.OnStartRound(1)), "note");
+}
+
+// --- a StartRound sent ahead of its start (StartRound.start_after_ms) ----------------------
+
+// A member whose round 0 was stopped and ended, holding round 1's start for 700 ms.
+AgentState HoldingRoundOne() {
+  AgentState s = RunningWithRestarts(2);
+  s.OnStopCommand(Stop(0));
+  EndRound(s, 2, /*stopped=*/true);
+  EXPECT_EQ(Trace(s.OnStartRound(1, milliseconds(700))), "hold(1,700)");
+  return s;
+}
+
+TEST(AgentRoundsTest, AHeldStartRunsTheWorkersOnlyWhenDue) {
+  AgentState s = HoldingRoundOne();
+  EXPECT_TRUE(s.start_held());
+  EXPECT_EQ(s.round(), 1) << "its messages carry the new round at once";
+  EXPECT_EQ(s.workers_running(), 0);
+  EXPECT_EQ(Trace(s.OnStartRound(1, milliseconds(700))), "note") << "a duplicate is refused";
+  EXPECT_EQ(Trace(s.OnHeldStartDue(0)), "") << "another round's timer";
+  EXPECT_EQ(Trace(s.OnHeldStartDue(1)), "start(1)");
+  EXPECT_FALSE(s.start_held());
+  EXPECT_EQ(Trace(s.OnHeldStartDue(1)), "") << "due once";
+}
+
+TEST(AgentRoundsTest, AStopBeforeAHeldStartIsDueEndsTheRoundWithNoWorkerRun) {
+  AgentState s = HoldingRoundOne();
+  EXPECT_EQ(Trace(s.OnStopCommand(Stop(1))), "note ended(1)");
+  EXPECT_FALSE(s.start_held());
+  EXPECT_EQ(Trace(s.OnHeldStartDue(1)), "") << "the dropped start stays dropped";
+  EXPECT_EQ(Trace(s.OnStopCommand(Stop(1))), "ended(1)") << "every stop ends in a RoundEnded";
+  EXPECT_EQ(Trace(s.OnStartRound(2)), "start(2)") << "the next round starts as usual";
+}
+
+TEST(AgentRoundsTest, AStopForTheOldRoundLeavesAHeldStartAlone) {
+  AgentState s = HoldingRoundOne();
+  EXPECT_EQ(Trace(s.OnStopCommand(Stop(0))), "note");
+  EXPECT_EQ(Trace(s.OnHeldStartDue(1)), "start(1)");
+}
+
+TEST(AgentRoundsTest, AnExitStopBeforeAHeldStartIsDueEndsTheAgent) {
+  AgentState s = HoldingRoundOne();
+  EXPECT_EQ(Trace(s.OnStopCommand(Stop(1, /*exit=*/true))), "note ended(1) exit(0)");
+  EXPECT_EQ(Trace(s.OnHeldStartDue(1)), "");
+}
+
+TEST(AgentRoundsTest, ALostSessionOrASignalDropsAHeldStart) {
+  AgentState closed = HoldingRoundOne();
+  EXPECT_EQ(Trace(closed.OnSessionClosed("stream broke")), "exit(1)");
+  EXPECT_EQ(Trace(closed.OnHeldStartDue(1)), "");
+  AgentState signalled = HoldingRoundOne();
+  EXPECT_EQ(Trace(signalled.OnSignal(SIGTERM)), "exit(1)");
+  EXPECT_EQ(Trace(signalled.OnHeldStartDue(1)), "");
+}
+
+TEST(AgentRoundsTest, AFencedAgentDropsAHeldStart) {
+  AgentState s = HoldingRoundOne();
+  // Nothing from the launcher since the session opened at 0: past the lease (5 s) it fences.
+  std::string trace;
+  for (int t = 1000; t <= 6000; t += 1000) trace += Trace(s.OnTick(At(t))) + " ";
+  EXPECT_TRUE(s.fenced());
+  EXPECT_NE(trace.find("exit(1)"), std::string::npos) << trace;
+  EXPECT_EQ(Trace(s.OnHeldStartDue(1)), "");
 }
 
 // --- stops ---------------------------------------------------------------------------------

@@ -8,9 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "tests/integration/test_process.h"
 
 namespace dlaunch::testing {
@@ -70,6 +71,29 @@ class RestartTest : public ::testing::Test {
   std::vector<std::string> Seen(int rank, int round) const {
     std::string text = ReadFile(absl::StrCat(out_, "/rank-", rank, ".round-", round));
     return absl::StrSplit(absl::StripTrailingAsciiWhitespace(text), ' ', absl::SkipEmpty());
+  }
+
+  // When the first events.jsonl line holding `key` was written (Unix seconds), or -1.
+  double EventTime(const std::string& key) const {
+    for (absl::string_view line : absl::StrSplit(Events(), '\n')) {
+      if (line.find(key) == absl::string_view::npos) continue;
+      const size_t at = line.find("\"time\":\"");
+      if (at == absl::string_view::npos) return -1;
+      absl::Time t;
+      std::string err;
+      if (!absl::ParseTime(absl::RFC3339_full, line.substr(at + 8, line.find('"', at + 8) - at - 8),
+                           &t, &err)) {
+        return -1;
+      }
+      return absl::ToDoubleSeconds(t - absl::UnixEpoch());
+    }
+    return -1;
+  }
+  // When rank `rank` wrote its file of `round` (Unix seconds), or -1.
+  double WrittenAt(int rank, int round) const {
+    struct stat st {};
+    if (stat(absl::StrCat(out_, "/rank-", rank, ".round-", round).c_str(), &st) != 0) return -1;
+    return static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9;
   }
 
   std::string tmp_, job_id_, job_dir_, out_;
@@ -158,6 +182,20 @@ TEST_F(RestartTest, ASpareTakesTheKilledAgentsPlace) {
   EXPECT_NE(all.find("round 1 running: 2 nodes, 4 workers"), std::string::npos) << all;
   EXPECT_NE(Events().find("\"spare_promoted\":{"), std::string::npos) << Events();
   for (int rank = 0; rank < 4; ++rank) EXPECT_EQ(Seen(rank, 1).size(), 4u) << "rank " << rank;
+  // Round 1 was sent ahead of its start (the killed agent's workers are surely gone a grace of
+  // 2 s and 0.5 s after its session ended), and no worker of it started before then.
+  const double lost_s = EventTime("\"node_lost\":{");
+  ASSERT_GT(lost_s, 0) << Events();
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_GE(WrittenAt(rank, 1), lost_s + 2.5 - 0.05) << "rank " << rank << " of round 1 started "
+                                                       << WrittenAt(rank, 1) - lost_s
+                                                       << " s after the loss";
+  }
+  std::string agent_logs;
+  for (int node = 0; node < 3; ++node) {
+    agent_logs += ReadFile(absl::StrCat(job_dir_, "/logs/agent-", node, ".log"));
+  }
+  EXPECT_NE(agent_logs.find("round 1: workers start in"), std::string::npos) << agent_logs;
 }
 
 }  // namespace

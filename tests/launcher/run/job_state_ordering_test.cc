@@ -1,11 +1,13 @@
-// No two rounds at once: JobState starts the next round only once every member that left the
-// stopped round without its RoundEnded has surely stopped its workers (LivenessPolicy), with
-// synthetic times. The agent's side of the same contract is in tests/agent/agent_lease_test.cc.
+// No two rounds at once: the next round's workers start only once every member that left the
+// stopped round without its RoundEnded has surely stopped its own (LivenessPolicy), with
+// synthetic times. Its StartRound goes out RoundCoordinator::kStartLeadS ahead, carrying when
+// they may start. The agent's side of the same contract is in tests/agent/agent_lease_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "common/liveness_policy.h"
 #include "launcher/run/job_state.h"
+#include "launcher/run/round_coordinator.h"
 #include "tests/testing/job_actions.h"
 
 namespace dlaunch {
@@ -86,19 +88,23 @@ TEST_F(JobStateOrderingTest, ACutOffNodesWorkersAreSurelyStoppedBeforeTheNextRou
   // (and a heartbeat to notice), then SIGTERM, the grace, SIGKILL.
   const double gone_s =
       10 + std::chrono::duration<double>(policy_.workers_gone_after(std::chrono::seconds(2))).count();
+  // The round goes out at most kStartLeadS ahead of that, saying when its workers may start.
   JobActions all;
-  for (double t = 13.7; t < gone_s - 1e-6; t += 0.1) {
+  std::vector<SendStartRound> start;
+  double sent_s = 0;
+  for (double t = 13.7; t <= gone_s + 1e-6 && start.empty(); t += 0.1) {
     JobActions step = state_->OnHealthCheck(t);
     all.insert(all.end(), step.begin(), step.end());
-    EXPECT_TRUE(All<SendStartRound>(step).empty()) << "round 1 started at " << t
-                                                   << " s while node 2's workers may still run";
+    start = All<SendStartRound>(step);
+    sent_s = t;
   }
   EXPECT_THAT(Printed(all), HasSubstr("once the lost nodes' workers are surely stopped"));
-  EXPECT_FALSE(All<ArmHealthCheck>(all).empty());
-  EXPECT_DOUBLE_EQ(All<ArmHealthCheck>(all).back().at_s, gone_s) << "woken up in time to start";
-  JobActions start = state_->OnHealthCheck(gone_s);
-  ASSERT_EQ(All<SendStartRound>(start).size(), 1u);
-  EXPECT_THAT(All<SendStartRound>(start)[0].node_ids, ElementsAre(0, 1));
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_THAT(start[0].node_ids, ElementsAre(0, 1));
+  EXPECT_GE(sent_s, gone_s - RoundCoordinator::kStartLeadS - 1e-6);
+  EXPECT_LT(sent_s, gone_s) << "sent ahead";
+  EXPECT_DOUBLE_EQ(start[0].workers_start_at_s, gone_s)
+      << "its workers start only once node 2's are surely stopped";
 }
 
 TEST_F(JobStateOrderingTest, MembersThatEndedTheirRoundDoNotHoldTheNextOneBack) {
@@ -111,7 +117,8 @@ TEST_F(JobStateOrderingTest, MembersThatEndedTheirRoundDoNotHoldTheNextOneBack) 
   state_->OnAgentMessage(2, failed, 3.1);
   for (int n : {0, 1}) state_->OnAgentMessage(n, RoundEnded(0), 3.2);
   JobActions start = state_->OnAgentMessage(2, RoundEnded(0), 3.3);
-  EXPECT_EQ(All<SendStartRound>(start).size(), 1u);
+  ASSERT_EQ(All<SendStartRound>(start).size(), 1u);
+  EXPECT_LE(All<SendStartRound>(start)[0].workers_start_at_s, 3.3) << "at once";
 }
 
 TEST_F(JobStateOrderingTest, AnAgentWhoseSessionEndedHoldsTheNextRoundForTheGrace) {
@@ -123,8 +130,11 @@ TEST_F(JobStateOrderingTest, AnAgentWhoseSessionEndedHoldsTheNextRoundForTheGrac
   JobActions early = state_->OnAgentMessage(1, RoundEnded(0), 3.2);
   EXPECT_TRUE(All<SendStartRound>(early).empty());
   const double gone_s = 3.1 + 2 + std::chrono::duration<double>(LivenessPolicy::kKillSlack).count();
-  EXPECT_TRUE(All<SendStartRound>(state_->OnHealthCheck(gone_s - 0.01)).empty());
-  EXPECT_EQ(All<SendStartRound>(state_->OnHealthCheck(gone_s)).size(), 1u);
+  const double send_s = gone_s - RoundCoordinator::kStartLeadS;
+  EXPECT_TRUE(All<SendStartRound>(state_->OnHealthCheck(send_s - 0.01)).empty());
+  auto start = All<SendStartRound>(state_->OnHealthCheck(send_s));
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_DOUBLE_EQ(start[0].workers_start_at_s, gone_s);
 }
 
 }  // namespace

@@ -214,11 +214,14 @@ TEST_F(JobStateRoundsTest, TheBackOffDelaysTheNextRound) {
   JobActions a = FailAndEnd(0, 1, 3, 3, {0, 1}, 4);
   EXPECT_THAT(Printed(a), HasSubstr("restarting: round 1 (restart 1 of 5) in 1.5 s, 2 node(s)"));
   EXPECT_TRUE(All<SendStartRound>(a).empty());
+  // Sent kStartLeadS (1 s) ahead, its workers starting when the back-off ends.
   auto arm = All<ArmHealthCheck>(a);
   ASSERT_FALSE(arm.empty());
-  EXPECT_DOUBLE_EQ(arm.back().at_s, 4.1 + 1.5);
-  EXPECT_TRUE(All<SendStartRound>(state_->OnHealthCheck(5.0)).empty());
-  EXPECT_EQ(All<SendStartRound>(state_->OnHealthCheck(5.6)).size(), 1u);
+  EXPECT_DOUBLE_EQ(arm.back().at_s, 4.1 + 1.5 - 1);
+  EXPECT_TRUE(All<SendStartRound>(state_->OnHealthCheck(4.5)).empty());
+  auto start = All<SendStartRound>(state_->OnHealthCheck(4.6));
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_DOUBLE_EQ(start[0].workers_start_at_s, 4.1 + 1.5);
 }
 
 TEST_F(JobStateRoundsTest, ConsecutiveFailuresBackOffUnlessTheRoundRanLongEnough) {
@@ -251,9 +254,10 @@ TEST_F(JobStateRoundsTest, AMemberThatNeverEndsItsRoundIsDroppedAndRanksAreCompa
   // Node 0 may still run round 0's workers: the next round waits until its lease has surely
   // stopped them (last heard at 1 s: 1 + lease 5 + a heartbeat 1 + grace 2 + 0.5).
   EXPECT_TRUE(All<SendStartRound>(late).empty());
-  EXPECT_TRUE(All<SendStartRound>(state_->OnHealthCheck(9.4)).empty());
-  auto start = All<SendStartRound>(state_->OnHealthCheck(9.5));
+  EXPECT_TRUE(All<SendStartRound>(state_->OnHealthCheck(8.4)).empty());
+  auto start = All<SendStartRound>(state_->OnHealthCheck(8.5));  // sent 1 s ahead
   ASSERT_EQ(start.size(), 1u);
+  EXPECT_DOUBLE_EQ(start[0].workers_start_at_s, 9.5);
   EXPECT_THAT(start[0].node_ids, ElementsAre(1));
   EXPECT_EQ(start[0].round.assignments[0].node_rank, 0);
   EXPECT_EQ(start[0].round.assignments[0].rank_offset, 0);

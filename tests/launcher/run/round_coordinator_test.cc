@@ -159,10 +159,13 @@ TEST(RoundCoordinatorTest, TheNextRoundWaitsForTheLostNodesWorkers) {
   c.NoteWorkersMayRun(t, 0, 1, 6, 2);    // its agent stops its workers 6 s after it was heard
   EXPECT_DOUBLE_EQ(c.workers_gone_by_s(), 14);
   EXPECT_DOUBLE_EQ(c.Schedule({0, 2, 3}, 10), 14);
-  EXPECT_FALSE(c.TakeDue(t, 13.9).has_value());
-  auto due = c.TakeDue(t, 14);
+  // Sent kStartLeadS ahead, its workers starting at 14.
+  EXPECT_DOUBLE_EQ(*c.send_at_s(), 14 - RoundCoordinator::kStartLeadS);
+  EXPECT_FALSE(c.TakeDue(t, 12.9).has_value());
+  auto due = c.TakeDue(t, 13);
   ASSERT_TRUE(due.has_value());
   EXPECT_THAT(due->ids, ElementsAre(0, 2, 3));
+  EXPECT_DOUBLE_EQ(due->workers_start_at_s, 14);
   EXPECT_FALSE(c.restarting());
 }
 
