@@ -149,12 +149,16 @@ TEST_F(RestartTest, ACrashLoopEndsTheJobBeforeTheBudget) {
 }
 
 TEST_F(RestartTest, ASpareTakesTheKilledAgentsPlace) {
-  // Rank 2 (node 1) kills its own agent in round 0, noting when; the spare replaces node 1.
+  // Rank 2 (node 1) kills its own agent in round 0 once the spare is in the job (a spare that
+  // joins after the decision is too late for it), noting when; the spare replaces node 1.
+  const std::string spare_in = absl::StrCat(
+      "i=0; while ! grep -q spare_joined ", job_dir_, "/events.jsonl 2>/dev/null && [ $i -lt 400 ];"
+      " do sleep 0.05; i=$((i+1)); done");
   auto run = Start(2, 2,
                    Worker(out_,
                           absl::StrCat("if [ $DLAUNCH_ROUND = 0 ] && [ $RANK = 2 ]; then ",
-                                       AfterRoundZeroWritten(out_, 4), "; date +%s.%N > ", out_,
-                                       "/killed-at; kill -9 $PPID; fi"),
+                                       AfterRoundZeroWritten(out_, 4), "; ", spare_in,
+                                       "; date +%s.%N > ", out_, "/killed-at; kill -9 $PPID; fi"),
                           "$((3 - 3 * DLAUNCH_ROUND)).5"),
                    {"--max-restarts", "1", "--spares", "1"});
   auto code = run->Wait(seconds(60));
