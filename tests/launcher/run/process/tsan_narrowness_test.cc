@@ -183,8 +183,12 @@ TEST(TsanNarrownessChild, DISABLED_Run) {
 #define DLAUNCH_TSAN 1
 #endif
 #endif
+#if !defined(DLAUNCH_TSAN)
+#define DLAUNCH_TSAN 0
+#endif
+constexpr bool kTsanBuild = DLAUNCH_TSAN;
+constexpr char kNeedsTsan[] = "needs a ThreadSanitizer build (scripts/sanitize.sh tsan)";
 
-#if defined(DLAUNCH_TSAN)
 // Runs the child in `mode` under the repository's suppressions; its output and exit status.
 std::string RunChild(const std::string& mode, int* status) {
   char self[4096];
@@ -221,7 +225,6 @@ bool RaceBetween(const std::string& out, const std::string& a, const std::string
 }
 
 const char kRan[] = "[       OK ] TsanNarrownessChild.DISABLED_Run";
-#define SKIP_WITHOUT_TSAN()
 
 // The child in `mode` runs to its end and reports the planted thread's write racing `planted`.
 void ExpectPlantedRace(const std::string& mode, const std::string& planted) {
@@ -230,33 +233,24 @@ void ExpectPlantedRace(const std::string& mode, const std::string& planted) {
   EXPECT_NE(out.find(kRan), std::string::npos) << out;
   EXPECT_TRUE(RaceBetween(out, "PlantedWriteOnThread", planted)) << out;
 }
-#else
-#define SKIP_WITHOUT_TSAN() GTEST_SKIP() << "needs a ThreadSanitizer build (scripts/sanitize.sh tsan)"
-#endif
 
 TEST(TsanNarrownessTest, TheRealServiceRunsWithoutAReport) {
-  SKIP_WITHOUT_TSAN();
-#if defined(DLAUNCH_TSAN)
+  if (!kTsanBuild) GTEST_SKIP() << kNeedsTsan;
   int status = -1;
   const std::string out = RunChild("clean", &status);
   EXPECT_NE(out.find(kRan), std::string::npos) << out;
   EXPECT_EQ(out.find("ThreadSanitizer"), std::string::npos) << out;
   EXPECT_EQ(status, 0) << out;
-#endif
 }
 
 TEST(TsanNarrownessTest, ARaceOnTheEventLoopIsReported) {
-  SKIP_WITHOUT_TSAN();
-#if defined(DLAUNCH_TSAN)
+  if (!kTsanBuild) GTEST_SKIP() << kNeedsTsan;
   ExpectPlantedRace("loop", "PlantedWriteOnLoop");
-#endif
 }
 
 TEST(TsanNarrownessTest, ARaceInAReactionIsReported) {
-  SKIP_WITHOUT_TSAN();
-#if defined(DLAUNCH_TSAN)
+  if (!kTsanBuild) GTEST_SKIP() << kNeedsTsan;
   ExpectPlantedRace("reaction", "PlantedWriteInReaction");
-#endif
 }
 
 }  // namespace
