@@ -4,11 +4,8 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <deque>
-#include <iostream>
 #include <memory>
 #include <mutex>
 #include <string>
