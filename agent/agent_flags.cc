@@ -1,6 +1,13 @@
 #include "agent/agent_flags.h"
 
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/host_identity.h"
 #include "common/file_io.h"
 #include "common/flags.h"
 
@@ -27,7 +34,33 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
         "unexpected argument '", parsed.positional.empty() ? "--" : parsed.positional[0], "'"));
   }
   if (o->control.empty()) return absl::InvalidArgumentError("--control is required");
+  absl::StatusOr<std::string> picked = PickControlAddress(
+      o->control, [](const char* name) { return std::getenv(name); },
+      o->host.empty() ? LocalHostName() : o->host);
+  if (!picked.ok()) return picked.status();
+  o->control = *std::move(picked);
   return f;
+}
+
+absl::StatusOr<std::string> PickControlAddress(const std::string& list,
+                                               const std::function<const char*(const char*)>& getenv,
+                                               const std::string& host) {
+  if (list.find(',') == std::string::npos) return list;
+  std::vector<std::string> addrs = absl::StrSplit(list, ',');
+  for (const std::string& a : addrs) {
+    if (a.empty()) return absl::InvalidArgumentError(absl::StrCat("--control '", list, "' has an empty address"));
+  }
+  uint64_t rank = 0;
+  bool have_rank = false;
+  for (const char* name : {"PMI_RANK", "PALS_RANKID", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
+    const char* v = getenv(name);
+    if (v != nullptr && absl::SimpleAtoi(v, &rank)) {
+      have_rank = true;
+      break;
+    }
+  }
+  if (!have_rank) rank = std::hash<std::string>{}(host);
+  return addrs[rank % addrs.size()];
 }
 
 absl::StatusOr<JobCredentials> ReadAgentCredentials(const std::string& token_file,

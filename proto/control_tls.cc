@@ -65,16 +65,11 @@ absl::StatusOr<std::string> DerFingerprint(absl::string_view der) {
   return out;
 }
 
-bool AddExtension(X509* cert, int nid, const char* value) {
-  X509V3_CTX ctx;
-  X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-  std::unique_ptr<X509_EXTENSION, ExtFree> ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
-  return ext && X509_add_ext(cert, ext.get(), -1) == 1;
-}
-
-// The certificate's fields: a random serial, the fixed name as subject, issuer and DNS name.
-bool FillCertificate(X509* cert, EVP_PKEY* key) {
+// The certificate's fields: a random serial, the fixed name as DNS name (what clients check),
+// `issuer`'s subject as issuer (the certificate's own for the job's). A relay's subject differs
+// from the job's: a certificate whose subject is its issuer's would be taken for self-signed. The job's certificate is the job's
+// CA (path length 0: it signs relays' certificates, which sign nothing).
+bool FillCertificate(X509* cert, EVP_PKEY* key, X509* issuer) {
   unsigned char serial[16];
   if (RAND_bytes(serial, sizeof(serial)) != 1) return false;
   serial[0] &= 0x7f;  // a positive serial
@@ -83,17 +78,32 @@ bool FillCertificate(X509* cert, EVP_PKEY* key) {
   BN_free(bn);
   X509_NAME* name = X509_get_subject_name(cert);
   const std::string dns = absl::StrCat("DNS:", kControlTlsName);
-  return ok && X509_set_version(cert, 2) == 1 &&
-         X509_gmtime_adj(X509_getm_notBefore(cert), -kValidBeforeNowS) != nullptr &&
-         X509_gmtime_adj(X509_getm_notAfter(cert), kValidForS) != nullptr &&
-         X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                    reinterpret_cast<const unsigned char*>(kControlTlsName), -1,
-                                    -1, 0) == 1 &&
-         X509_set_issuer_name(cert, name) == 1 && X509_set_pubkey(cert, key) == 1 &&
-         AddExtension(cert, NID_basic_constraints, "critical,CA:TRUE") &&
-         AddExtension(cert, NID_key_usage, "critical,digitalSignature,keyCertSign") &&
-         AddExtension(cert, NID_ext_key_usage, "serverAuth") &&
-         AddExtension(cert, NID_subject_alt_name, dns.c_str());
+  const bool ca = issuer == nullptr;
+  ok = ok && X509_set_version(cert, 2) == 1 &&
+       X509_gmtime_adj(X509_getm_notBefore(cert), -kValidBeforeNowS) != nullptr &&
+       X509_gmtime_adj(X509_getm_notAfter(cert), kValidForS) != nullptr &&
+       X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                  reinterpret_cast<const unsigned char*>(ca ? kControlTlsName : "dlaunch-relay"),
+                                  -1, -1, 0) == 1 &&
+       X509_set_issuer_name(cert, ca ? name : X509_get_subject_name(issuer)) == 1 &&
+       X509_set_pubkey(cert, key) == 1;
+  if (!ok) return false;
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, ca ? cert : issuer, cert, nullptr, nullptr, 0);
+  auto add = [&](int nid, const char* value) {
+    std::unique_ptr<X509_EXTENSION, ExtFree> ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
+    return ext && X509_add_ext(cert, ext.get(), -1) == 1;
+  };
+  return add(NID_basic_constraints, ca ? "critical,CA:TRUE,pathlen:0" : "critical,CA:FALSE") &&
+         add(NID_key_usage, ca ? "critical,digitalSignature,keyCertSign" : "critical,digitalSignature") &&
+         add(NID_ext_key_usage, "serverAuth") && add(NID_subject_alt_name, dns.c_str());
+}
+
+absl::StatusOr<std::string> PemOf(X509* cert) {
+  Bio bio(BIO_new(BIO_s_mem()));
+  if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1) return OpensslError("certificate encoding");
+  return BioText(bio.get());
 }
 
 absl::StatusOr<std::string> Fingerprint(X509* cert) {
@@ -112,7 +122,7 @@ absl::StatusOr<ControlIdentity> MakeControlIdentity() {
   Pkey key(EVP_EC_gen("P-256"));
   if (!key) return OpensslError("cannot make the control channel's key");
   X509Ptr cert(X509_new());
-  if (!cert || !FillCertificate(cert.get(), key.get()) ||
+  if (!cert || !FillCertificate(cert.get(), key.get(), nullptr) ||
       X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) {
     return OpensslError("cannot make the control channel's certificate");
   }
@@ -125,6 +135,41 @@ absl::StatusOr<ControlIdentity> MakeControlIdentity() {
   absl::StatusOr<std::string> fingerprint = Fingerprint(cert.get());
   if (!fingerprint.ok()) return fingerprint.status();
   return ControlIdentity{BioText(cert_bio.get()), BioText(key_bio.get()), *fingerprint};
+}
+
+absl::StatusOr<RelayKey> MakeRelayKey() {
+  Pkey key(EVP_EC_gen("P-256"));
+  Bio pub(BIO_new(BIO_s_mem())), priv(BIO_new(BIO_s_mem()));
+  if (!key || !pub || !priv || PEM_write_bio_PUBKEY(pub.get(), key.get()) != 1 ||
+      PEM_write_bio_PrivateKey(priv.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1) {
+    return OpensslError("cannot make the relay's key");
+  }
+  return RelayKey{BioText(pub.get()), BioText(priv.get())};
+}
+
+absl::StatusOr<std::string> IssueRelayCertificate(const ControlIdentity& job,
+                                                  const std::string& public_key_pem) {
+  Bio job_cert_bio(BIO_new_mem_buf(job.cert_pem.data(), static_cast<int>(job.cert_pem.size())));
+  Bio job_key_bio(BIO_new_mem_buf(job.key_pem.data(), static_cast<int>(job.key_pem.size())));
+  Bio pub_bio(BIO_new_mem_buf(public_key_pem.data(), static_cast<int>(public_key_pem.size())));
+  if (!job_cert_bio || !job_key_bio || !pub_bio) return OpensslError("out of memory");
+  X509Ptr job_cert(PEM_read_bio_X509(job_cert_bio.get(), nullptr, nullptr, nullptr));
+  Pkey job_key(PEM_read_bio_PrivateKey(job_key_bio.get(), nullptr, nullptr, nullptr));
+  if (!job_cert || !job_key) return OpensslError("the job's certificate or key");
+  Pkey relay_key(PEM_read_bio_PUBKEY(pub_bio.get(), nullptr, nullptr, nullptr));
+  if (!relay_key) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError("the request's public_key_pem is not a PEM public key");
+  }
+  if (EVP_PKEY_get_base_id(relay_key.get()) != EVP_PKEY_EC || EVP_PKEY_get_bits(relay_key.get()) < 256) {
+    return absl::InvalidArgumentError("the request's key is not an EC key of at least 256 bits");
+  }
+  X509Ptr cert(X509_new());
+  if (!cert || !FillCertificate(cert.get(), relay_key.get(), job_cert.get()) ||
+      X509_sign(cert.get(), job_key.get(), EVP_sha256()) == 0) {
+    return OpensslError("cannot sign the relay's certificate");
+  }
+  return PemOf(cert.get());
 }
 
 // The DER bytes are the PEM block's base64 text: decoding it here rather than through

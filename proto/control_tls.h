@@ -29,6 +29,19 @@ struct ControlIdentity {
 // A fresh key and a self-signed certificate valid from an hour ago for a year.
 absl::StatusOr<ControlIdentity> MakeControlIdentity();
 
+// A relay's key (docs/relays.md): ECDSA P-256, made and held in the relay's memory.
+struct RelayKey {
+  std::string public_key_pem;
+  std::string private_key_pem;
+};
+absl::StatusOr<RelayKey> MakeRelayKey();
+
+// A certificate for `public_key_pem`, named kControlTlsName, signed with the job's key: agents
+// that trust only the job's certificate accept it. Not a CA. InvalidArgument for a key that is
+// not PEM or not EC of at least 256 bits.
+absl::StatusOr<std::string> IssueRelayCertificate(const ControlIdentity& job,
+                                                  const std::string& public_key_pem);
+
 // "sha256:<hex>" of the certificate's DER encoding.
 absl::StatusOr<std::string> CertificateFingerprint(const std::string& cert_pem);
 

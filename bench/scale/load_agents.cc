@@ -44,6 +44,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_split.h"
 #include "agent/agent_flags.h"
 #include "proto/control_credentials.h"
 #include "bench/scale/sim_agent.h"
@@ -164,21 +165,25 @@ int Main(int argc, char** argv) {
   if (!read.ok()) Usage(std::string(read.status().message()));
   const std::string token = read->token;
 
-  // Separate TCP connections: each channel keeps its own subchannel pool.
+  // Separate TCP connections: each channel keeps its own subchannel pool. With relays
+  // (--control A,B,...) agent i talks to relay i % R, as `dlaunch run` deals them, over
+  // --channels / R connections per relay.
+  const std::vector<std::string> targets = absl::StrSplit(opt.control, ',');
+  const int per_target = std::max(1, opt.channels / static_cast<int>(targets.size()));
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   std::vector<std::unique_ptr<v1::Control::Stub>> stubs;
-  for (int c = 0; c < opt.channels; ++c) {
+  for (int c = 0; c < per_target * static_cast<int>(targets.size()); ++c) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt("dlaunch.load_channel", c);
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     // TLS pinned to the job's certificate, as the real agents connect.
-    channels.push_back(ControlChannel(opt.control, *read, args));
+    channels.push_back(ControlChannel(targets[c % targets.size()], *read, args));
     stubs.push_back(v1::Control::NewStub(channels.back()));
   }
 
-  const std::vector<int> silent = OpenSilentConnections(opt.control, opt.silent_connections);
+  const std::vector<int> silent = OpenSilentConnections(targets[0], opt.silent_connections);
   const long silent_open = std::count_if(silent.begin(), silent.end(), [](int fd) { return fd >= 0; });
   if (opt.silent_connections > 0) {
     Note("opened " + std::to_string(silent_open) + " of " + std::to_string(opt.silent_connections) +
@@ -188,10 +193,13 @@ int Main(int argc, char** argv) {
   std::vector<std::unique_ptr<SimAgent>> agents;
   agents.reserve(opt.agents);
   for (int i = 0; i < opt.agents; ++i) {
-    agents.push_back(std::make_unique<SimAgent>(i, opt, stubs[i % opt.channels].get(), token));
+    // Channel c goes to targets[c % R]: agent i (relay i % R) takes one of those.
+    const int r = i % static_cast<int>(targets.size());
+    const int c = r + static_cast<int>(targets.size()) * ((i / static_cast<int>(targets.size())) % per_target);
+    agents.push_back(std::make_unique<SimAgent>(i, opt, stubs[c].get(), token));
   }
   for (auto& a : agents) a->StartJoin();
-  Note("started " + std::to_string(opt.agents) + " joins over " + std::to_string(opt.channels) +
+  Note("started " + std::to_string(opt.agents) + " joins over " + std::to_string(channels.size()) +
        " channels to " + opt.control);
 
   // The summary line: written at the end, and also every few sweeps once the ranks succeed,

@@ -27,6 +27,7 @@
 #include "launcher/run/live_terminal.h"
 #include "launcher/run/live_view.h"
 #include "launcher/run/node_launch.h"
+#include "launcher/run/relay_launch.h"
 #include "launcher/run/run_plan.h"
 #include "launcher/spec/job_spec_parser.h"
 #include "launcher/trace/job_trace.h"
@@ -86,15 +87,22 @@ JobPlacement PlaceWorkers(const JobSpec& spec, const std::string& job_id, const 
 }
 
 // One command per node launcher, each starting dlaunch-agent ($DLAUNCH_AGENT overrides it).
+// With relays, agents reach the launcher through them (docs/relays.md): each node's agent is
+// given its relay, or under an MPI launcher or srun the list, from which it picks by its rank.
 absl::StatusOr<std::vector<std::vector<std::string>>> LaunchCommands(
     const RunFlags& flags, const JobSpec& spec, const HostPlan& plan, const JobDirectory& dir,
-    const std::string& workdir, const std::string& control) {
+    const std::string& workdir, const std::string& control,
+    const std::vector<std::string>& relays = {}) {
   const char* agent = std::getenv("DLAUNCH_AGENT");
   NodeLaunchInput nl;
   nl.kind = plan.node_launcher;
   nl.hosts = plan.AgentHosts();
-  nl.agent_argv = MakeAgentArgv(agent ? agent : SelfDir() + "/dlaunch-agent", control,
+  nl.agent_argv = MakeAgentArgv(agent ? agent : SelfDir() + "/dlaunch-agent",
+                                relays.empty() ? control : absl::StrJoin(relays, ","),
                                 dir.token_path(), spec);
+  for (size_t i = 0; !relays.empty() && i < nl.hosts.size(); ++i) {
+    nl.control_per_node.push_back(relays[RelayOfNode(static_cast<int>(i), static_cast<int>(relays.size()))]);
+  }
   nl.hostfile = dir.hostfile_path();
   nl.workdir = workdir;
   nl.scheduler = plan.scheduler;
@@ -158,6 +166,31 @@ std::string AgentsControlAddress(const RunFlags& flags, bool local, const std::s
                            : local                     ? "127.0.0.1"
                                                        : AdvertisedAddress(self_host);
   return absl::StrCat(host, ":", port);
+}
+
+// With rendezvous.relay_fanout, the relays on this host (docs/relays.md); their addresses, or
+// none. They reach the launcher on loopback; agents reach them at the host agents use for it.
+absl::StatusOr<std::vector<std::string>> StartRelays(const JobSpec& spec, const HostPlan& plan,
+                                                     const JobDirectory& dir, bool local,
+                                                     const std::string& control, int port,
+                                                     RelayGroup* group) {
+  const int agents = static_cast<int>(plan.AgentHosts().size());
+  const int count = RelayCount(agents, spec.relay_fanout);
+  if (count == 0) return std::vector<std::string>{};
+  RelayLaunch launch;
+  const char* program = std::getenv("DLAUNCH_RELAY");
+  launch.program = program ? program : SelfDir() + "/dlaunch-relay";
+  launch.upstream = absl::StrCat("127.0.0.1:", port);
+  launch.token_file = dir.token_path();
+  launch.listen_host = control.substr(0, control.rfind(':'));
+  launch.listen_all = !local;
+  launch.dir = dir.path() + "/relays";
+  launch.count = count;
+  absl::StatusOr<std::vector<std::string>> addrs = group->Start(launch);
+  if (!addrs.ok()) return absl::UnavailableError(absl::StrCat("relays: ", addrs.status().message()));
+  std::cout << "[dlaunch] " << count << " relay(s) carry the agents' sessions, up to "
+            << spec.relay_fanout << " agents each (logs in " << launch.dir << ")" << std::endl;
+  return addrs;
 }
 
 int FailPrepare(const absl::Status& status) {
@@ -281,6 +314,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   LiveView live(io, [&controller] { return controller.Snapshot(); }, terminal.get());
   ControlService service(token, io, &controller);
   service.SetWatchHandler(&live);
+  service.SetJobIdentity(prepared->tls ? &*prepared->tls : nullptr);  // signs relays' certificates
   service.SetPreflightPlan(MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement)));
 
   // The endpoint listens everywhere, so `dlaunch watch` reaches it from other hosts (the login
@@ -296,7 +330,12 @@ int RunRunCommand(const std::vector<std::string>& args) {
           ? absl::StrCat(AdvertisedAddress(self_host), ":", bound_port)
           : control;
   absl::Status st = dir->WriteLauncherInfo({static_cast<int>(getpid()), self_host, reachable});
-  auto commands = LaunchCommands(*flags, *spec, *plan, *dir, placement.workdir, control);
+  RelayGroup relay_group;
+  absl::StatusOr<std::vector<std::string>> relays =
+      StartRelays(*spec, *plan, *dir, local, control, bound_port, &relay_group);
+  if (st.ok() && !relays.ok()) st = relays.status();
+  auto commands = LaunchCommands(*flags, *spec, *plan, *dir, placement.workdir, control,
+                                 relays.ok() ? *relays : std::vector<std::string>{});
   if (st.ok() && !commands.ok()) st = commands.status();
   if (st.ok()) st = controller.Start(*commands);
   if (st.ok()) {
@@ -309,6 +348,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   io.restart();
   io.poll();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  relay_group.Stop();  // their streams ended with the server's: they are exiting
   if (int64_t strangers = FailedHandshakes(); strangers > 0) {
     std::cerr << "[dlaunch] refused " << strangers
               << " connection(s) to the control endpoint that failed the TLS handshake (not "

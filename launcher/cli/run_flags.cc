@@ -31,6 +31,8 @@ const char kRunUsage[] =
     "  --max-restarts N        restart the job in a new round up to N times on a failure\n"
     "  --spares K              start K extra agents that wait and replace lost nodes (local runs)\n"
     "  --no-preflight          skip the nodes' checks before round 0 (docs/preflight.md)\n"
+    "  --relay-fanout K        one relay per K agents carries their sessions to the launcher\n"
+    "                          (rendezvous.relay_fanout; docs/relays.md)\n"
     "  --no-tls                plain TCP for the control channel (rendezvous.tls: off;\n"
     "                          docs/security.md)\n";
 
@@ -112,6 +114,7 @@ std::vector<Flag> RunFlagTable(RunFlags* f) {
       {{"--join-timeout"}, true, Seconds("--join-timeout", &f->join_timeout_s)},
       {{"--max-restarts", "--max_restarts"}, true, Count("--max-restarts", &f->max_restarts)},
       {{"--spares"}, true, Count("--spares", &f->spares)},
+      {{"--relay-fanout"}, true, Count("--relay-fanout", &f->relay_fanout)},
       {{"--no-preflight"}, false,
        [f](const std::string&) {
          f->no_preflight = true;
@@ -205,6 +208,7 @@ absl::StatusOr<JobSpec> BuildRunSpec(const RunFlags& f) {
   if (f.join_timeout_s > 0) spec.join_timeout_s = f.join_timeout_s;
   if (f.max_restarts >= 0) spec.max_restarts = f.max_restarts;
   if (f.spares >= 0) spec.spare_nodes = f.spares;
+  if (f.relay_fanout >= 0) spec.relay_fanout = f.relay_fanout;
   if (f.no_preflight) spec.preflight.enabled = false;
   if (f.no_tls) spec.control_tls = false;
   if (!f.show_ranks.empty()) {

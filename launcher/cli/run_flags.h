@@ -34,6 +34,7 @@ struct RunFlags {
   double join_timeout_s = -1;             // --join-timeout
   int max_restarts = -1;                  // --max-restarts
   int spares = -1;                        // --spares (nodes.spares)
+  int relay_fanout = -1;                  // --relay-fanout (rendezvous.relay_fanout)
   bool no_preflight = false;              // --no-preflight (preflight: off)
   bool no_tls = false;                    // --no-tls (rendezvous.tls: off)
 };

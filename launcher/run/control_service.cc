@@ -5,13 +5,13 @@
 #include <utility>
 
 #include "common/host_identity.h"
+#include "launcher/run/relay_reactor.h"
 #include "launcher/run/watch_reactor.h"
 #include "proto/grpc_status.h"
+#include "proto/session_outbox.h"
 
 namespace dlaunch {
 namespace {
-
-using SessionReactorBase = grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>;
 
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
@@ -34,73 +34,14 @@ class JoinReactor final : public grpc::ServerUnaryReactor {
   std::string agent_id_;
 };
 
-bool IsPing(const v1::LauncherCommand& c) { return !c.has_stop() && !c.has_start(); }
-
-// The launcher-to-agent queue of one session: one write in flight, the next started from
-// OnWriteDone on gRPC's threads. Finishing waits for the write in flight.
-class SessionOutbox final : public AgentSession {
+// The launcher's handle on one session's outbox.
+class OutboxSession final : public AgentSession {
  public:
-  explicit SessionOutbox(SessionReactorBase* reactor) : reactor_(reactor) {}
-
-  void Send(v1::LauncherCommand command) override {
-    const v1::LauncherCommand* start = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (closed_) return;
-      // A queued ping (not the write in flight) says only the newest heard_ms, which every later
-      // command carries too: it is replaced, so an agent that reads slowly gets its next stop
-      // or start after one write, not after a ping for every second it fell behind.
-      if (writing_ && queue_.size() >= 2 && IsPing(queue_.back())) queue_.pop_back();
-      queue_.push_back(std::move(command));
-      if (writing_) return;
-      writing_ = true;
-      start = &queue_.front();  // a deque keeps its elements in place on push_back
-    }
-    reactor_->StartWrite(start);  // OnWriteDone runs on one of gRPC's threads
-  }
-
-  void OnWriteDone(bool ok) {
-    const v1::LauncherCommand* next = nullptr;
-    bool finish = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.pop_front();
-      if (!ok) {  // the stream is broken; the read side will see it and close
-        closed_ = true;
-        queue_.clear();
-      }
-      if (!closed_ && !queue_.empty()) {
-        next = &queue_.front();
-      } else {
-        writing_ = false;
-        finish = finish_wanted_;
-        finish_wanted_ = false;
-      }
-    }
-    if (next != nullptr) reactor_->StartWrite(next);
-    if (finish) reactor_->Finish(grpc::Status::OK);  // OnDone follows
-  }
-
-  // The agent's side ended: drop what is queued and finish once no write is in flight.
-  void Close() {
-    bool finish = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      closed_ = true;
-      while (queue_.size() > (writing_ ? 1u : 0u)) queue_.pop_back();
-      finish = !writing_;
-      finish_wanted_ = writing_;
-    }
-    if (finish) reactor_->Finish(grpc::Status::OK);
-  }
+  explicit OutboxSession(std::shared_ptr<SessionOutbox> outbox) : outbox_(std::move(outbox)) {}
+  void Send(v1::LauncherCommand command) override { outbox_->Send(std::move(command)); }
 
  private:
-  SessionReactorBase* const reactor_;  // outlives every call: OnDone comes after Finish
-  std::mutex mu_;
-  std::deque<v1::LauncherCommand> queue_;
-  bool writing_ = false;
-  bool closed_ = false;
-  bool finish_wanted_ = false;
+  std::shared_ptr<SessionOutbox> outbox_;
 };
 
 class SessionReactor final : public SessionReactorBase {
@@ -120,15 +61,14 @@ class SessionReactor final : public SessionReactorBase {
     if (!opened_) {
       opened_ = true;
       node_ = in_.node_id();
-      service_->Post([h, id = id_, node = node_, out = outbox_] { h->HandleSessionOpened(id, node, out); });
+      service_->Post([h, id = id_, node = node_, out = std::make_shared<OutboxSession>(outbox_)] {
+        h->HandleSessionOpened(id, node, out);
+      });
     }
     // Moved, not copied: a heartbeat carries a report per rank. in_ is empty again for the read.
     // A batch is handled message by message, in order, as if each had come alone.
     service_->Post([h, id = id_, node = node_, msg = std::move(in_)] {
-      if (!msg.has_batch()) return h->HandleAgentMessage(id, node, msg);
-      for (const v1::AgentMessage& m : msg.batch().messages()) {
-        if (!m.has_batch()) h->HandleAgentMessage(id, node, m);
-      }
+      HandleAgentMessageOrBatch(h, id, node, msg);
     });
     in_.Clear();
     StartRead(&in_);  // the next OnReadDone may run on another thread
@@ -154,6 +94,14 @@ class RefusedSession final : public SessionReactorBase {
 };
 
 }  // namespace
+
+void HandleAgentMessageOrBatch(ControlHandler* h, int session_id, int node,
+                               const v1::AgentMessage& msg) {
+  if (!msg.has_batch()) return h->HandleAgentMessage(session_id, node, msg);
+  for (const v1::AgentMessage& m : msg.batch().messages()) {
+    if (!m.has_batch()) h->HandleAgentMessage(session_id, node, m);
+  }
+}
 
 ControlService::ControlService(std::string token, boost::asio::io_context& io,
                                ControlHandler* handler)
@@ -245,6 +193,33 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* ControlService::
     grpc::CallbackServerContext* ctx) {
   if (!Authorized(ctx, "Session")) return new RefusedSession();
   return new SessionReactor(this, next_session_id_++);
+}
+
+grpc::ServerBidiReactor<v1::RelayUp, v1::RelayDown>* ControlService::Relay(
+    grpc::CallbackServerContext* ctx) {
+  if (!Authorized(ctx, "Relay")) {
+    return RefusedRelay(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
+  }
+  return NewRelayReactor(this);
+}
+
+grpc::ServerUnaryReactor* ControlService::IssueCertificate(grpc::CallbackServerContext* ctx,
+                                                           const v1::CertificateRequest* req,
+                                                           v1::CertificateIssued* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (!Authorized(ctx, "IssueCertificate")) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
+    return reactor;
+  }
+  if (identity_ == nullptr) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                 "the control channel of this job is plain TCP (rendezvous.tls: off)"));
+    return reactor;
+  }
+  absl::StatusOr<std::string> cert = IssueRelayCertificate(*identity_, req->public_key_pem());
+  if (cert.ok()) resp->set_certificate_pem(*std::move(cert));
+  reactor->Finish(cert.ok() ? grpc::Status::OK : ToGrpcStatus(cert.status()));
+  return reactor;
 }
 
 grpc::ServerWriteReactor<v1::JobSnapshot>* ControlService::Watch(grpc::CallbackServerContext* ctx,

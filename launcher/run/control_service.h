@@ -16,6 +16,7 @@
 
 #include "dlaunch/control.grpc.pb.h"
 #include "launcher/run/control_handler.h"
+#include "proto/control_tls.h"
 
 namespace dlaunch {
 
@@ -33,6 +34,16 @@ class ControlService final : public v1::Control::CallbackService {
       grpc::CallbackServerContext* ctx) override;
   grpc::ServerWriteReactor<v1::JobSnapshot>* Watch(grpc::CallbackServerContext* ctx,
                                                    const v1::WatchRequest* req) override;
+  // A relay's stream: its agents' sessions, each handed to the handler as if it had its own
+  // Session call (launcher/run/relay_reactor.h).
+  grpc::ServerBidiReactor<v1::RelayUp, v1::RelayDown>* Relay(grpc::CallbackServerContext* ctx) override;
+  grpc::ServerUnaryReactor* IssueCertificate(grpc::CallbackServerContext* ctx,
+                                             const v1::CertificateRequest* req,
+                                             v1::CertificateIssued* resp) override;
+
+  // The job's key and certificate, which sign relays' certificates; null (the default): the
+  // job runs without TLS and IssueCertificate is refused. Set before the server starts.
+  void SetJobIdentity(const ControlIdentity* identity) { identity_ = identity; }
 
   // What agents check before they join; set before the server starts (default: nothing). The
   // answer is made on gRPC's thread, with the launcher's clock stamped in it.
@@ -49,6 +60,8 @@ class ControlService final : public v1::Control::CallbackService {
   // Runs `task` on the loop; false (and nothing runs) once StopPosting was called.
   bool Post(std::function<void()> task);
   ControlHandler* handler() const { return handler_; }
+  // A number for a new session, unique within this service.
+  int NewSessionId() { return next_session_id_++; }
 
  private:
   bool Authorized(grpc::CallbackServerContext* ctx, const char* method);
@@ -60,11 +73,16 @@ class ControlService final : public v1::Control::CallbackService {
   ControlHandler* handler_;
   WatchHandler* watch_handler_ = nullptr;
   v1::PreflightPlan preflight_;
+  const ControlIdentity* identity_ = nullptr;
   std::mutex mu_;  // orders Post against StopPosting, and guards the queue
   bool posting_ = true;
   std::vector<std::function<void()>> pending_;  // posted, not yet drained
   bool drain_posted_ = false;                    // a Drain is on the loop's queue
   std::atomic<int> next_session_id_{0};
 };
+
+// Hands `msg` to `h`; a batch message by message, in order, as if each had come alone.
+void HandleAgentMessageOrBatch(ControlHandler* h, int session_id, int node,
+                               const v1::AgentMessage& msg);
 
 }  // namespace dlaunch

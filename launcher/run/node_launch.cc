@@ -17,21 +17,30 @@ absl::StatusOr<std::vector<std::vector<std::string>>> BuildNodeLaunchCommands(
     prefix.insert(prefix.end(), in.agent_argv.begin(), in.agent_argv.end());
     out.push_back(std::move(prefix));
   };
+  // Node i's agent command: the common one, with its own --control when it has one.
+  auto agent_argv = [&](size_t i) {
+    std::vector<std::string> argv = in.agent_argv;
+    if (i >= in.control_per_node.size()) return argv;
+    for (size_t a = 0; a + 1 < argv.size(); ++a) {
+      if (argv[a] == "--control") argv[a + 1] = in.control_per_node[i];
+    }
+    return argv;
+  };
   if (in.kind == "local") {
-    for (size_t i = 0; i < in.hosts.size(); ++i) out.push_back(in.agent_argv);
+    for (size_t i = 0; i < in.hosts.size(); ++i) out.push_back(agent_argv(i));
   } else if (in.kind == "ssh") {
-    std::vector<std::string> quoted;
-    for (const auto& w : in.agent_argv) quoted.push_back(ShellQuote(w));
-    std::string remote = absl::StrJoin(quoted, " ");
-    if (!in.workdir.empty()) remote = absl::StrCat("cd ", ShellQuote(in.workdir), " && exec ", remote);
-    for (const auto& h : in.hosts) {
+    for (size_t i = 0; i < in.hosts.size(); ++i) {
+      std::vector<std::string> quoted;
+      for (const auto& w : agent_argv(i)) quoted.push_back(ShellQuote(w));
+      std::string remote = absl::StrJoin(quoted, " ");
+      if (!in.workdir.empty()) remote = absl::StrCat("cd ", ShellQuote(in.workdir), " && exec ", remote);
       std::vector<std::string> cmd;
       if (in.prefix.empty()) {
         cmd = {in.ssh, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new"};
       } else {
         cmd = in.prefix;
       }
-      cmd.push_back(h);
+      cmd.push_back(in.hosts[i]);
       cmd.push_back(remote);
       out.push_back(std::move(cmd));
     }

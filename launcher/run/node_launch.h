@@ -17,6 +17,9 @@ struct NodeLaunchInput {
   std::string ssh = "ssh";                // ssh program (DLAUNCH_SSH)
   std::string workdir;                    // ssh: directory to cd into on the remote node
   std::string scheduler;                  // the allocation's ("pbs", ...); picks mpiexec's dialect
+  // local and ssh: node i's agent gets control_per_node[i] as its --control (its relay,
+  // docs/relays.md). The MPI launchers and srun start one command: agents pick from the list.
+  std::vector<std::string> control_per_node;
 };
 
 // One command per node for local and ssh; one command for the whole job for the MPI

@@ -164,6 +164,7 @@ void CheckTimings(const JobSpec& spec, Problems& p) {
           absl::StrCat("rendezvous.master_port must differ from rendezvous.port (both ",
                        spec.control_port, ")"));
   }
+  p.NotNegative("rendezvous.relay_fanout", spec.relay_fanout);
   p.Positive("rendezvous.join_timeout", spec.join_timeout_s);
   p.NotNegative("rendezvous.last_call", spec.last_call_s);
   p.Positive("heartbeat.interval", spec.heartbeat_interval_s);

@@ -11,7 +11,7 @@ const std::map<std::string, std::vector<std::string>>& SchemaKeys() {
       {"nodes", {"min", "max", "spares"}},
       {"restarts", {"backoff", "backoff_max", "crash_loop", "node_failures"}},
       {"study", {"nodes", "procs"}},
-      {"rendezvous", {"port", "tls", "master_port", "worker_store", "join_timeout", "last_call"}},
+      {"rendezvous", {"port", "tls", "relay_fanout", "master_port", "worker_store", "join_timeout", "last_call"}},
       {"heartbeat", {"interval", "misses"}},
       {"stop", {"grace", "exit_timeout"}},
       {"health", {"stall_timeout", "startup_timeout"}},

@@ -148,6 +148,7 @@ void SpecReader::Rendezvous(const SpecField& field, JobSpec* spec) {
     spec->control_tls = word == "on";
   }
   if (fields.count("master_port")) Int(fields["master_port"], &spec->master_port);
+  if (fields.count("relay_fanout")) Int(fields["relay_fanout"], &spec->relay_fanout);
   if (std::string word; fields.count("worker_store") &&
                         OneOf(fields["worker_store"], {"agent", "rank0"}, &word)) {
     spec->agent_store = word == "agent";

@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -145,6 +146,62 @@ TEST(ControlTlsTest, APinnedClientRefusesAServerWithAnotherKey) {
   TlsServer plain(nullptr);
   grpc::Status p = CallPreflight(plain.address(), JobCredentials{"t", job->fingerprint, job->cert_pem});
   EXPECT_EQ(p.error_code(), grpc::StatusCode::UNAVAILABLE) << p.error_message();
+}
+
+// A relay's server identity: its certificate from `job` and the job's certificate after it.
+ControlIdentity RelayIdentity(const ControlIdentity& job) {
+  auto key = MakeRelayKey();
+  EXPECT_TRUE(key.ok()) << key.status();
+  auto cert = IssueRelayCertificate(job, key->public_key_pem);
+  EXPECT_TRUE(cert.ok()) << cert.status();
+  return ControlIdentity{*cert + job.cert_pem, key->private_key_pem, ""};
+}
+
+TEST(ControlTlsTest, ARelaysCertificateSignedWithTheJobsKeyIsTrustedByPinnedAgents) {
+  auto job = MakeControlIdentity();
+  auto other = MakeControlIdentity();
+  ASSERT_TRUE(job.ok() && other.ok());
+  const ControlIdentity relay = RelayIdentity(*job);
+  TlsServer server(&relay);
+  JobCredentials pinned{"t", job->fingerprint, job->cert_pem};
+  grpc::Status ok = CallPreflight(server.address(), pinned);
+  EXPECT_TRUE(ok.ok()) << ok.error_code() << " " << ok.error_message();
+  // Pinned to another job: the relay's chain does not lead to that certificate.
+  grpc::Status wrong = CallPreflight(server.address(), JobCredentials{"t", other->fingerprint, other->cert_pem});
+  EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAVAILABLE) << wrong.error_message();
+  // A relay certificate from another job's key, presented with this job's certificate beside
+  // it, is refused: the signature does not verify.
+  ControlIdentity forged = RelayIdentity(*other);
+  forged.cert_pem = forged.cert_pem.substr(0, forged.cert_pem.find("-----END CERTIFICATE-----") + 26) +
+                    job->cert_pem;
+  TlsServer impostor(&forged);
+  grpc::Status refused = CallPreflight(impostor.address(), pinned);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+}
+
+TEST(ControlTlsTest, ARelaysCertificateSignsNothingAndOnlyAnEcKeyIsSigned) {
+  auto job = MakeControlIdentity();
+  ASSERT_TRUE(job.ok());
+  const ControlIdentity relay = RelayIdentity(*job);
+  BIO* bio = BIO_new_mem_buf(relay.cert_pem.data(), static_cast<int>(relay.cert_pem.size()));
+  X509* leaf = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  ASSERT_NE(leaf, nullptr);
+  EXPECT_EQ(X509_check_ca(leaf), 0);  // not a CA: a relay cannot mint certificates
+  X509_free(leaf);
+  EXPECT_EQ(IssueRelayCertificate(*job, "not a key").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EVP_PKEY* rsa = EVP_RSA_gen(2048);
+  ASSERT_NE(rsa, nullptr);
+  BIO* out = BIO_new(BIO_s_mem());
+  ASSERT_EQ(PEM_write_bio_PUBKEY(out, rsa), 1);
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(out, &data);
+  const std::string rsa_pem(data, static_cast<size_t>(n));
+  BIO_free(out);
+  EVP_PKEY_free(rsa);
+  auto refused = IssueRelayCertificate(*job, rsa_pem);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
 }
 
 }  // namespace
