@@ -2,6 +2,8 @@
 // the flag's name.
 #include "agent/agent_flags.h"
 
+#include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,34 @@ TEST(AgentFlagsTest, TheLaunchersArgvParses) {
   EXPECT_EQ(f->options.host, "n1");
   EXPECT_EQ(f->options.addr, "10.0.0.2");
   EXPECT_FALSE(f->help);
+}
+
+TEST(AgentFlagsTest, AnAgentPicksItsRelayFromAListByItsRank) {
+  const std::string list = "r0:1,r1:2,r2:3";
+  auto env = [](std::map<std::string, std::string> vars) {
+    return [vars](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  };
+  EXPECT_EQ(*PickControlAddress("h:1", env({}), "n1"), "h:1");
+  EXPECT_EQ(*PickControlAddress(list, env({{"PMI_RANK", "4"}}), "n1"), "r1:2");
+  EXPECT_EQ(*PickControlAddress(list, env({{"PALS_RANKID", "2"}}), "n1"), "r2:3");
+  EXPECT_EQ(*PickControlAddress(list, env({{"OMPI_COMM_WORLD_RANK", "3"}}), "n1"), "r0:1");
+  EXPECT_EQ(*PickControlAddress(list, env({{"SLURM_PROCID", "7"}}), "n1"), "r1:2");
+  // PMI_RANK first; a rank that is not a number is passed over.
+  EXPECT_EQ(*PickControlAddress(list, env({{"PMI_RANK", "x"}, {"SLURM_PROCID", "2"}}), "n1"), "r2:3");
+  // No rank: the host name decides, the same way every time.
+  auto by_host = PickControlAddress(list, env({}), "node17");
+  ASSERT_TRUE(by_host.ok());
+  EXPECT_EQ(*by_host, *PickControlAddress(list, env({}), "node17"));
+  EXPECT_FALSE(PickControlAddress("r0:1,,r2:3", env({}), "n1").ok());
+  // Through the flags: the picked address is what the agent uses.
+  setenv("SLURM_PROCID", "1", 1);
+  auto f = ParseAgentFlags({"--control", list});
+  unsetenv("SLURM_PROCID");
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->options.control, "r1:2");
 }
 
 TEST(AgentFlagsTest, DefaultsWhenOnlyControlIsGiven) {

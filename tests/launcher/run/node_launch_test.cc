@@ -84,6 +84,27 @@ TEST(NodeLaunchTest, SshQuotesTheRemoteCommand) {
             "cd '/home/me/my job' && exec /opt/dlaunch/bin/dlaunch-agent --control 10.0.0.1:4000 'it'\\''s'");
 }
 
+TEST(NodeLaunchTest, EachLocalOrSshNodeIsGivenItsRelayAndMpiAgentsTheList) {
+  auto in = Input("local");
+  in.control_per_node = {"10.0.0.1:5001", "10.0.0.1:5002", "10.0.0.1:5001"};
+  auto c = BuildNodeLaunchCommands(in);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->size(), 3u);
+  EXPECT_EQ((*c)[1], (std::vector<std::string>{"/opt/dlaunch/bin/dlaunch-agent", "--control", "10.0.0.1:5002"}));
+  EXPECT_EQ((*c)[2].back(), "10.0.0.1:5001");
+  in.kind = "ssh";
+  c = BuildNodeLaunchCommands(in);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)[1].back(), "/opt/dlaunch/bin/dlaunch-agent --control 10.0.0.1:5002");
+  // One command for every node: the argv keeps what it was given (the list, from the launcher).
+  in.kind = "srun";
+  in.agent_argv.back() = "10.0.0.1:5001,10.0.0.1:5002";
+  c = BuildNodeLaunchCommands(in);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->size(), 1u);
+  EXPECT_EQ((*c)[0].back(), "10.0.0.1:5001,10.0.0.1:5002");
+}
+
 TEST(NodeLaunchTest, UnknownKindAndEmptyInputsAreErrors) {
   auto c = BuildNodeLaunchCommands(Input("pdsh"));
   ASSERT_FALSE(c.ok());

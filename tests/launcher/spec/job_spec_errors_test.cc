@@ -56,7 +56,7 @@ TEST(ParseJobSpecTest, WrongTypesNameTheKeyAndTheValue) {
   EXPECT_EQ(Errors("command: [x, {a: b}]\n"),
             "job.yaml:1:14: command[1] must be a string, got a mapping");
   EXPECT_EQ(Errors("command: [x]\nrendezvous: 5\n"),
-            "job.yaml:2:13: rendezvous must be a mapping with keys port, tls, master_port, "
+            "job.yaml:2:13: rendezvous must be a mapping with keys port, tls, relay_fanout, master_port, "
             "worker_store, join_timeout, last_call, got 5");
   EXPECT_EQ(Errors("command: [x]\nrendezvous:\n  worker_store: rank_0\n"),
             "job.yaml:3:17: rendezvous.worker_store must be \"agent\" or \"rank0\", got "

@@ -257,6 +257,15 @@ TEST(ParseJobSpecTest, TheControlChannelIsEncryptedUnlessTurnedOff) {
               HasSubstr("job.yaml:3:8: rendezvous.tls must be \"on\" or \"off\", got \"maybe\""));
 }
 
+TEST(ParseJobSpecTest, RelaysAreOffUnlessAFanoutIsGiven) {
+  EXPECT_EQ(Parse("command: [x]\n").relay_fanout, 0);
+  EXPECT_EQ(Parse("command: [x]\nrendezvous: {relay_fanout: 256}\n").relay_fanout, 256);
+  EXPECT_THAT(Errors("command: [x]\nrendezvous:\n  relay_fanout: -2\n"),
+              HasSubstr("job.yaml:3:17: rendezvous.relay_fanout must not be negative, got -2"));
+  EXPECT_THAT(Errors("command: [x]\nrendezvous:\n  relay_fanout: many\n"),
+              HasSubstr("job.yaml:3:17: rendezvous.relay_fanout"));
+}
+
 TEST(LoadJobSpecTest, ReadsFilesAndReportsMissingOnes) {
   const std::string path = testing::TempDir() + "/load_job_spec_test.yaml";
   std::ofstream(path) << "name: loaded\ncommand: [x]\n";

@@ -40,6 +40,7 @@ TEST(ResolvedJobYamlTest, RoundTripsToAnEqualSpec) {
       "command: [x]\ngpus: {per_node: 4}\npreflight: {timeout: 5s, min_free: 1.5G, "
       "paths: [/lus/scratch, /local], clock_offset: off, imports: [torch, numpy]}\n",
       "command: [x]\npreflight: off\n",
+      "command: [x]\nrendezvous: {relay_fanout: 64}\n",
   };
   for (const std::string& text : jobs) {
     const JobSpec spec = Parse(text);
@@ -66,6 +67,7 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "rendezvous:\n"
             "  port: 0\n"
             "  tls: \"on\"\n"
+      "  relay_fanout: 0\n"
             "  master_port: 0\n"
             "  worker_store: rank0\n"
             "  join_timeout: 5m\n"

@@ -1,0 +1,139 @@
+// Relays (docs/relays.md) with real processes: `dlaunch run --relay-fanout K` starts
+// dlaunch-relay processes, the agents' sessions go through them, and the job runs, restarts and
+// ends as without them; a relay that dies takes its agents' sessions with it and the launcher
+// treats those nodes as lost; a call to a relay without the token is refused and journaled.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "dlaunch/control.grpc.pb.h"
+#include "proto/grpc_status.h"
+#include "tests/integration/test_process.h"
+
+namespace dlaunch::testing {
+namespace {
+
+using std::chrono::seconds;
+
+const std::string kBin = DLAUNCH_BIN_DIR;
+
+class RelayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tmp_ = MakeTempDir();
+    job_id_ = tmp_.substr(tmp_.rfind('/') + 1);
+    job_dir_ = tmp_ + "/" + job_id_;
+  }
+  void TearDown() override {
+    // Nothing of the job is left: relays, agents and workers.
+    EXPECT_TRUE(WaitFor([&] { return JobProcesses().empty(); }, seconds(10)))
+        << JobProcesses().size() << " process(es) of the job left";
+  }
+
+  std::unique_ptr<ChildProcess> Start(int nodes, const std::vector<std::string>& flags,
+                                      const std::vector<std::string>& command) {
+    std::vector<std::string> argv = {kBin + "/dlaunch", "run", "--nnodes", std::to_string(nodes),
+                                     "--nproc-per-node", "1", "--job-dir", job_dir_,
+                                     "--heartbeat", "1", "--grace", "2"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), command.begin(), command.end());
+    return std::make_unique<ChildProcess>(argv, tmp_);
+  }
+
+  std::vector<pid_t> JobProcesses() const {
+    return FindProcesses("DLAUNCH_JOB_ID=" + job_id_, job_dir_ + "/token");
+  }
+  std::string Events() const { return ReadFile(job_dir_ + "/events.jsonl"); }
+  std::string RelayLog(int i) const { return ReadFile(absl::StrCat(job_dir_, "/relays/relay-", i, ".log")); }
+  // The number before `what` in relay i's closing line ("3 agent session(s)").
+  int RelayCount(int i, const std::string& what) const {
+    const std::string log = RelayLog(i);
+    const size_t at = log.find(what);
+    if (at == std::string::npos) return -1;
+    const size_t start = log.rfind(' ', at - 2);
+    int n = -1;
+    return absl::SimpleAtoi(log.substr(start + 1, at - start - 2), &n) ? n : -1;
+  }
+
+  std::string tmp_, job_id_, job_dir_;
+};
+
+TEST_F(RelayTest, AJobThroughRelaysRunsAsWithoutThem) {
+  for (const std::vector<std::string> tls : {std::vector<std::string>{}, {"--no-tls"}}) {
+    SCOPED_TRACE(tls.empty() ? "TLS" : "plain TCP");
+    SetUp();
+    std::vector<std::string> flags = {"--relay-fanout", "2"};
+    flags.insert(flags.end(), tls.begin(), tls.end());
+    auto run = Start(6, flags, {kBin + "/dlaunch-test-probe", "--report", "--sleep", "2"});
+    ASSERT_EQ(run->Wait(seconds(120)), 0) << run->Stdout() << run->Stderr();
+    EXPECT_NE(run->Stdout().find("3 relay(s) carry the agents' sessions"), std::string::npos)
+        << run->Stdout();
+    // Every agent's session went through a relay, two per relay, and reports came back up.
+    int sessions = 0;
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(RelayCount(i, "agent session(s)"), 2) << RelayLog(i);
+      EXPECT_GT(RelayCount(i, "message(s) up"), 6) << RelayLog(i);
+      sessions += RelayCount(i, "agent session(s)");
+    }
+    EXPECT_EQ(sessions, 6);
+    const std::string metrics = ReadFile(job_dir_ + "/metrics.jsonl");
+    for (int rank = 0; rank < 6; ++rank) {
+      EXPECT_NE(metrics.find(absl::StrCat("\"rank\":", rank, ",")), std::string::npos)
+          << "no report of rank " << rank;
+    }
+    EXPECT_TRUE(WaitFor([&] { return JobProcesses().empty(); }, seconds(10)));
+  }
+}
+
+TEST_F(RelayTest, ARelayKilledLosesItsNodesAndTheJobGoesOnWithTheOthers) {
+  // Round 0 waits; round 1 (after the restart) ends at once.
+  auto run = Start(4, {"--relay-fanout", "2", "--nnodes", "2:4", "--max-restarts", "1"},
+                   {"/bin/sh", "-c", "[ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && exec sleep 60; exit 0"});
+  ASSERT_TRUE(WaitFor([&] { return absl::StrContains(Events(), "workers_started"); }, seconds(60)))
+      << run->Stdout() << run->Stderr();
+  std::vector<pid_t> relay0 = FindProcesses("", job_dir_ + "/relays/relay-0.port");
+  ASSERT_EQ(relay0.size(), 1u);
+  ASSERT_EQ(kill(relay0[0], SIGKILL), 0);
+  // Nodes 0 and 2 (relay 0's) are lost with their sessions; nodes 1 and 3 run round 1.
+  std::optional<int> code = run->Wait(seconds(90));
+  ASSERT_EQ(code, 0) << run->Stdout() << run->Stderr();
+  const std::string events = Events();
+  EXPECT_NE(events.find("node_lost"), std::string::npos) << events;
+  EXPECT_NE(events.find("\"round\":1"), std::string::npos) << events;
+  EXPECT_NE(RelayLog(1).find("2 agent session(s)"), std::string::npos) << RelayLog(1);
+}
+
+TEST_F(RelayTest, ACallToARelayWithoutTheTokenIsRefusedAndJournaled) {
+  auto run = Start(2, {"--relay-fanout", "1", "--no-tls"}, {"sleep", "60"});
+  const std::string port_file = job_dir_ + "/relays/relay-1.port";
+  ASSERT_TRUE(WaitFor([&] { return absl::StrContains(Events(), "workers_started"); }, seconds(60)))
+      << run->Stdout() << run->Stderr();
+  const std::string port(absl::StripAsciiWhitespace(ReadFile(port_file)));
+  auto stub = v1::Control::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + port, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(kTokenMetadataKey, "not-the-token");
+  ctx.set_deadline(std::chrono::system_clock::now() + seconds(10));
+  v1::PreflightPlan plan;
+  grpc::Status st = stub->Preflight(&ctx, v1::PreflightRequest(), &plan);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << st.error_message();
+  EXPECT_TRUE(WaitFor([&] { return absl::StrContains(Events(), "via a relay"); }, seconds(10)))
+      << Events();
+  run->Signal(SIGINT);
+  EXPECT_TRUE(run->Wait(seconds(60)).has_value());
+}
+
+}  // namespace
+}  // namespace dlaunch::testing
