@@ -180,8 +180,10 @@ const grpc::Status kRefused(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong
 Relay::Relay(RelayOptions options) : options_(std::move(options)) {}
 
 Relay::~Relay() {
-  Stop();
-  Wait();
+  if (upstream_) {  // opened: its OnDone must have run before it goes
+    Stop();
+    Wait();
+  }
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
@@ -305,7 +307,7 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* Relay::Session(
     grpc::CallbackServerContext* ctx) {
   if (!Authorized(ctx, "Session")) return new RefusedSession(kRefused);
   std::lock_guard<std::mutex> lock(mu_);
-  if (ended_) {
+  if (upstream_done_) {
     return new RefusedSession(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                            "the relay's stream to the launcher has ended"));
   }
@@ -348,8 +350,7 @@ void Relay::UpstreamEnded(const grpc::Status& status) {
   std::vector<std::shared_ptr<SessionOutbox>> open;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ended_ = true;
-    end_status_ = status;
+    upstream_done_ = true;  // no session opens from now on
     for (auto& [child, outbox] : children_) open.push_back(outbox);
   }
   // Each agent sees its session end, as when the launcher itself is gone.
@@ -357,6 +358,10 @@ void Relay::UpstreamEnded(const grpc::Status& status) {
                          absl::StrCat("the relay's stream to the launcher ended: ",
                                       status.ok() ? "the launcher closed it" : status.error_message()));
   for (auto& outbox : open) outbox->Close(why);
+  // Last: Wait may return, and the relay go, as soon as ended_ is set.
+  std::lock_guard<std::mutex> lock(mu_);
+  ended_ = true;
+  end_status_ = status;
   ended_cv_.notify_all();
 }
 

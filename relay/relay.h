@@ -89,7 +89,8 @@ class Relay final : public v1::Control::CallbackService {
 
   mutable std::mutex mu_;
   std::condition_variable ended_cv_;
-  bool ended_ = false;
+  bool upstream_done_ = false;  // its OnDone has begun
+  bool ended_ = false;          // ... and every session was told
   grpc::Status end_status_;
   std::unordered_map<int, std::shared_ptr<SessionOutbox>> children_;
   int next_child_ = 0;

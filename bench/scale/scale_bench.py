@@ -84,18 +84,28 @@ def Children(pid):
     return kids
 
 
+def Comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 class Sampler(threading.Thread):
-    """Samples the launcher (and its load_agents child) every `period` s: (wall time, ticks)."""
+    """Samples the launcher, its load_agents child and its relays (dlaunch-relay children, summed)
+    every `period` s: (wall time, ticks)."""
 
     def __init__(self, pid, period=0.25):
         super().__init__(daemon=True)
         self.pid, self.period = pid, period
-        self.launcher, self.generator = [], []
-        self.hwm_kb, self.threads, self.gen_hwm_kb = 0, 0, 0
+        self.launcher, self.generator, self.relays = [], [], []
+        self.hwm_kb, self.threads, self.gen_hwm_kb, self.relay_hwm_kb = 0, 0, 0, 0
+        self.relay_count = 0
         self.stop = threading.Event()
 
     def run(self):
-        gen = None
+        gen, relays = None, set()
         while not self.stop.is_set():
             now = time.time()
             t = CpuTicks(self.pid)
@@ -105,9 +115,20 @@ class Sampler(threading.Thread):
             if st:
                 self.hwm_kb = max(self.hwm_kb, st.get("VmHWM", 0))
                 self.threads = max(self.threads, st.get("Threads", 0))
-            if gen is None:
-                kids = Children(self.pid)
-                gen = kids[0] if kids else None
+            if gen is None or len(relays) == 0:
+                for k in Children(self.pid):
+                    comm = Comm(k)
+                    if comm.startswith("dlaunch-relay"):
+                        relays.add(k)
+                    elif comm.startswith("load_agents"):
+                        gen = k
+                self.relay_count = max(self.relay_count, len(relays))
+            if relays:
+                ticks = [CpuTicks(r) for r in relays]
+                if all(x is not None for x in ticks):
+                    self.relays.append((now, sum(ticks)))
+                    hwm = sum((Status(r) or {}).get("VmHWM", 0) for r in relays)
+                    self.relay_hwm_kb = max(self.relay_hwm_kb, hwm)
             if gen is not None:
                 g = CpuTicks(gen)
                 gs = Status(gen)
@@ -227,12 +248,16 @@ def RunOne(args, dlaunch, load_agents, n):
         end0 = (ev["node_lost"] or ev["first_success"] or t_exit) - 0.5
         row["cpu_r0"] = CpuPercent(sampler.launcher, ws0[0] + 1.0, end0)
         row["gen_cpu_r0"] = CpuPercent(sampler.generator, ws0[0] + 1.0, end0)
+        row["relay_cpu_r0"] = CpuPercent(sampler.relays, ws0[0] + 1.0, end0)
     if ws1:
         end1 = (ev["first_success"] or t_exit) - 0.5
         row["cpu_r1"] = CpuPercent(sampler.launcher, ws1[0] + 1.0, end1)
+        row["relay_cpu_r1"] = CpuPercent(sampler.relays, ws1[0] + 1.0, end1)
     row["hwm_mb"] = sampler.hwm_kb / 1024.0
     row["threads"] = sampler.threads
     row["gen_hwm_mb"] = sampler.gen_hwm_kb / 1024.0
+    row["relays"] = sampler.relay_count
+    row["relay_hwm_mb"] = sampler.relay_hwm_kb / 1024.0
     if ev["last_success"]:
         row["exit_s"] = t_exit - ev["last_success"]
     row["result"] = ev["finished"][1].get("result") if ev["finished"] else "none"
@@ -310,8 +335,9 @@ def main():
           f"{args.run_s} s, {args.channels} connections\n")
     print("| N | rendezvous s | all started s | loss detected s | restart s | stop fan-out s "
           "(restart / exit) | launcher CPU % r0 / r1 | launcher max RSS MB | threads | "
-          "success -> exit s | result (rc) | load_agents CPU % r0 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "success -> exit s | result (rc) | load_agents CPU % r0 | relays: n, CPU % r0 / r1 "
+          "(all together), max RSS MB (sum) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['n']} | {Fmt(r.get('rendezvous_s'))} | {Fmt(r.get('started_s'))} | "
               f"{Fmt(r.get('detect_s'))} | {Fmt(r.get('restart_s'))} | "
@@ -320,7 +346,10 @@ def main():
               f"{Fmt(r.get('cpu_r1'), '{:.0f}')} | {r['hwm_mb']:.0f} | {r['threads']} | "
               f"{Fmt(r.get('exit_s'))} | {r['result']} ({r['rc']}"
               f"{', timed out' if r['timed_out'] else ''}) | "
-              f"{Fmt(r.get('gen_cpu_r0'), '{:.0f}')} |")
+              f"{Fmt(r.get('gen_cpu_r0'), '{:.0f}')} | "
+              + (f"{r['relays']}, {Fmt(r.get('relay_cpu_r0'), '{:.0f}')} / "
+                 f"{Fmt(r.get('relay_cpu_r1'), '{:.0f}')}, {r['relay_hwm_mb']:.0f} |"
+                 if r.get("relays") else "- |"))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -314,7 +314,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
   LiveView live(io, [&controller] { return controller.Snapshot(); }, terminal.get());
   ControlService service(token, io, &controller);
   service.SetWatchHandler(&live);
-  service.SetJobIdentity(prepared->tls ? &*prepared->tls : nullptr);  // signs relays' certificates
+  service.SetJobIdentity(prepared->tls ? &*prepared->tls : nullptr,  // signs relays' certificates
+                         RelayCount(static_cast<int>(plan->AgentHosts().size()), spec->relay_fanout));
   service.SetPreflightPlan(MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement)));
 
   // The endpoint listens everywhere, so `dlaunch watch` reaches it from other hosts (the login

@@ -4,6 +4,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "common/host_identity.h"
 #include "launcher/run/relay_reactor.h"
 #include "launcher/run/watch_reactor.h"
@@ -214,6 +215,18 @@ grpc::ServerUnaryReactor* ControlService::IssueCertificate(grpc::CallbackServerC
   if (identity_ == nullptr) {
     reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                                  "the control channel of this job is plain TCP (rendezvous.tls: off)"));
+    return reactor;
+  }
+  // The launcher starts its relays on its own host, one certificate each: a token holder
+  // elsewhere, or one more caller, gets none (a certificate lets its holder serve agents).
+  const std::string peer = ctx->peer();
+  const bool loopback = absl::StartsWith(peer, "ipv4:127.") || absl::StartsWith(peer, "ipv6:[::1]") ||
+                        absl::StartsWith(peer, "ipv6:[::ffff:127.");
+  if (!loopback || certificates_left_.fetch_sub(1) <= 0) {
+    Post([h = handler_, peer, m = std::string("IssueCertificate")] { h->HandleRefused(peer, m); });
+    reactor->Finish(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                 loopback ? "every relay of this job has its certificate"
+                                          : "certificates are issued to relays on the launcher's host only"));
     return reactor;
   }
   absl::StatusOr<std::string> cert = IssueRelayCertificate(*identity_, req->public_key_pem());

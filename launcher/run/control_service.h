@@ -41,9 +41,14 @@ class ControlService final : public v1::Control::CallbackService {
                                              const v1::CertificateRequest* req,
                                              v1::CertificateIssued* resp) override;
 
-  // The job's key and certificate, which sign relays' certificates; null (the default): the
-  // job runs without TLS and IssueCertificate is refused. Set before the server starts.
-  void SetJobIdentity(const ControlIdentity* identity) { identity_ = identity; }
+  // The job's key and certificate, which sign the certificates of the job's `relays` relays
+  // (launcher/run/relay_launch.h): at most that many, and only for callers on this host, where
+  // the launcher starts them. Null (the default): the job runs without TLS and IssueCertificate
+  // is refused. Set before the server starts.
+  void SetJobIdentity(const ControlIdentity* identity, int relays) {
+    identity_ = identity;
+    certificates_left_ = relays;
+  }
 
   // What agents check before they join; set before the server starts (default: nothing). The
   // answer is made on gRPC's thread, with the launcher's clock stamped in it.
@@ -74,6 +79,7 @@ class ControlService final : public v1::Control::CallbackService {
   WatchHandler* watch_handler_ = nullptr;
   v1::PreflightPlan preflight_;
   const ControlIdentity* identity_ = nullptr;
+  std::atomic<int> certificates_left_{0};
   std::mutex mu_;  // orders Post against StopPosting, and guards the queue
   bool posting_ = true;
   std::vector<std::function<void()>> pending_;  // posted, not yet drained

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "dlaunch/control.grpc.pb.h"
+#include "proto/control_credentials.h"
 #include "proto/grpc_status.h"
 #include "tests/integration/test_process.h"
 
@@ -130,6 +131,35 @@ TEST_F(RelayTest, ACallToARelayWithoutTheTokenIsRefusedAndJournaled) {
   grpc::Status st = stub->Preflight(&ctx, v1::PreflightRequest(), &plan);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << st.error_message();
   EXPECT_TRUE(WaitFor([&] { return absl::StrContains(Events(), "via a relay"); }, seconds(10)))
+      << Events();
+  run->Signal(SIGINT);
+  EXPECT_TRUE(run->Wait(seconds(60)).has_value());
+}
+
+TEST_F(RelayTest, TheLauncherSignsOneCertificatePerRelayAndNoMore) {
+  auto run = Start(2, {"--relay-fanout", "1"}, {"sleep", "60"});
+  ASSERT_TRUE(WaitFor([&] { return absl::StrContains(Events(), "workers_started"); }, seconds(60)))
+      << run->Stdout() << run->Stderr();
+  // Both relays have theirs; a third caller with the token, on this host, gets none.
+  const std::string info = ReadFile(job_dir_ + "/launcher.json");
+  const size_t at = info.find("\"address\":\"") + 11;
+  const std::string address = info.substr(at, info.find('"', at) - at);
+  const std::string port = address.substr(address.rfind(':') + 1);
+  absl::StatusOr<JobCredentials> creds = ReadJobCredentials(job_dir_ + "/token");
+  ASSERT_TRUE(creds.ok()) << creds.status();
+  auto stub = v1::Control::NewStub(ControlChannel("127.0.0.1:" + port, *creds));
+  absl::StatusOr<RelayKey> key = MakeRelayKey();
+  ASSERT_TRUE(key.ok());
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(kTokenMetadataKey, creds->token);
+  ctx.set_deadline(std::chrono::system_clock::now() + seconds(10));
+  v1::CertificateRequest req;
+  req.set_public_key_pem(key->public_key_pem);
+  v1::CertificateIssued issued;
+  grpc::Status st = stub->IssueCertificate(&ctx, req, &issued);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  EXPECT_TRUE(issued.certificate_pem().empty());
+  EXPECT_TRUE(WaitFor([&] { return absl::StrContains(Events(), "IssueCertificate"); }, seconds(10)))
       << Events();
   run->Signal(SIGINT);
   EXPECT_TRUE(run->Wait(seconds(60)).has_value());
