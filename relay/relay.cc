@@ -1,7 +1,9 @@
 #include "relay/relay.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -13,49 +15,73 @@
 namespace dlaunch {
 
 // The relay's one stream to the launcher: entries queued by any thread go up in RelayUp writes,
-// one in flight, each taking what was queued meanwhile; RelayDown commands are handed to the
-// agents' sessions as they are read.
+// one in flight. A write starts once the oldest queued entry has waited kRelayUpLinger (or
+// kRelayUpMaxBytes are queued), so it carries what arrived meanwhile: agents' heartbeats come
+// spread over the second, and without the wait most writes would carry one or two. RelayDown
+// commands are handed to the agents' sessions as they are read, without a wait.
 class RelayUpstream final : public grpc::ClientBidiReactor<v1::RelayUp, v1::RelayDown> {
  public:
   explicit RelayUpstream(Relay* relay) : relay_(relay) {
     ctx_.AddMetadata(kTokenMetadataKey, relay->token());
+    flusher_ = std::thread([this] { Flush(); });
+  }
+  ~RelayUpstream() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    flusher_.join();
   }
 
+  // Writes start from the flusher and from any thread that queues, so a hold keeps OnDone
+  // back until the read side has ended and no write can start any more. Every StartWrite is
+  // issued under mu_ after checking closing_ (reactions never run inline, so this cannot
+  // deadlock).
   void Open(v1::Control::Stub* stub) {
     stub->async()->Relay(&ctx_, this);
+    AddHold();
     StartRead(&down_);
     StartCall();
   }
 
   void Queue(v1::RelayEntry entry) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (done_) return;
-      const size_t bytes = entry.ByteSizeLong();
-      queued_.push_back({std::move(entry), bytes});
-      if (writing_) return;
-      writing_ = true;
-      TakeQueued();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) return;
+    const size_t bytes = entry.ByteSizeLong();
+    if (queued_.empty()) oldest_ = std::chrono::steady_clock::now();
+    queued_.push_back({std::move(entry), bytes});
+    queued_bytes_ += bytes;
+    if (writing_ || queued_bytes_ < kRelayUpMaxBytes) {
+      if (queued_.size() == 1) cv_.notify_one();
+      return;
     }
-    StartWrite(&up_);
+    WriteQueued();
   }
 
   void Cancel() { ctx_.TryCancel(); }
 
   void OnWriteDone(bool ok) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!ok || queued_.empty()) {  // !ok: the stream is ending; OnDone follows
-        writing_ = false;
-        return;
-      }
-      TakeQueued();
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) {  // the stream is ending: the read side sees it too
+      closing_ = true;
+      return;
     }
-    StartWrite(&up_);
+    if (queued_bytes_ >= kRelayUpMaxBytes) return WriteQueued();
+    if (!queued_.empty()) cv_.notify_one();  // the flusher writes it once it has waited
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) return;  // OnDone follows with the stream's status
+    if (!ok) {  // the stream has ended: no write starts from now on, and OnDone may come
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        closing_ = true;
+      }
+      cv_.notify_all();
+      RemoveHold();
+      return;
+    }
     relay_->writes_down.fetch_add(1, std::memory_order_relaxed);
     for (v1::RelayCommand& c : *down_.mutable_commands()) {
       relay_->Deliver(c.child(), std::move(*c.mutable_command()));
@@ -67,7 +93,6 @@ class RelayUpstream final : public grpc::ClientBidiReactor<v1::RelayUp, v1::Rela
   void OnDone(const grpc::Status& status) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      done_ = true;
       queued_.clear();
     }
     relay_->UpstreamEnded(status);
@@ -82,6 +107,29 @@ class RelayUpstream final : public grpc::ClientBidiReactor<v1::RelayUp, v1::Rela
     size_t bytes;
   };
 
+  // Starts a write of what is queued once the oldest entry has waited kRelayUpLinger and no write
+  // is in flight; until the stream is done.
+  void Flush() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return stop_ || closing_ || (!writing_ && !queued_.empty()); });
+      if (stop_ || closing_) return;
+      const auto due = oldest_ + kRelayUpLinger;
+      if (std::chrono::steady_clock::now() < due) {
+        cv_.wait_until(lock, due, [this] { return stop_ || closing_; });
+        continue;  // look again: a write may have started, or the queue been taken
+      }
+      WriteQueued();
+    }
+  }
+
+  // Starts a write of what is queued (mu_ held, no write in flight, the stream not closing).
+  void WriteQueued() {
+    writing_ = true;
+    TakeQueued();
+    StartWrite(&up_);
+  }
+
   // Moves what is queued into up_, at most kRelayUpMaxBytes unless one entry is larger (mu_ held).
   void TakeQueued() {
     up_.Clear();
@@ -92,6 +140,8 @@ class RelayUpstream final : public grpc::ClientBidiReactor<v1::RelayUp, v1::Rela
       ++n;
     }
     queued_.erase(queued_.begin(), queued_.begin() + static_cast<std::ptrdiff_t>(n));
+    queued_bytes_ -= bytes;
+    if (!queued_.empty()) oldest_ = std::chrono::steady_clock::now();  // waited long enough
     entries_up_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
     writes_up_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -99,11 +149,16 @@ class RelayUpstream final : public grpc::ClientBidiReactor<v1::RelayUp, v1::Rela
   Relay* const relay_;
   grpc::ClientContext ctx_;
   std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread flusher_;
   std::vector<Queued> queued_;
+  size_t queued_bytes_ = 0;
+  std::chrono::steady_clock::time_point oldest_;  // when the oldest queued entry came
   v1::RelayUp up_;      // the write in flight
   v1::RelayDown down_;  // the read in flight
   bool writing_ = false;
-  bool done_ = false;
+  bool closing_ = false;  // the stream is ending: no write starts
+  bool stop_ = false;     // the flusher ends
   std::atomic<int64_t> entries_up_{0}, writes_up_{0};
 };
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -34,6 +35,8 @@ struct RelayOptions {
 
 // The most bytes of agents' messages in one RelayUp write; more wait for the next write.
 inline constexpr size_t kRelayUpMaxBytes = 4u << 20;
+// How long a message waits at most for others to go up in the same write (docs/relays.md).
+inline constexpr std::chrono::milliseconds kRelayUpLinger{10};
 
 struct RelayCounts {
   int64_t sessions = 0;      // agent sessions opened through the relay
