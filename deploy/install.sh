@@ -64,6 +64,6 @@ if [ "${PY_SPY:-1}" = 1 ]; then
 fi
 
 echo "dlaunch installed in $prefix:"
-echo "  $prefix/bin/dlaunch, dlaunch-agent$( [ -x "$prefix/bin/dlaunch-worker" ] && echo ', dlaunch-worker')"
+echo "  $prefix/bin/dlaunch, dlaunch-agent, dlaunch-relay$( [ -x "$prefix/bin/dlaunch-worker" ] && echo ', dlaunch-worker')"
 [ ! -x "$prefix/libexec/dlaunch/py-spy" ] || echo "  $prefix/libexec/dlaunch/py-spy (Python stacks of hung ranks)"
 echo "  module file: module use $prefix/share/modulefiles && module load dlaunch"

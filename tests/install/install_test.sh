@@ -35,7 +35,7 @@ chmod 755 "$tmp"
 step "cmake --install into a fresh prefix"
 prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install"; }
-for f in bin/dlaunch bin/dlaunch-agent share/modulefiles/dlaunch/0.1.0.lua \
+for f in bin/dlaunch bin/dlaunch-agent bin/dlaunch-relay share/modulefiles/dlaunch/0.1.0.lua \
          share/modulefiles/dlaunch/0.1.0 share/dlaunch/examples/local.yaml \
          share/dlaunch/templates/pbs.sh.mustache; do
   [ -e "$prefix/$f" ] || fail "the install has no $f"
