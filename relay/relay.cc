@@ -221,13 +221,6 @@ class ForwardedCall final : public grpc::ServerUnaryReactor {
   grpc::ClientContext ctx_;
 };
 
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 const grpc::Status kRefused(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token");
 
 }  // namespace
@@ -315,12 +308,7 @@ RelayCounts Relay::counts() const {
 }
 
 bool Relay::Authorized(grpc::CallbackServerContext* ctx, const char* method) {
-  const auto& md = ctx->client_metadata();
-  auto it = md.find(kTokenMetadataKey);
-  if (it != md.end() && ConstantTimeEquals(std::string(it->second.data(), it->second.size()),
-                                           options_.credentials.token)) {
-    return true;
-  }
+  if (CarriesToken(ctx->client_metadata(), options_.credentials.token)) return true;
   refused_.fetch_add(1, std::memory_order_relaxed);
   // The launcher records the refusal (call_refused), as for a call made to it.
   v1::RelayEntry entry;

@@ -14,13 +14,6 @@
 namespace dlaunch {
 namespace {
 
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 class JoinReactor final : public grpc::ServerUnaryReactor {
  public:
   JoinReactor(ControlService* service, std::string agent_id)
@@ -137,12 +130,7 @@ void ControlService::StopPosting() {
 }
 
 bool ControlService::Authorized(grpc::CallbackServerContext* ctx, const char* method) {
-  const auto& md = ctx->client_metadata();
-  auto it = md.find(kTokenMetadataKey);
-  if (it != md.end() &&
-      ConstantTimeEquals(std::string(it->second.data(), it->second.size()), token_)) {
-    return true;
-  }
+  if (CarriesToken(ctx->client_metadata(), token_)) return true;
   Post([h = handler_, peer = ctx->peer(), m = std::string(method)] { h->HandleRefused(peer, m); });
   return false;
 }
