@@ -75,6 +75,33 @@ class BatchScriptTest : public DlaunchClusterTest {
                            env);
   }
 
+  // A Polaris job (PBS, mpiexec) with `rendezvous_yaml` added under its `rendezvous:`, run as
+  // the scheduler would run its script.
+  RunResult RunPolarisScript(const std::string& rendezvous_yaml) {
+    std::string yaml = BarrierJobYaml("cluster-pbs", kNodes, kProcsPerNode, {},
+                                      "scheduler:\n  type: pbs\n  site: polaris\n  account: TestProj\n"
+                                      "  queue: debug-scaling\n  walltime: \"0:10:00\"\n");
+    const std::string rendezvous = "rendezvous:\n";
+    yaml.insert(yaml.find(rendezvous) + rendezvous.size(), rendezvous_yaml);
+    std::string script = SubmitWithRecordingQsub(yaml, "4242.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov");
+    EXPECT_FALSE(script.empty());
+    if (script.empty()) return RunResult{};
+    // PALS's `mpiexec -n N --ppn 1 --hostfile F` is spelled the same by MPICH's hydra, but for
+    // "no binding": PALS' `--cpu-bind none` is hydra's `-bind-to none`.
+    WriteFileOrDie(tools_dir_ + "/mpiexec",
+                   absl::StrCat("#!/bin/sh\n"
+                                "for a; do shift; if [ \"$a\" = --cpu-bind ]; then a=-bind-to; fi; "
+                                "set -- \"$@\" \"$a\"; done\n"
+                                "exec /usr/bin/mpiexec.hydra -launcher ssh "
+                                "-launcher-exec ", cluster_->RshPath(), " \"$@\"\n"),
+                   0755);
+    return RunScriptOnFirstHost(
+        script, {{"PBS_NODEFILE", nodefile_},
+                 {"PBS_JOBID", "4242.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov"},
+                 {"PBS_JOBNAME", "cluster-pbs"},
+                 {"PBS_O_WORKDIR", submit_dir_}});
+  }
+
   void ExpectJobRanAcrossHosts(const RunResult& run) {
     EXPECT_TRUE(run.ok()) << "batch script exit " << run.exit_code
                           << (run.timed_out ? " (timed out)" : "") << ":\n" << run.output;
@@ -91,27 +118,24 @@ class BatchScriptTest : public DlaunchClusterTest {
 };
 
 TEST_F(BatchScriptTest, PolarisPbsScriptRunsAcrossHostsWithMpiexec) {
-  std::string script = SubmitWithRecordingQsub(
-      BarrierJobYaml("cluster-pbs", kNodes, kProcsPerNode, {},
-                     "scheduler:\n  type: pbs\n  site: polaris\n  account: TestProj\n"
-                     "  queue: debug-scaling\n  walltime: \"0:10:00\"\n"),
-      "4242.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov");
-  ASSERT_FALSE(script.empty());
-  // PALS's `mpiexec -n N --ppn 1 --hostfile F` is spelled the same by MPICH's hydra, but for
-  // "no binding": PALS' `--cpu-bind none` is hydra's `-bind-to none`.
-  WriteFileOrDie(tools_dir_ + "/mpiexec",
-                 absl::StrCat("#!/bin/sh\n"
-                              "for a; do shift; if [ \"$a\" = --cpu-bind ]; then a=-bind-to; fi; "
-                              "set -- \"$@\" \"$a\"; done\n"
-                              "exec /usr/bin/mpiexec.hydra -launcher ssh "
-                              "-launcher-exec ", cluster_->RshPath(), " \"$@\"\n"),
-                 0755);
-  RunResult run = RunScriptOnFirstHost(
-      script, {{"PBS_NODEFILE", nodefile_},
-               {"PBS_JOBID", "4242.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov"},
-               {"PBS_JOBNAME", "cluster-pbs"},
-               {"PBS_O_WORKDIR", submit_dir_}});
+  ExpectJobRanAcrossHosts(RunPolarisScript(""));
+}
+
+// The same with two relays on the first host: under mpiexec every agent gets both addresses and
+// takes the one its PMI_RANK picks (docs/relays.md).
+TEST_F(BatchScriptTest, PolarisPbsScriptRunsAcrossHostsThroughRelays) {
+  RunResult run = RunPolarisScript("  relay_fanout: 2\n");
   ExpectJobRanAcrossHosts(run);
+  const std::string job_dir = OnlyJobDir(job_root_);
+  int sessions = 0;
+  for (int i = 0; i < 2; ++i) {
+    const std::string log = ReadFileOrEmpty(absl::StrCat(job_dir, "/relays/relay-", i, ".log"));
+    for (int n = 1; n <= kNodes; ++n) {
+      if (absl::StrContains(log, absl::StrCat(" ", n, " agent session(s)"))) sessions += n;
+    }
+    EXPECT_FALSE(absl::StrContains(log, " 0 agent session(s)")) << "relay " << i << ": " << log;
+  }
+  EXPECT_EQ(sessions, kNodes) << run.output;
 }
 
 TEST_F(BatchScriptTest, ThetaGpuCobaltScriptRunsAcrossHostsWithOpenMpi) {

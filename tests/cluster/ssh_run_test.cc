@@ -59,6 +59,30 @@ TEST_F(SshRunTest, JobRunsAcrossHosts) {
   EXPECT_TRUE(left.empty()) << absl::StrJoin(left, "\n");
 }
 
+// The agents on h1, h2 and h3 reach the launcher through two relays on h1 (docs/relays.md):
+// each ssh command names its node's relay, and relays listen on h1's address for them.
+TEST_F(SshRunTest, JobRunsAcrossHostsThroughRelays) {
+  std::string yaml = BarrierJobYaml("cluster-relays", kNodes, 2, {}, kSshHosts);
+  const std::string rendezvous = "rendezvous:\n";
+  ASSERT_NE(yaml.find(rendezvous), std::string::npos) << yaml;
+  yaml.insert(yaml.find(rendezvous) + rendezvous.size(), "  relay_fanout: 2\n");
+  WriteFileOrDie(job_yaml_, yaml);
+  RunResult run = cluster_->RunOn("h1", RunCommandLine(), absl::Seconds(120), RunEnv());
+  EXPECT_TRUE(run.ok()) << "dlaunch run exit " << run.exit_code << ":\n" << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "2 relay(s) carry the agents' sessions")) << run.output;
+  std::string job_dir = OnlyJobDir(job_root_);
+  ASSERT_FALSE(job_dir.empty()) << run.output;
+  ExpectBarrierJobSucceeded(job_dir, kNodes, 2, cluster_->hosts());
+  // Node i's agent used relay i mod 2: relay 0 carried h1's and h3's sessions, relay 1 h2's.
+  EXPECT_TRUE(absl::StrContains(ReadFileOrEmpty(job_dir + "/relays/relay-0.log"), " 2 agent session(s)"))
+      << ReadFileOrEmpty(job_dir + "/relays/relay-0.log");
+  EXPECT_TRUE(absl::StrContains(ReadFileOrEmpty(job_dir + "/relays/relay-1.log"), " 1 agent session(s)"))
+      << ReadFileOrEmpty(job_dir + "/relays/relay-1.log");
+  std::string job_id = job_dir.substr(job_dir.rfind('/') + 1);
+  std::vector<std::string> left = WaitNoJobProcesses(*cluster_, job_id, absl::Seconds(15));
+  EXPECT_TRUE(left.empty()) << absl::StrJoin(left, "\n");
+}
+
 TEST_F(SshRunTest, InterruptLeavesNoProcessOnAnyHost) {
   WriteFileOrDie(job_yaml_,
                  BarrierJobYaml("cluster-sigint", kNodes, 2, {"--sleep", "600"}, kSshHosts));
