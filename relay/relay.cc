@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -223,6 +224,21 @@ class ForwardedCall final : public grpc::ServerUnaryReactor {
 
 const grpc::Status kRefused(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token");
 
+// A unary call: refused, or passed on by `upstream(client context, request, response, done)`.
+template <typename Request, typename Response, typename Upstream>
+grpc::ServerUnaryReactor* ForwardUnary(grpc::CallbackServerContext* ctx, bool authorized,
+                                       const std::string& token, const Request* req,
+                                       Response* resp, Upstream upstream) {
+  if (!authorized) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(kRefused);
+    return reactor;
+  }
+  auto* call = new ForwardedCall(ctx, token);
+  upstream(call->client(), req, resp, [call](grpc::Status s) { call->Finish(std::move(s)); });
+  return call;
+}
+
 }  // namespace
 
 Relay::Relay(RelayOptions options) : options_(std::move(options)) {}
@@ -322,28 +338,20 @@ bool Relay::Authorized(grpc::CallbackServerContext* ctx, const char* method) {
 grpc::ServerUnaryReactor* Relay::Preflight(grpc::CallbackServerContext* ctx,
                                            const v1::PreflightRequest* req,
                                            v1::PreflightPlan* plan) {
-  if (!Authorized(ctx, "Preflight")) {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(kRefused);
-    return reactor;
-  }
-  auto* call = new ForwardedCall(ctx, token());
-  stub_->async()->Preflight(call->client(), req, plan,
-                            [call](grpc::Status s) { call->Finish(std::move(s)); });
-  return call;
+  return ForwardUnary(ctx, Authorized(ctx, "Preflight"), token(), req, plan,
+                      [this](grpc::ClientContext* c, const v1::PreflightRequest* q,
+                             v1::PreflightPlan* p, std::function<void(grpc::Status)> done) {
+                        stub_->async()->Preflight(c, q, p, std::move(done));
+                      });
 }
 
 grpc::ServerUnaryReactor* Relay::Join(grpc::CallbackServerContext* ctx, const v1::JoinRequest* req,
                                       v1::JoinResponse* resp) {
-  if (!Authorized(ctx, "Join")) {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(kRefused);
-    return reactor;
-  }
-  auto* call = new ForwardedCall(ctx, token());
-  stub_->async()->Join(call->client(), req, resp,
-                       [call](grpc::Status s) { call->Finish(std::move(s)); });
-  return call;
+  return ForwardUnary(ctx, Authorized(ctx, "Join"), token(), req, resp,
+                      [this](grpc::ClientContext* c, const v1::JoinRequest* q, v1::JoinResponse* p,
+                             std::function<void(grpc::Status)> done) {
+                        stub_->async()->Join(c, q, p, std::move(done));
+                      });
 }
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* Relay::Session(
