@@ -31,6 +31,7 @@ struct FaultJobOptions {
   int master_port = 0;        // rendezvous.master_port
   std::string command;        // replaces the fault worker (a full `command:` value)
   std::string preflight;      // a full `preflight:` value, e.g. "off"
+  int relay_fanout = 0;       // rendezvous.relay_fanout: the agents' sessions through relays
 };
 
 // A tmpfs mounted on a fresh directory under /tmp, unmounted and removed on destruction.

@@ -137,10 +137,15 @@ class FaultTest : public FaultClusterTest {
   // exits, link still down, well before the launcher would give up on the node's stop and end
   // its node launcher (3 s + grace 2 s + 3 s + 5 s of slack). With a restart, round 1 starts
   // only after h2's workers are surely gone (docs/restarts.md, "No two rounds at once").
-  void Partition(int restarts) {
+  // With `relay_fanout`, the agents' sessions go through relays on the launcher's host: the
+  // cut-off agent's lease is renewed only by the launcher's echo passed on by its relay, so it
+  // fences itself the same way.
+  void Partition(int restarts, int relay_fanout = 0) {
     FaultJobOptions options = Restarts(restarts);
     options.nodes = "2:3";
-    pid_t launcher = StartJob(absl::StrCat("partition-r", restarts), {}, options);
+    options.relay_fanout = relay_fanout;
+    pid_t launcher = StartJob(absl::StrCat("partition-r", restarts, relay_fanout ? "-relays" : ""),
+                              {}, options);
     ASSERT_GT(launcher, 0);
     ASSERT_TRUE(WaitAllRanksAtStep(5)) << LauncherOutput();
     ASSERT_TRUE(cluster_->CutLink("h2").ok());
@@ -365,6 +370,11 @@ TEST_F(FaultTest, PartitionedNodeIsNamedAndFencesItself) {
 TEST_F(FaultTest, PartitionedNodeDropsOutAndTheJobGoesOn) {
   FAULT_SUITE_FULL_ONLY();
   Partition(1);
+}
+TEST_F(FaultTest, PartitionedNodeBehindARelayFencesItselfAndTheJobGoesOn) {
+  Partition(1, /*relay_fanout=*/2);
+  EXPECT_TRUE(absl::StrContains(LauncherOutput(), "2 relay(s) carry the agents' sessions"))
+      << LauncherOutput();
 }
 TEST_F(FaultTest, KilledLauncherLeavesNothing) {
   FAULT_SUITE_FULL_ONLY();
