@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Lmod module for dlaunch 0.1.0: puts dlaunch, dlaunch-agent and dlaunch-worker on PATH and
+-- Lmod module for dlaunch 0.1.0: puts dlaunch, dlaunch-agent, dlaunch-relay and dlaunch-worker on PATH and
 -- adds the installation's site-profile directory to DLAUNCH_SITE_PATH.
 --
 -- Installed as <prefix>/share/modulefiles/dlaunch/0.1.0.lua, so the prefix is found from the
