@@ -339,7 +339,19 @@ int RunRunCommand(const std::vector<std::string>& args) {
                                  relays.ok() ? *relays : std::vector<std::string>{});
   if (st.ok() && !commands.ok()) st = commands.status();
   if (st.ok()) st = controller.Start(*commands);
+  // A relay that dies takes its agents' sessions with it: say so, once a second at most.
+  boost::asio::steady_timer relay_watch(io);
+  std::function<void()> watch_relays = [&] {
+    relay_watch.expires_after(std::chrono::seconds(1));
+    relay_watch.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      std::ostream& err = terminal && isatty(STDERR_FILENO) ? terminal->err() : std::cerr;
+      for (const std::string& line : relay_group.ReapExited()) err << "[dlaunch] " << line << std::endl;
+      watch_relays();
+    });
+  };
   if (st.ok()) {
+    if (relays.ok() && !relays->empty()) watch_relays();
     live.Start();
     io.run();
   }

@@ -57,6 +57,7 @@ absl::StatusOr<std::vector<std::string>> RelayGroup::Start(const RelayLaunch& la
     }
     pids_.push_back(spawned->pid);
   }
+  logs_ = logs;
   std::vector<std::string> addrs(launch.count);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(launch.timeout_s * 1000));
@@ -88,6 +89,19 @@ absl::StatusOr<std::vector<std::string>> RelayGroup::Start(const RelayLaunch& la
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return addrs;
+}
+
+std::vector<std::string> RelayGroup::ReapExited() {
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    int status = 0;
+    if (pids_[i] <= 0 || WaitChild(pids_[i], &status, WNOHANG) != pids_[i]) continue;
+    pids_[i] = -1;
+    lines.push_back(absl::StrCat("relay ", i, " exited (", DescribeWaitStatus(status),
+                                 ") while the job ran: the sessions of its agents ended with it; ",
+                                 i < logs_.size() ? LogTail(logs_[i]) : std::string()));
+  }
+  return lines;
 }
 
 void RelayGroup::Stop(double grace_s) {

@@ -45,10 +45,14 @@ class RelayGroup {
   absl::StatusOr<std::vector<std::string>> Start(const RelayLaunch& launch);
   // SIGTERM, then after `grace_s` SIGKILL to what is left; reaps every relay.
   void Stop(double grace_s = 2.0);
+  // A line for each relay that has exited since the last call (it is reaped): which, how, and
+  // the end of its log. While the job runs, a relay's exit ends its agents' sessions.
+  std::vector<std::string> ReapExited();
   const std::vector<pid_t>& pids() const { return pids_; }
 
  private:
-  std::vector<pid_t> pids_;
+  std::vector<pid_t> pids_;   // -1 once reaped
+  std::vector<std::string> logs_;
 };
 
 }  // namespace dlaunch

@@ -114,6 +114,9 @@ TEST_F(RelayTest, ARelayKilledLosesItsNodesAndTheJobGoesOnWithTheOthers) {
   EXPECT_NE(events.find("node_lost"), std::string::npos) << events;
   EXPECT_NE(events.find("\"round\":1"), std::string::npos) << events;
   EXPECT_NE(RelayLog(1).find("2 agent session(s)"), std::string::npos) << RelayLog(1);
+  // The launcher names the cause beside the lost nodes.
+  EXPECT_TRUE(absl::StrContains(run->Stdout() + run->Stderr(), "relay 0 exited (signal 9"))
+      << run->Stdout() << run->Stderr();
 }
 
 TEST_F(RelayTest, ACallToARelayWithoutTheTokenIsRefusedAndJournaled) {
@@ -134,6 +137,17 @@ TEST_F(RelayTest, ACallToARelayWithoutTheTokenIsRefusedAndJournaled) {
       << Events();
   run->Signal(SIGINT);
   EXPECT_TRUE(run->Wait(seconds(60)).has_value());
+}
+
+TEST_F(RelayTest, ARelayThatDoesNotStartFailsTheJobBeforeAnyAgentStarts) {
+  // A relay that exits at once: the launcher says which and why, and starts no agent.
+  std::vector<std::string> argv = {kBin + "/dlaunch", "run", "--nnodes", "2", "--job-dir", job_dir_,
+                                   "--relay-fanout", "1", "--", "true"};
+  ChildProcess run(argv, tmp_, {"DLAUNCH_RELAY=/bin/false"});
+  ASSERT_EQ(run.Wait(seconds(60)), 3) << run.Stdout() << run.Stderr();
+  EXPECT_TRUE(absl::StrContains(run.Stderr(), "relays: relay 0 exited (exit code 1) before it listened"))
+      << run.Stderr();
+  EXPECT_FALSE(absl::StrContains(Events(), "node_joined")) << Events();
 }
 
 TEST_F(RelayTest, TheLauncherSignsOneCertificatePerRelayAndNoMore) {
