@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -92,13 +93,19 @@ int main(int argc, char** argv) {
       return dlaunch::kExitLaunchError;
     }
   }
-  std::thread([&stop_signals, r = relay->get()] {
+  // SIGTERM or SIGINT ends the relay's stream. The thread is joined before the relay goes: at
+  // the end it is woken with a SIGTERM of its own and, seeing `exiting`, touches nothing.
+  std::atomic<bool> exiting{false};
+  std::thread signals([&stop_signals, &exiting, r = relay->get()] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    r->Stop();
-  }).detach();
+    if (!exiting.load()) r->Stop();
+  });
 
   const grpc::Status end = (*relay)->Wait();
+  exiting.store(true);
+  pthread_kill(signals.native_handle(), SIGTERM);
+  signals.join();
   const dlaunch::RelayCounts c = (*relay)->counts();
   std::cerr << "dlaunch-relay: the stream to the launcher ended ("
             << (end.ok() ? std::string("closed by the launcher") : end.error_message()) << "); "
