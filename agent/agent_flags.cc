@@ -18,6 +18,7 @@ absl::StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args)
   AgentOptions* o = &f.options;
   const std::vector<Flag> table = {
       {{"--control"}, true, StringFlag("--control", &o->control)},
+      {{"--control-fallback"}, true, StringFlag("--control-fallback", &o->control_fallback)},
       {{"--token-file"}, true, StringFlag("--token-file", &f.token_file)},
       {{"--nproc"}, true, IntFlag("--nproc", &o->nproc, 0, 1 << 16)},
       {{"--host"}, true, StringFlag("--host", &o->host)},

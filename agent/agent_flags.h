@@ -16,10 +16,13 @@ namespace dlaunch {
 inline constexpr char kAgentUsage[] =
     "usage: dlaunch-agent --control HOST:PORT --token-file PATH [--nproc N] [--host NAME]\n"
     "                     [--addr ADDR] [--join-timeout SECONDS] [--tail-lines N]\n"
+    "                     [--control-fallback HOST:PORT]\n"
     "The token may instead come from the DLAUNCH_TOKEN environment variable (plain TCP only).\n"
     "--control may list several addresses (relays, docs/relays.md): HOST:PORT,HOST:PORT,...; the\n"
     "agent takes the one its rank under the node launcher picks (PMI_RANK, PALS_RANKID,\n"
-    "OMPI_COMM_WORLD_RANK, SLURM_PROCID), modulo the list's length.\n";
+    "OMPI_COMM_WORLD_RANK, SLURM_PROCID), modulo the list's length.\n"
+    "--control-fallback is the launcher itself: when the session through a relay breaks, the agent\n"
+    "keeps its workers and moves its session there (docs/relays.md).\n";
 
 struct AgentFlags {
   AgentOptions options;       // everything but the credentials

@@ -20,7 +20,8 @@ AgentState::AgentState(AgentConfig config)
       grace_(config.grace),
       exit_when_workers_end_(config.max_restarts == 0 && !config.spare),
       member_(!config.spare),
-      round_(config.round) {}
+      round_(config.round),
+      can_move_(config.can_move) {}
 
 std::chrono::milliseconds AgentState::launcher_silence_limit() const {
   return liveness_.lease();
@@ -103,8 +104,14 @@ AgentActions AgentState::OnWorkerExit(const ChildExit& exit) {
 }
 
 AgentActions AgentState::OnLauncherMessage(Time heard) {
+  AgentActions out;
   last_from_launcher_ = std::max(last_from_launcher_, heard);
-  return {};
+  if (moving() && moved_at_ && heard >= *moved_at_) {
+    move_kill_at_.reset();
+    moved_at_.reset();
+    out.push_back(LogNote{"session moved: the launcher answers this node directly"});
+  }
+  return out;
 }
 
 AgentActions AgentState::OnStopCommand(const StopRequest& stop) {
@@ -166,8 +173,70 @@ AgentActions AgentState::OnSessionClosed(const std::string& why) {
   return out;
 }
 
+AgentActions AgentState::OnSessionBroken(Time now, const std::string& why) {
+  AgentActions out;
+  const bool leaving_anyway =
+      exit_requested_ || (exit_when_workers_end_ && round_active_ && running_ == 0);
+  if (!session_open_ || !can_move_ || moving() || leaving_anyway || grace_.count() <= 0) {
+    if (moving()) {
+      GiveUpMove(now, absl::StrCat("lost the launcher (", why, ")"), &out);
+    } else {
+      CloseSession(absl::StrCat("lost the launcher (", why, ")"), &out);
+    }
+    return out;
+  }
+  can_move_ = false;  // once: the fallback is the launcher itself
+  move_kill_at_ = now + grace_;
+  moved_at_.reset();
+  // Half the grace to find the launcher: the other half is the workers' to stop in.
+  const auto give_up = std::min(grace_ / 2, launcher_silence_limit() / 2);
+  out.push_back(LogNote{absl::StrCat("session broke (", why, "); the workers go on while it moves to the launcher")});
+  out.push_back(MoveSession{give_up});
+  return out;
+}
+
+AgentActions AgentState::OnSessionMoved(Time now) {
+  AgentActions out;
+  if (!moving() || !session_open_) return out;
+  moved_at_ = now;
+  out.push_back(SendHeartbeat{});
+  return out;
+}
+
+AgentActions AgentState::OnMoveFailed(Time now, const std::string& why) {
+  AgentActions out;
+  if (moving()) GiveUpMove(now, absl::StrCat("lost the launcher: moving the session failed (", why, ")"), &out);
+  return out;
+}
+
+AgentActions AgentState::OnMoveDeadline(Time now) {
+  AgentActions out;
+  if (moving()) GiveUpMove(now, "lost the launcher: no answer from it after the session broke", &out);
+  return out;
+}
+
+std::chrono::milliseconds AgentState::CapGrace(Time now, std::chrono::milliseconds grace) const {
+  if (!moving()) return grace;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*move_kill_at_ - now);
+  return std::clamp(left, std::chrono::milliseconds(0), grace);
+}
+
+void AgentState::GiveUpMove(Time now, const std::string& why, AgentActions* out) {
+  const std::chrono::milliseconds grace = CapGrace(now, grace_);
+  move_kill_at_.reset();
+  moved_at_.reset();
+  CloseSession(why, grace, out);
+}
+
 void AgentState::CloseSession(const std::string& why, AgentActions* out) {
+  CloseSession(why, grace_, out);
+}
+
+void AgentState::CloseSession(const std::string& why, std::chrono::milliseconds grace,
+                              AgentActions* out) {
   if (!session_open_) return;
+  move_kill_at_.reset();
+  moved_at_.reset();
   session_open_ = false;
   start_held_ = false;  // no round starts without the launcher
   // Without the launcher no next round can come. Only an agent that was exiting anyway (told
@@ -176,7 +245,7 @@ void AgentState::CloseSession(const std::string& why, AgentActions* out) {
       exit_requested_ || (exit_when_workers_end_ && round_active_ && running_ == 0);
   if (!leaving_anyway) {
     RequestExit(kExitJobFailed);
-    Stop(why, grace_, out);
+    Stop(why, grace, out);
   }
   MaybeEndRound(out);
   MaybeExit(out);
@@ -189,13 +258,14 @@ AgentActions AgentState::OnTick(Time now) {
   if (now - last_tick_ > 2 * interval) judge_from_ = now + 2 * interval;
   last_tick_ = now;
   if (session_open_ && now >= judge_from_ && now - last_from_launcher_ > launcher_silence_limit()) {
-    Fence(std::chrono::duration_cast<std::chrono::milliseconds>(now - last_from_launcher_), &out);
+    Fence(now, std::chrono::duration_cast<std::chrono::milliseconds>(now - last_from_launcher_), &out);
   }
-  if (session_open_) out.push_back(SendHeartbeat{});
+  // While a session moves, heartbeats wait for the new one (their reports with them).
+  if (session_open_ && (!moving() || moved_at_)) out.push_back(SendHeartbeat{});
   return out;
 }
 
-void AgentState::Fence(std::chrono::milliseconds silent, AgentActions* out) {
+void AgentState::Fence(Time now, std::chrono::milliseconds silent, AgentActions* out) {
   // The launcher may have declared this node lost and moved on to a round without it: the
   // workers must not go on, and the agent must not come back, so it stops them and exits.
   fenced_ = true;
@@ -203,7 +273,7 @@ void AgentState::Fence(std::chrono::milliseconds silent, AgentActions* out) {
                                            static_cast<double>(silent.count()) / 1000, " s");
   out->push_back(LogNote{absl::StrCat("fenced: ", silence,
                                       "; this node stops its workers and leaves the job")});
-  CloseSession(absl::StrCat("lost the launcher (", silence, ")"), out);
+  CloseSession(absl::StrCat("lost the launcher (", silence, ")"), CapGrace(now, grace_), out);
 }
 
 AgentActions AgentState::OnSignal(int sig) {

@@ -76,9 +76,16 @@ struct LogNote {
 struct ExitAgent {
   int code = 0;
 };
+// Open a session with the fallback address (the launcher itself) and carry on there, sending
+// again what the broken one had not had acknowledged; then call OnSessionMoved, or OnMoveFailed.
+// Call OnMoveDeadline once `give_up_after` has passed.
+struct MoveSession {
+  std::chrono::milliseconds give_up_after{0};
+};
 using AgentAction =
     std::variant<StartWorkers, HoldStart, StopWorkers, KillWorkers, SendHeartbeat, FlushReports,
-                 SendWorkerExit, DrainReports, DumpStacks, SendRoundEnded, LogNote, ExitAgent>;
+                 SendWorkerExit, DrainReports, DumpStacks, SendRoundEnded, LogNote, ExitAgent,
+                 MoveSession>;
 using AgentActions = std::vector<AgentAction>;
 
 struct AgentConfig {
@@ -88,6 +95,7 @@ struct AgentConfig {
   bool spare = false;    // JoinResponse.spare: nothing runs until a StartRound
   int round = 0;         // JoinResponse.round: the first round's number
   int heartbeat_misses = 0;  // JoinResponse.heartbeat_misses; 0: LivenessPolicy's default
+  bool can_move = false;     // a fallback address: a broken session may move there once
 };
 
 // A StopCommand as the state sees it.
@@ -136,6 +144,22 @@ class AgentState {
   // The DumpStacks asked for ended (every dump done, or its budget spent).
   AgentActions OnStacksDumped();
   AgentActions OnSessionClosed(const std::string& why);
+  // The session's stream broke at `now` (the relay or the link went; not the launcher's end of
+  // it). An agent that may move it, has a stop grace to spend and is not leaving keeps its
+  // workers and moves the session (MoveSession); else as OnSessionClosed. Until the launcher
+  // echoes a message of the new session, the workers are bound to the grace counted from the
+  // break: the launcher may have seen the end and will start the next round once they are
+  // surely stopped (docs/restarts.md), so every stop meanwhile is cut to what is left of it
+  // (CapGrace), and the agent gives up at OnMoveDeadline.
+  AgentActions OnSessionBroken(Time now, const std::string& why);
+  // The new session is open; a heartbeat goes first, its echo confirms the move.
+  AgentActions OnSessionMoved(Time now);
+  // The new session could not be opened, or broke before the move was confirmed.
+  AgentActions OnMoveFailed(Time now, const std::string& why);
+  // MoveSession's give_up_after has passed: unconfirmed, the agent stops its workers.
+  AgentActions OnMoveDeadline(Time now);
+  // A stop's grace while a move is unconfirmed: no later than the break + the job's grace.
+  std::chrono::milliseconds CapGrace(Time now, std::chrono::milliseconds grace) const;
   // The heartbeat timer fired at `now`; the next one is due heartbeat_interval() later. A tick
   // that comes more than an interval late means this agent itself was stalled, so it does not
   // judge the launcher for two intervals: its heartbeat of now must have time to be echoed.
@@ -159,6 +183,7 @@ class AgentState {
   bool dumping_stacks() const { return held_stop_.has_value(); }
   bool fenced() const { return fenced_; }
   bool start_held() const { return start_held_; }
+  bool moving() const { return move_kill_at_.has_value(); }
   bool finished() const { return finished_; }
 
  private:
@@ -172,7 +197,9 @@ class AgentState {
   // The session is gone (closed, or the lease ran out): stop the workers with `why` and exit
   // once they ended, unless the agent was leaving anyway.
   void CloseSession(const std::string& why, AgentActions* out);
-  void Fence(std::chrono::milliseconds silent, AgentActions* out);
+  void CloseSession(const std::string& why, std::chrono::milliseconds grace, AgentActions* out);
+  void GiveUpMove(Time now, const std::string& why, AgentActions* out);
+  void Fence(Time now, std::chrono::milliseconds silent, AgentActions* out);
 
   const LivenessPolicy liveness_;
   std::chrono::milliseconds grace_;
@@ -201,6 +228,11 @@ class AgentState {
   int exit_code_ = 0;
   bool fenced_ = false;
   bool finished_ = false;
+  bool can_move_;
+  // While a move is unconfirmed: the break + grace (the latest the workers may run), and the
+  // new session's opening (an echo of a message sent since confirms the move).
+  std::optional<Time> move_kill_at_;
+  std::optional<Time> moved_at_;
   int signals_seen_ = 0;
 };
 

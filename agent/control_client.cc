@@ -11,6 +11,12 @@ constexpr size_t kMaxQueuedMessages = 20000;
 // Log lines waiting to be sent, in bytes: past this a flooding worker's lines are dropped
 // (they stay in its log file) rather than held in memory.
 constexpr size_t kMaxQueuedLogBytes = 16 << 20;
+// Messages kept for a move; an agent whose launcher acknowledges nothing keeps only the newest.
+constexpr size_t kMaxUnacked = 4096;
+
+// Sent again if the session moves: what the launcher acts on. A heartbeat is overtaken by the
+// next one, and log lines stay in the workers' log files.
+bool KeptForAMove(const v1::AgentMessage& m) { return !m.has_heartbeat() && !m.has_log(); }
 
 }  // namespace
 
@@ -56,7 +62,8 @@ void ControlClient::ReaderLoop(OnCommand on_command, OnClosed on_closed) {
   cv_.notify_all();
   grpc::Status s = stream_->Finish();
   on_closed(s.ok() ? "launcher closed the session"
-                   : absl::StrCat("session lost: ", s.error_message()));
+                   : absl::StrCat("session lost: ", s.error_message()),
+            s.error_code() == grpc::StatusCode::UNAVAILABLE);
 }
 
 void ControlClient::WriterLoop() {
@@ -70,6 +77,11 @@ void ControlClient::WriterLoop() {
       batch = TakeBatch(queue_, [this](const v1::AgentMessage& m, size_t bytes) {
         if (m.has_log()) queued_log_bytes_ -= bytes;
       });
+      for (const v1::AgentMessage& m : batch) {
+        if (!KeptForAMove(m)) continue;
+        if (unacked_.size() >= kMaxUnacked) unacked_.pop_front();
+        unacked_.push_back(m);
+      }
     }
     if (!stream_->Write(Batched(std::move(batch)))) break;
   }
@@ -90,11 +102,38 @@ bool ControlClient::Queue(v1::AgentMessage message) {
     }
     queued_log_bytes_ += bytes;
   }
+  message.set_seq(++last_seq_);
   queue_.push_back(std::move(message));
   return true;
 }
 
 void ControlClient::Wake() { cv_.notify_all(); }
+
+void ControlClient::Ack(uint64_t seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  while (!unacked_.empty() && unacked_.front().seq() <= seq) unacked_.pop_front();
+}
+
+ControlClient::Unsent ControlClient::TakeUnsent() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Unsent out;
+  out.last_seq = last_seq_;
+  for (v1::AgentMessage& m : unacked_) out.messages.push_back(std::move(m));
+  for (v1::AgentMessage& m : queue_) {
+    if (KeptForAMove(m)) out.messages.push_back(std::move(m));
+  }
+  unacked_.clear();
+  queue_.clear();
+  queued_log_bytes_ = 0;
+  return out;
+}
+
+void ControlClient::Resume(Unsent unsent) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_seq_ = std::max(last_seq_, unsent.last_seq);
+  queue_.insert(queue_.begin(), std::make_move_iterator(unsent.messages.begin()),
+                std::make_move_iterator(unsent.messages.end()));
+}
 
 void ControlClient::Close(std::chrono::milliseconds timeout) {
   {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -24,7 +25,15 @@ namespace dlaunch {
 class ControlClient {
  public:
   using OnCommand = std::function<void(const v1::LauncherCommand&)>;
-  using OnClosed = std::function<void(const std::string& why)>;
+  // `broken`: the stream failed (UNAVAILABLE: the peer or the link went), rather than being
+  // ended by the launcher.
+  using OnClosed = std::function<void(const std::string& why, bool broken)>;
+  // What a session that broke had not had acknowledged (LauncherCommand.heard_seq): every
+  // message but heartbeats and log lines, in order, and the next sequence number.
+  struct Unsent {
+    uint64_t last_seq = 0;
+    std::vector<v1::AgentMessage> messages;
+  };
 
   // TLS pinned to the job's certificate when `creds` has one, else plain TCP.
   ControlClient(const std::string& target, const JobCredentials& creds);
@@ -45,6 +54,12 @@ class ControlClient {
   // AgentBatch); Wake (or the end of the write in flight) sends it.
   bool Queue(v1::AgentMessage message);
   void Wake();
+  // The launcher has processed this agent's messages up to `seq`: they need not be kept.
+  void Ack(uint64_t seq);
+  // After Close: what this session did not have acknowledged (to send again elsewhere).
+  Unsent TakeUnsent();
+  // Before OpenSession: continue a session that moved here; `unsent` goes first.
+  void Resume(Unsent unsent);
   // Sends what is queued, half-closes, and waits up to `timeout` for the launcher to end the
   // stream, then cancels it.
   void Close(std::chrono::milliseconds timeout);
@@ -79,6 +94,10 @@ class ControlClient {
   std::condition_variable cv_;
   std::deque<v1::AgentMessage> queue_;
   size_t queued_log_bytes_ = 0;  // of the log messages in queue_
+  uint64_t last_seq_ = 0;         // AgentMessage.seq of the last message queued
+  // Written, not yet acknowledged, kept to be sent again if the session moves: worker events,
+  // round ends and stacks (not heartbeats or log lines), at most kMaxUnacked of them.
+  std::deque<v1::AgentMessage> unacked_;
   bool closing_ = false;
   bool reader_done_ = false;
 };

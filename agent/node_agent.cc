@@ -37,6 +37,7 @@ NodeAgent::NodeAgent(boost::asio::io_context& io, AgentOptions options,
 }
 
 NodeAgent::~NodeAgent() {
+  if (move_thread_.joinable()) move_thread_.join();
   if (client_) client_->Close(milliseconds(500));
 }
 
@@ -85,7 +86,7 @@ absl::Status NodeAgent::Start() {
   node_id_ = job_.node_id();
   state_.emplace(AgentConfig{milliseconds(job_.heartbeat_ms()), milliseconds(job_.grace_ms()),
                              job_.max_restarts(), job_.spare(), job_.round(),
-                             job_.heartbeat_misses()});
+                             job_.heartbeat_misses(), !options_.control_fallback.empty()});
   WatchSignals();
   // Daemons the workers start (setsid, double fork) are handed to this agent, not to init.
   if (!BecomeSubreaper()) Log("cannot become the workers' subreaper: their daemons may outlive the job");
@@ -236,13 +237,17 @@ absl::Status NodeAgent::StartReportServer(const std::string& socket_path) {
 }
 
 absl::Status NodeAgent::OpenSession() {
-  absl::Status st = client_->OpenSession(
-      [this](const v1::LauncherCommand& c) { boost::asio::post(io_, [this, c] { OnCommand(c); }); },
-      [this](const std::string& why) {
-        boost::asio::post(io_, [this, why] { Apply(state_->OnSessionClosed(why)); });
-      });
+  absl::Status st = OpenSessionOn(*client_);
   if (st.ok()) Apply(state_->OnSessionOpened(clock_.Now()));
   return st;
+}
+
+absl::Status NodeAgent::OpenSessionOn(ControlClient& client) {
+  return client.OpenSession(
+      [this](const v1::LauncherCommand& c) { boost::asio::post(io_, [this, c] { OnCommand(c); }); },
+      [this](const std::string& why, bool broken) {
+        boost::asio::post(io_, [this, why, broken] { OnSessionLost(why, broken); });
+      });
 }
 
 int NodeAgent::ReportStarts(const std::vector<ChildSupervisor::StartRequest>& requests,
@@ -335,6 +340,10 @@ void NodeAgent::OnChildExit(const ChildExit& e) {
 }
 
 void NodeAgent::OnCommand(const v1::LauncherCommand& cmd) {
+  if (client_) client_->Ack(cmd.heard_seq());
+  // Taken before the echo below can confirm a move: a stop that comes with the launcher's first
+  // answer to a moved session is bound to the grace counted from the break.
+  const milliseconds stop_grace = state_->CapGrace(clock_.Now(), milliseconds(cmd.stop().grace_ms()));
   // The lease runs from the newest of this agent's messages the launcher has processed.
   if (cmd.heard_ms() > 0) {
     Apply(state_->OnLauncherMessage(AgentState::Time(milliseconds(cmd.heard_ms()))));
@@ -342,7 +351,7 @@ void NodeAgent::OnCommand(const v1::LauncherCommand& cmd) {
   if (cmd.has_stop()) {
     const v1::StopCommand& stop = cmd.stop();
     Apply(state_->OnStopCommand(StopRequest{
-        stop.round(), stop.exit(), stop.reason(), milliseconds(stop.grace_ms()),
+        stop.round(), stop.exit(), stop.reason(), stop_grace,
         std::vector<int>(stop.dump_ranks().begin(), stop.dump_ranks().end()),
         milliseconds(stop.dump_budget_ms())}));
   } else if (cmd.has_start()) {
@@ -385,6 +394,8 @@ void NodeAgent::Apply(const AgentActions& actions) {
             ReportRoundEnded(a.round);
           } else if constexpr (std::is_same_v<T, LogNote>) {
             Log(a.text);
+          } else if constexpr (std::is_same_v<T, MoveSession>) {
+            MoveSessionToFallback(a);
           } else {
             static_assert(std::is_same_v<T, ExitAgent>);
             Finish(a.code);

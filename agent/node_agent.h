@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/asio.hpp>
@@ -36,7 +37,9 @@
 namespace dlaunch {
 
 struct AgentOptions {
-  std::string control;          // launcher endpoint host:port
+  std::string control;          // launcher endpoint host:port (or a relay's)
+  // The launcher itself, when `control` is a relay: where a broken session moves to.
+  std::string control_fallback;
   JobCredentials credentials;   // the job token and the launcher's pinned certificate
   std::string host;             // "" = gethostname()
   std::string addr;             // "" = the local address that routes to the launcher
@@ -68,6 +71,13 @@ class NodeAgent {
   void SweepOrphans();
   absl::Status StartReportServer(const std::string& socket_path);
   absl::Status OpenSession();
+  // The session's callbacks, for `client` (the first session's, or the one it moved to).
+  absl::Status OpenSessionOn(ControlClient& client);
+  void OnSessionLost(const std::string& why, bool broken);
+  // MoveSession: a new ControlClient to options_.control_fallback, opened beside the loop (its
+  // stream's start waits for the connection), then AdoptMovedSession on the loop.
+  void MoveSessionToFallback(const MoveSession& move);
+  void AdoptMovedSession(std::unique_ptr<ControlClient> next, absl::Status opened);
   // The round's place (job_) planned onto this node: cached while the number of local ranks is
   // the same, as the rest of the request is the job's. Writes the plan to the job directory.
   const absl::StatusOr<std::vector<RankSlot>>& PlanRound();
@@ -117,6 +127,7 @@ class NodeAgent {
   std::unique_ptr<StackDumper> stack_dumper_;
   std::optional<AgentState> state_;   // from the JoinResponse on
   std::unique_ptr<ControlClient> client_;
+  std::thread move_thread_;  // opens the moved session; joined before the agent goes
   std::unique_ptr<ChildSupervisor> supervisor_;
   std::unique_ptr<ReportServer> reports_;
   std::unique_ptr<WorkerStoreServer> worker_store_;  // node 0's, with rendezvous.worker_store: agent

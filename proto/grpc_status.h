@@ -14,6 +14,8 @@
 namespace dlaunch {
 
 inline constexpr char kTokenMetadataKey[] = "x-dlaunch-token";
+// A relay's name on its Relay call (`dlaunch-relay --name`), for the launcher to say which went.
+inline constexpr char kRelayNameMetadataKey[] = "x-dlaunch-relay";
 
 // Whether a call's metadata carries `token`, compared in constant time (the launcher's and a
 // relay's check on every call).

@@ -27,7 +27,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: dlaunch-relay --upstream HOST:PORT --token-file FILE [--listen ADDR] [--port-file FILE]\n"
-    "                     [--log FILE]\n"
+    "                     [--log FILE] [--name NAME]\n"
     "Carries the control sessions of the agents that connect to it to the launcher at --upstream\n"
     "over one stream (docs/relays.md). --listen defaults to 0.0.0.0:0 (a free port); the port is\n"
     "written to --port-file once agents may connect.\n";
@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
       {{"--token-file"}, true, dlaunch::StringFlag("--token-file", &token_file)},
       {{"--port-file"}, true, dlaunch::StringFlag("--port-file", &port_file)},
       {{"--log"}, true, dlaunch::StringFlag("--log", &log)},
+      {{"--name"}, true, dlaunch::StringFlag("--name", &options.name)},
       {{"-h", "--help"}, false, dlaunch::SwitchFlag(&help)},
   };
   dlaunch::ParsedArgs parsed;

@@ -24,6 +24,7 @@ class RelayUpstream final : public grpc::ClientBidiReactor<v1::RelayUp, v1::Rela
  public:
   explicit RelayUpstream(Relay* relay) : relay_(relay) {
     ctx_.AddMetadata(kTokenMetadataKey, relay->token());
+    if (!relay->name().empty()) ctx_.AddMetadata(kRelayNameMetadataKey, relay->name());
     flusher_ = std::thread([this] { Flush(); });
   }
   ~RelayUpstream() override {

@@ -31,6 +31,7 @@ struct RelayOptions {
   std::string upstream;              // the launcher's control endpoint, HOST:PORT
   std::string listen = "0.0.0.0:0";  // where agents connect
   JobCredentials credentials;        // the token file's: token, and the pinned certificate
+  std::string name;                  // what the launcher calls this relay ("relay 0")
 };
 
 // The most bytes of agents' messages in one RelayUp write; more wait for the next write.
@@ -77,6 +78,7 @@ class Relay final : public v1::Control::CallbackService {
   void Forget(int child);
   RelayUpstream* upstream() { return upstream_.get(); }
   const std::string& token() const { return options_.credentials.token; }
+  const std::string& name() const { return options_.name; }
   std::atomic<int64_t> commands_down{0}, writes_down{0}, undeliverable{0};
 
  private:

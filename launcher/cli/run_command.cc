@@ -99,7 +99,7 @@ absl::StatusOr<std::vector<std::vector<std::string>>> LaunchCommands(
   nl.hosts = plan.AgentHosts();
   nl.agent_argv = MakeAgentArgv(agent ? agent : SelfDir() + "/dlaunch-agent",
                                 relays.empty() ? control : absl::StrJoin(relays, ","),
-                                dir.token_path(), spec);
+                                dir.token_path(), spec, relays.empty() ? "" : control);
   for (size_t i = 0; !relays.empty() && i < nl.hosts.size(); ++i) {
     nl.control_per_node.push_back(relays[RelayOfNode(static_cast<int>(i), static_cast<int>(relays.size()))]);
   }

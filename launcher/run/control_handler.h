@@ -7,6 +7,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "dlaunch/control.pb.h"
@@ -37,6 +39,13 @@ class ControlHandler {
   virtual void HandleAgentMessage(int session_id, int node_rank,
                                   const v1::AgentMessage& message) = 0;
   virtual void HandleSessionEnded(int session_id, int node_rank) = 0;
+  // The relay at `relay` went with these sessions ({session_id, node_rank}) still on it. Their
+  // agents may open sessions with the launcher itself (docs/relays.md); by default they end.
+  virtual void HandleSessionsMoving(const std::string& relay,
+                                    const std::vector<std::pair<int, int>>& sessions) {
+    (void)relay;
+    for (const auto& [id, node] : sessions) HandleSessionEnded(id, node);
+  }
   // A call without the job's token.
   virtual void HandleRefused(const std::string& peer, const std::string& method) = 0;
 };

@@ -189,7 +189,12 @@ grpc::ServerBidiReactor<v1::RelayUp, v1::RelayDown>* ControlService::Relay(
   if (!Authorized(ctx, "Relay")) {
     return RefusedRelay(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
   }
-  return NewRelayReactor(this);
+  const auto& metadata = ctx->client_metadata();
+  auto name = metadata.find(kRelayNameMetadataKey);
+  return NewRelayReactor(this, name != metadata.end()
+                                   ? absl::StrCat(std::string(name->second.data(), name->second.size()),
+                                                  " (", ctx->peer(), ")")
+                                   : absl::StrCat("the relay at ", ctx->peer()));
 }
 
 grpc::ServerUnaryReactor* ControlService::IssueCertificate(grpc::CallbackServerContext* ctx,

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/json_line.h"
 #include "launcher/run/job_view.h"
 #include "launcher/run/run_plan.h"
@@ -107,16 +108,48 @@ void JobController::HandleJoinCancelled(const std::string& agent_id) {
 void JobController::HandleSessionOpened(int session_id, int node_rank,
                                         std::shared_ptr<AgentSession> session) {
   if (finished_) return;
-  sessions_[node_rank] = OpenSession{session_id, std::move(session)};
+  // A session that replaces one not seen to end: the agent moved it (its relay went, or its
+  // stream broke before the launcher saw the end).
+  const bool resumed = sessions_.count(node_rank) > 0;
+  sessions_[node_rank] = OpenSession{session_id, std::move(session), 0, resumed};
   Apply(state_.OnSessionOpened(node_rank, session_id, Now()));
+  if (!resumed) return;
+  double after_s = 0;
+  if (auto m = moving_.find(node_rank); m != moving_.end()) {
+    MovingNodes& group = moving_groups_[m->second];
+    after_s = Now() - group.since_s;
+    moving_.erase(m);
+    if (--group.left == 0) {
+      out_ << absl::StrFormat("[dlaunch] every node of %s is back, the last after %.2f s\n",
+                              group.relay, after_s);
+    }
+  }
+  Apply(state_.OnSessionResumed(node_rank, after_s));
 }
 
 void JobController::HandleAgentMessage(int session_id, int node_rank,
                                        const v1::AgentMessage& message) {
   if (finished_) return;
+  if (message.seq() != 0) {
+    uint64_t& heard = heard_seq_[node_rank];
+    if (message.seq() <= heard) {  // sent again after a move, and handled already
+      ++messages_again_;
+      return;
+    }
+    heard = message.seq();
+  }
   auto it = sessions_.find(node_rank);
   if (it != sessions_.end() && it->second.id == session_id) {
     it->second.heard_ms = std::max(it->second.heard_ms, message.sent_ms());
+    if (it->second.resumed) {
+      it->second.resumed = false;
+      // The agent's round is behind the last StartRound for it: that one went with the relay.
+      if (last_start_ && message.round() < last_start_->round.round) {
+        const auto& ids = last_start_->node_ids;
+        auto at = std::find(ids.begin(), ids.end(), node_rank);
+        if (at != ids.end()) SendStartRoundTo(*last_start_, static_cast<size_t>(at - ids.begin()));
+      }
+    }
   }
   Apply(state_.OnAgentMessage(node_rank, message, Now()));
 }
@@ -126,6 +159,25 @@ void JobController::HandleSessionEnded(int session_id, int node_rank) {
   auto it = sessions_.find(node_rank);
   if (it != sessions_.end() && it->second.id == session_id) sessions_.erase(it);
   Apply(state_.OnSessionEnded(node_rank, session_id, Now()));
+}
+
+void JobController::HandleSessionsMoving(const std::string& relay,
+                                         const std::vector<std::pair<int, int>>& sessions) {
+  if (finished_) return;
+  std::vector<int> nodes;
+  for (const auto& [id, node] : sessions) {
+    auto it = sessions_.find(node);
+    if (it != sessions_.end() && it->second.id == id) nodes.push_back(node);
+  }
+  JobActions out;
+  if (nodes.empty() || !state_.OnRelayLost(relay, nodes, out)) {
+    for (const auto& [id, node] : sessions) HandleSessionEnded(id, node);
+    return;
+  }
+  // Their sessions stay open with nowhere to write; each node's own session replaces it.
+  moving_groups_.push_back({relay, Now(), static_cast<int>(nodes.size())});
+  for (int node : nodes) moving_[node] = moving_groups_.size() - 1;
+  Apply(out);
 }
 
 void JobController::HandleRefused(const std::string& peer, const std::string& method) {
@@ -187,6 +239,7 @@ void JobController::SendTo(int node, v1::LauncherCommand command) {
   auto it = sessions_.find(node);
   if (it == sessions_.end()) return;
   command.set_heard_ms(it->second.heard_ms);
+  if (auto h = heard_seq_.find(node); h != heard_seq_.end()) command.set_heard_seq(h->second);
   it->second.session->Send(std::move(command));
 }
 
@@ -203,18 +256,21 @@ void JobController::SendStop(const dlaunch::SendStop& a) {
 }
 
 void JobController::SendStartRound(const dlaunch::SendStartRound& a) {
-  for (size_t i = 0; i < a.node_ids.size(); ++i) {
-    v1::LauncherCommand command;
-    v1::JoinResponse* place = command.mutable_start()->mutable_place();
-    *place = MakeJoinResponse(join_template_, a.round, a.round.assignments[i]);
-    place->set_node_id(a.node_ids[i]);
-    // Taken per agent: writing 10,000 StartRounds takes the loop a good part of a second.
-    const double ahead_s = a.workers_start_at_s - Now();
-    if (ahead_s > 0) {
-      command.mutable_start()->set_start_after_ms(static_cast<int32_t>(std::ceil(ahead_s * 1e3)));
-    }
-    SendTo(a.node_ids[i], std::move(command));  // a place holds the worker's argv and env: moved
+  for (size_t i = 0; i < a.node_ids.size(); ++i) SendStartRoundTo(a, i);
+  last_start_ = a;
+}
+
+void JobController::SendStartRoundTo(const dlaunch::SendStartRound& a, size_t i) {
+  v1::LauncherCommand command;
+  v1::JoinResponse* place = command.mutable_start()->mutable_place();
+  *place = MakeJoinResponse(join_template_, a.round, a.round.assignments[i]);
+  place->set_node_id(a.node_ids[i]);
+  // Taken per agent: writing 10,000 StartRounds takes the loop a good part of a second.
+  const double ahead_s = a.workers_start_at_s - Now();
+  if (ahead_s > 0) {
+    command.mutable_start()->set_start_after_ms(static_cast<int32_t>(std::ceil(ahead_s * 1e3)));
   }
+  SendTo(a.node_ids[i], std::move(command));  // a place holds the worker's argv and env: moved
 }
 
 void JobController::ArmStopDeadline(double at_s) {

@@ -10,7 +10,10 @@
 #include <map>
 #include <memory>
 #include <ostream>
+#include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <boost/asio.hpp>
@@ -53,6 +56,8 @@ class JobController final : public ControlHandler {
                            std::shared_ptr<AgentSession> session) override;
   void HandleAgentMessage(int session_id, int node_rank, const v1::AgentMessage& message) override;
   void HandleSessionEnded(int session_id, int node_rank) override;
+  void HandleSessionsMoving(const std::string& relay,
+                            const std::vector<std::pair<int, int>>& sessions) override;
   void HandleRefused(const std::string& peer, const std::string& method) override;
 
  private:
@@ -62,6 +67,15 @@ class JobController final : public ControlHandler {
     // The newest AgentMessage.sent_ms processed from this session, echoed in every command to
     // it as LauncherCommand.heard_ms: what renews the agent's lease (LivenessPolicy).
     int64_t heard_ms = 0;
+    // It replaced a session that had not ended: its first message says whether the agent
+    // missed the last StartRound (sent into a relay that went).
+    bool resumed = false;
+  };
+  // The nodes of a lost relay, until each has opened a session again or left.
+  struct MovingNodes {
+    std::string relay;
+    double since_s = 0;
+    int left = 0;
   };
 
   double Now() const;
@@ -70,6 +84,8 @@ class JobController final : public ControlHandler {
   void SendTo(int node, v1::LauncherCommand command);
   void SendStop(const dlaunch::SendStop& stop);
   void SendStartRound(const dlaunch::SendStartRound& start);
+  // The StartRound of `start`'s i-th node.
+  void SendStartRoundTo(const dlaunch::SendStartRound& start, size_t i);
   void ArmStopDeadline(double at_s);
   void ArmHealthCheck(double at_s);
   void Tick();
@@ -94,6 +110,14 @@ class JobController final : public ControlHandler {
   boost::asio::steady_timer stop_deadline_;
   boost::asio::steady_timer health_check_;   // stalls, hangs at exit, a held-back root cause
   std::map<int, OpenSession> sessions_;  // by node id
+  // The newest AgentMessage.seq processed from each node, in any of its sessions
+  // (LauncherCommand.heard_seq): a message at or below it was sent again after a move.
+  std::unordered_map<int, uint64_t> heard_seq_;
+  int64_t messages_again_ = 0;
+  std::vector<MovingNodes> moving_groups_;
+  std::unordered_map<int, size_t> moving_;  // node id -> its group in moving_groups_
+  // The last round's StartRound, to send again to an agent that missed it.
+  std::optional<dlaunch::SendStartRound> last_start_;
   bool journal_error_reported_ = false;
   bool first_tick_ = true;  // the first tick is called directly, not by the timer
   bool finished_ = false;

@@ -186,6 +186,24 @@ v1::JobEvent StacksRecordedEvent(int round, const NodePlace& node, const v1::Ran
   return e;
 }
 
+v1::JobEvent RelayLostEvent(int round, const std::string& relay, const std::vector<int>& nodes) {
+  v1::JobEvent e = InRound(round);
+  auto* r = e.mutable_relay_lost();
+  r->set_relay(relay);
+  r->set_nodes(static_cast<int32_t>(nodes.size()));
+  for (int id : nodes) r->add_node_ids(id);
+  return e;
+}
+
+v1::JobEvent SessionResumedEvent(int round, const NodePlace& node, double after_s) {
+  v1::JobEvent e = InRound(round);
+  auto* r = e.mutable_session_resumed();
+  r->set_node_id(node.node_id);
+  r->set_host(node.host);
+  r->set_after_s(after_s);
+  return e;
+}
+
 v1::JobEvent NodeLostEvent(int round, const NodePlace& node, const std::string& reason) {
   v1::JobEvent e = InRound(round);
   auto* l = e.mutable_node_lost();

@@ -45,6 +45,8 @@ std::optional<v1::JobEvent> WorkerLifecycleEvent(int round, const NodePlace& nod
 v1::JobEvent WorkersStartedEvent(int round, int workers, double elapsed_s, double restart_s);
 v1::JobEvent WorkerFailedEvent(int round, const NodePlace& node, const v1::WorkerEvent& ev);
 v1::JobEvent StacksRecordedEvent(int round, const NodePlace& node, const v1::RankStacks& stacks);
+v1::JobEvent RelayLostEvent(int round, const std::string& relay, const std::vector<int>& nodes);
+v1::JobEvent SessionResumedEvent(int round, const NodePlace& node, double after_s);
 v1::JobEvent NodeLostEvent(int round, const NodePlace& node, const std::string& reason);
 v1::JobEvent FailureDetectedEvent(int round, const Failure& failure);
 v1::JobEvent RootCauseEvent(int round, const Failure& root, int consequences);

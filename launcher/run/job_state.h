@@ -85,6 +85,13 @@ class JobState {
   JobActions OnSessionOpened(int node, int session, double now_s);
   JobActions OnAgentMessage(int node, const v1::AgentMessage& message, double now_s);
   JobActions OnSessionEnded(int node, int session, double now_s);
+  // A relay went with these nodes' sessions on it (docs/relays.md). While the job runs they keep
+  // their places and their agents have the loss limit to open a session with the launcher
+  // (OnSessionOpened, then OnSessionResumed); one that does not is lost as a silent node. Said
+  // and journaled; false when the job no longer runs (the caller ends the sessions).
+  bool OnRelayLost(const std::string& relay, const std::vector<int>& nodes, JobActions& out);
+  // `node` opened a session again while it kept its place, `after_s` after its relay was lost.
+  JobActions OnSessionResumed(int node, double after_s);
   // Node launcher `index` (the order of JobConfig::launcher_programs) exited.
   JobActions OnLauncherExited(int index, int wait_status, const std::vector<std::string>& tail,
                               double now_s);

@@ -205,4 +205,21 @@ void JobState::GiveUp(const std::string& reason, double now_s, JobActions& out) 
   StopAll(config_.stop_grace_s, reason, now_s, out);
 }
 
+bool JobState::OnRelayLost(const std::string& relay, const std::vector<int>& nodes,
+                           JobActions& out) {
+  if (outcome_ != Outcome::kRunning) return false;
+  out.push_back(AppendEvent{RelayLostEvent(current_round(), relay, nodes)});
+  Say(absl::StrCat(relay, " went with ", nodes.size(),
+                   " node(s)' sessions: they keep their places while their agents reconnect "
+                   "to the launcher"),
+      out);
+  return true;
+}
+
+JobActions JobState::OnSessionResumed(int node, double after_s) {
+  JobActions out;
+  out.push_back(AppendEvent{SessionResumedEvent(current_round(), nodes_.PlaceOf(node), after_s)});
+  return out;
+}
+
 }  // namespace dlaunch

@@ -42,7 +42,8 @@ absl::StatusOr<std::vector<std::string>> RelayGroup::Start(const RelayLaunch& la
     SpawnOptions o;
     o.argv = {launch.program, "--upstream", launch.upstream, "--token-file", launch.token_file,
               "--listen", absl::StrCat(launch.listen_all ? "0.0.0.0" : launch.listen_host, ":0"),
-              "--port-file", port_files.back(), "--log", logs.back()};
+              "--port-file", port_files.back(), "--log", logs.back(),
+              "--name", absl::StrCat("relay ", i)};
     o.capture_output = false;
     o.parent_death_signal = SIGTERM;
     absl::StatusOr<PendingProcess> pending = ForkProcess(o);

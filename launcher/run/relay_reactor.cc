@@ -116,8 +116,8 @@ class RelayedSession final : public AgentSession {
 
 class RelayReactor final : public RelayReactorBase {
  public:
-  explicit RelayReactor(ControlService* service)
-      : service_(service), outbox_(std::make_shared<RelayOutbox>(this)) {
+  RelayReactor(ControlService* service, std::string peer)
+      : service_(service), peer_(std::move(peer)), outbox_(std::make_shared<RelayOutbox>(this)) {
     StartRead(&in_);
   }
 
@@ -195,20 +195,24 @@ class RelayReactor final : public RelayReactorBase {
     }
   }
 
-  // The relay's stream ended: every session it carried ends with it.
+  // The relay's stream ended with sessions still on it: they are moving (the relay went, and
+  // their agents may come back directly; ControlHandler::HandleSessionsMoving).
   void EndAll() {
-    std::vector<std::pair<int, int>> ended;
+    std::vector<std::pair<int, int>> moving;
     for (auto& [child, c] : children_) {
       c.session->End();
-      ended.emplace_back(c.session_id, c.node);
+      moving.emplace_back(c.session_id, c.node);
     }
     children_.clear();
-    if (!ended.empty()) service_->Post([h = service_->handler(), ended = std::move(ended)] {
-      for (const auto& [id, node] : ended) h->HandleSessionEnded(id, node);
-    });
+    if (!moving.empty()) {
+      service_->Post([h = service_->handler(), peer = peer_, moving = std::move(moving)] {
+        h->HandleSessionsMoving(peer, moving);
+      });
+    }
   }
 
   ControlService* service_;
+  const std::string peer_;
   std::shared_ptr<RelayOutbox> outbox_;
   std::unordered_map<int, Child> children_;
   v1::RelayUp in_;
@@ -222,7 +226,9 @@ class RefusedRelayReactor final : public RelayReactorBase {
 
 }  // namespace
 
-RelayReactorBase* NewRelayReactor(ControlService* service) { return new RelayReactor(service); }
+RelayReactorBase* NewRelayReactor(ControlService* service, std::string peer) {
+  return new RelayReactor(service, std::move(peer));
+}
 RelayReactorBase* RefusedRelay(grpc::Status status) {
   return new RefusedRelayReactor(std::move(status));
 }

@@ -6,6 +6,8 @@
 // newer command for it, as on a Session stream.
 #pragma once
 
+#include <string>
+
 #include <grpcpp/grpcpp.h>
 
 #include "dlaunch/control.pb.h"
@@ -17,7 +19,10 @@ class ControlService;
 // The most commands in one RelayDown write; more wait for the next write.
 inline constexpr int kRelayDownMaxCommands = 1024;
 
-grpc::ServerBidiReactor<v1::RelayUp, v1::RelayDown>* NewRelayReactor(ControlService* service);
+// `peer`: the relay's address, to name it when its stream ends while it still carries sessions
+// (they are then moving: ControlHandler::HandleSessionsMoving).
+grpc::ServerBidiReactor<v1::RelayUp, v1::RelayDown>* NewRelayReactor(ControlService* service,
+                                                                    std::string peer);
 // A Relay call answered with `status` at once.
 grpc::ServerBidiReactor<v1::RelayUp, v1::RelayDown>* RefusedRelay(grpc::Status status);
 

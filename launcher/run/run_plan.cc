@@ -118,11 +118,18 @@ v1::JoinResponse MakeJoinResponse(const v1::JoinResponse& response_template,
 
 std::vector<std::string> MakeAgentArgv(const std::string& agent_program,
                                        const std::string& control_address,
-                                       const std::string& token_file, const JobSpec& spec) {
-  return {agent_program, "--control", control_address, "--token-file", token_file,
-          "--nproc", std::to_string(spec.nproc_per_node),
-          "--join-timeout", std::to_string(spec.join_timeout_s),
-          "--tail-lines", std::to_string(spec.tail_lines)};
+                                       const std::string& token_file, const JobSpec& spec,
+                                       const std::string& fallback_address) {
+  std::vector<std::string> argv = {agent_program, "--control", control_address,
+                                   "--token-file", token_file,
+                                   "--nproc", std::to_string(spec.nproc_per_node),
+                                   "--join-timeout", std::to_string(spec.join_timeout_s),
+                                   "--tail-lines", std::to_string(spec.tail_lines)};
+  if (!fallback_address.empty()) {
+    argv.push_back("--control-fallback");
+    argv.push_back(fallback_address);
+  }
+  return argv;
 }
 
 }  // namespace dlaunch

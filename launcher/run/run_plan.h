@@ -47,8 +47,11 @@ v1::JoinResponse MakeJoinResponse(const v1::JoinResponse& response_template,
                                   const RoundResult& round, const NodeAssignment& assignment);
 
 // dlaunch-agent's command line; the token travels in a file, never on the command line.
+// `fallback_address` (the launcher's own, when `control_address` names relays) is where an
+// agent moves its session when its relay goes.
 std::vector<std::string> MakeAgentArgv(const std::string& agent_program,
                                        const std::string& control_address,
-                                       const std::string& token_file, const JobSpec& spec);
+                                       const std::string& token_file, const JobSpec& spec,
+                                       const std::string& fallback_address = "");
 
 }  // namespace dlaunch

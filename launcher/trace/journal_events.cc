@@ -35,6 +35,8 @@ EventPlace PlaceOf(const v1::JobEvent& e) {
     }
     case v1::JobEvent::kFailureDetected: return PlaceOf(e.failure_detected().failure());
     case v1::JobEvent::kNodeLost: return {-1, e.node_lost().node_id(), e.node_lost().host()};
+    case v1::JobEvent::kSessionResumed:
+      return {-1, e.session_resumed().node_id(), e.session_resumed().host()};
     case v1::JobEvent::kSpareJoined: return {-1, e.spare_joined().node_id(), e.spare_joined().host()};
     case v1::JobEvent::kSparePromoted:
       return {-1, e.spare_promoted().node_id(), e.spare_promoted().host()};

@@ -1,12 +1,15 @@
 // Relays (docs/relays.md) with real processes: `dlaunch run --relay-fanout K` starts
 // dlaunch-relay processes, the agents' sessions go through them, and the job runs, restarts and
-// ends as without them; a relay that dies takes its agents' sessions with it and the launcher
-// treats those nodes as lost; a call to a relay without the token is refused and journaled.
+// ends as without them; when a relay dies its agents move their sessions to the launcher with
+// their workers running on (or, with no grace to move in, their nodes are lost); a call to a
+// relay without the token is refused and journaled.
 #include <signal.h>
 #include <sys/stat.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,25 +101,60 @@ TEST_F(RelayTest, AJobThroughRelaysRunsAsWithoutThem) {
   }
 }
 
-TEST_F(RelayTest, ARelayKilledLosesItsNodesAndTheJobGoesOnWithTheOthers) {
-  // Round 0 waits; round 1 (after the restart) ends at once.
-  auto run = Start(4, {"--relay-fanout", "2", "--nnodes", "2:4", "--max-restarts", "1"},
+TEST_F(RelayTest, ARelayKilledMovesItsSessionsToTheLauncherAndNoRoundIsLost) {
+  // The workers run until told to end (a file), so their SUCCEEDED events come after the move.
+  const std::string go = tmp_ + "/go";
+  auto run = Start(4, {"--relay-fanout", "2", "--max-restarts", "1"},
+                   {"/bin/sh", "-c", "while [ ! -e " + go + " ]; do sleep 0.05; done; exit 0"});
+  ASSERT_TRUE(WaitFor([&] { return absl::StrContains(Events(), "workers_started"); }, seconds(60)))
+      << run->Stdout() << run->Stderr();
+  std::vector<pid_t> relay0 = FindProcesses("", job_dir_ + "/relays/relay-0.port");
+  ASSERT_EQ(relay0.size(), 1u);
+  ASSERT_EQ(kill(relay0[0], SIGKILL), 0);
+  // Nodes 0 and 2 (relay 0's) open sessions with the launcher itself, their workers running on.
+  auto resumed = [&] {
+    const std::string e = Events();
+    int n = 0;
+    for (size_t at = e.find("session_resumed"); at != std::string::npos;
+         at = e.find("session_resumed", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  ASSERT_TRUE(WaitFor([&] { return resumed() == 2; }, seconds(30)))
+      << Events() << run->Stdout() << run->Stderr();
+  std::ofstream(go) << "";
+  std::optional<int> code = run->Wait(seconds(60));
+  ASSERT_EQ(code, 0) << run->Stdout() << run->Stderr();
+  const std::string events = Events();
+  EXPECT_TRUE(absl::StrContains(events, "\"relay_lost\"")) << events;
+  // No node lost, no restart: every rank's success came in round 0, two of them after the move.
+  EXPECT_FALSE(absl::StrContains(events, "node_lost")) << events;
+  EXPECT_FALSE(absl::StrContains(events, "\"round\":1")) << events;
+  // The launcher names the relay that went, and says when its nodes were back.
+  EXPECT_TRUE(absl::StrContains(run->Stdout(), "relay 0 (ipv4:127.0.0.1:")) << run->Stdout();
+  EXPECT_TRUE(absl::StrContains(run->Stdout(), "went with 2 node(s)' sessions")) << run->Stdout();
+  EXPECT_TRUE(absl::StrContains(run->Stdout(), "is back, the last after")) << run->Stdout();
+  EXPECT_NE(RelayLog(1).find("2 agent session(s)"), std::string::npos) << RelayLog(1);
+}
+
+TEST_F(RelayTest, ARelayKilledWithNoGraceToMoveInLosesItsNodesAndTheJobGoesOn) {
+  // With no stop grace an agent cannot keep its workers while it moves: it stops them and
+  // leaves, and the launcher loses those nodes by the loss rule. Round 1 ends at once.
+  auto run = Start(4, {"--relay-fanout", "2", "--nnodes", "2:4", "--max-restarts", "1", "--grace", "0"},
                    {"/bin/sh", "-c", "[ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && exec sleep 60; exit 0"});
   ASSERT_TRUE(WaitFor([&] { return absl::StrContains(Events(), "workers_started"); }, seconds(60)))
       << run->Stdout() << run->Stderr();
   std::vector<pid_t> relay0 = FindProcesses("", job_dir_ + "/relays/relay-0.port");
   ASSERT_EQ(relay0.size(), 1u);
   ASSERT_EQ(kill(relay0[0], SIGKILL), 0);
-  // Nodes 0 and 2 (relay 0's) are lost with their sessions; nodes 1 and 3 run round 1.
   std::optional<int> code = run->Wait(seconds(90));
   ASSERT_EQ(code, 0) << run->Stdout() << run->Stderr();
   const std::string events = Events();
-  EXPECT_NE(events.find("node_lost"), std::string::npos) << events;
-  EXPECT_NE(events.find("\"round\":1"), std::string::npos) << events;
-  EXPECT_NE(RelayLog(1).find("2 agent session(s)"), std::string::npos) << RelayLog(1);
-  // The launcher names the cause beside the lost nodes.
-  EXPECT_TRUE(absl::StrContains(run->Stdout() + run->Stderr(), "relay 0 exited (signal 9"))
-      << run->Stdout() << run->Stderr();
+  EXPECT_TRUE(absl::StrContains(events, "\"relay_lost\"")) << events;
+  EXPECT_TRUE(absl::StrContains(events, "node_lost")) << events;
+  EXPECT_FALSE(absl::StrContains(events, "session_resumed")) << events;
+  EXPECT_TRUE(absl::StrContains(events, "\"round\":1")) << events;
 }
 
 TEST_F(RelayTest, ACallToARelayWithoutTheTokenIsRefusedAndJournaled) {

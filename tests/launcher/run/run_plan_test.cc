@@ -144,5 +144,13 @@ TEST(RunPlanTest, AgentArgvCarriesTheTokenFileNotTheToken) {
                           "--tail-lines", "7"));
 }
 
+TEST(RunPlanTest, AgentArgvBehindRelaysNamesTheLauncherAsTheFallback) {
+  EXPECT_THAT(MakeAgentArgv("/bin/dlaunch-agent", "10.0.0.1:4001,10.0.0.1:4002", "/runs/j/token",
+                            Spec(), "10.0.0.1:4000"),
+              ElementsAre("/bin/dlaunch-agent", "--control", "10.0.0.1:4001,10.0.0.1:4002",
+                          "--token-file", "/runs/j/token", "--nproc", "4", "--join-timeout",
+                          "30.000000", "--tail-lines", "7", "--control-fallback", "10.0.0.1:4000"));
+}
+
 }  // namespace
 }  // namespace dlaunch

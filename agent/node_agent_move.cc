@@ -1,0 +1,57 @@
+// NodeAgent: a session that broke (its relay went) moves to the launcher itself, with the
+// workers running on meanwhile (docs/relays.md, "When a relay is lost"). AgentState decides
+// whether and for how long; this file opens the new session and carries over what the broken
+// one had not had acknowledged.
+#include "absl/strings/str_cat.h"
+#include "agent/node_agent.h"
+
+namespace dlaunch {
+
+void NodeAgent::OnSessionLost(const std::string& why, bool broken) {
+  if (state_->moving()) {
+    // The new session broke too, or a late word from the old one: the move is over either way
+    // (the launcher's own address is the last place to go).
+    Apply(state_->OnMoveFailed(clock_.Now(), why));
+  } else if (broken) {
+    Apply(state_->OnSessionBroken(clock_.Now(), why));
+  } else {
+    Apply(state_->OnSessionClosed(why));
+  }
+}
+
+void NodeAgent::MoveSessionToFallback(const MoveSession& move) {
+  Log(absl::StrCat("moving the session to ", options_.control_fallback, " (giving up after ",
+                   move.give_up_after.count(), " ms)"));
+  clock_.RunAfter(move.give_up_after, [this] { Apply(state_->OnMoveDeadline(clock_.Now())); });
+  if (move_thread_.joinable()) move_thread_.join();
+  move_thread_ = std::thread([this, target = options_.control_fallback,
+                              creds = options_.credentials] {
+    auto next = std::make_unique<ControlClient>(target, creds);
+    absl::Status opened = OpenSessionOn(*next);
+    boost::asio::post(io_, [this, next = std::move(next), opened]() mutable {
+      AdoptMovedSession(std::move(next), opened);
+    });
+  });
+}
+
+void NodeAgent::AdoptMovedSession(std::unique_ptr<ControlClient> next, absl::Status opened) {
+  if (!opened.ok()) {
+    Apply(state_->OnMoveFailed(clock_.Now(), std::string(opened.message())));
+    return;
+  }
+  if (!state_->moving()) {  // given up meanwhile: the workers are stopping
+    next->Close(std::chrono::milliseconds(0));
+    return;
+  }
+  // The broken session's threads are done; what it had not had acknowledged goes first.
+  client_->Close(std::chrono::milliseconds(0));
+  ControlClient::Unsent unsent = client_->TakeUnsent();
+  Log(absl::StrCat("session opened with ", options_.control_fallback, "; ",
+                   unsent.messages.size(), " message(s) not acknowledged go again"));
+  next->Resume(std::move(unsent));
+  client_ = std::move(next);
+  client_->Wake();
+  Apply(state_->OnSessionMoved(clock_.Now()));
+}
+
+}  // namespace dlaunch
