@@ -18,6 +18,10 @@
 // a byte (the summary says how many the launcher closed); --slow-readers K makes the first K
 // agents read one command from the launcher every 2 s.
 //
+// With relays the agent argv carries --control-fallback (the launcher itself): a simulated agent
+// whose session breaks (its relay killed) opens a session there as the real agent moves its own
+// (docs/relays.md), without numbering or re-sending messages; the summary counts the moves.
+//
 // --lose-at-s and --run-s count from the first JoinResponse (round 0 closed); --lose-at-s 0
 // loses no node. A round still starting at --run-s (a slow restart) succeeds as soon as it runs. Prints one line at the end (also written to --summary FILE).
 #include <algorithm>
@@ -106,6 +110,7 @@ Options ParseArgs(int argc, char** argv) {
     if (a == "--control") o.control = argv[k + 1];
     if (a == "--token-file") o.token_file = argv[k + 1];
     if (a == "--join-timeout") o.join_timeout_s = std::atof(argv[k + 1]);
+    if (a == "--control-fallback") o.control_fallback = argv[k + 1];
   }
   if (o.agents <= 0) Usage("--agents must be positive");
   if (o.channels <= 0) Usage("--channels must be positive");
@@ -183,6 +188,18 @@ int Main(int argc, char** argv) {
     stubs.push_back(v1::Control::NewStub(channels.back()));
   }
 
+  // With relays, the launcher itself, for the sessions of a relay that goes: as many
+  // connections as one relay's agents had.
+  std::vector<std::shared_ptr<grpc::Channel>> fallback_channels;
+  std::vector<std::unique_ptr<v1::Control::Stub>> fallback_stubs;
+  for (int c = 0; !opt.control_fallback.empty() && c < per_target; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt("dlaunch.load_fallback_channel", c);
+    fallback_channels.push_back(ControlChannel(opt.control_fallback, *read, args));
+    fallback_stubs.push_back(v1::Control::NewStub(fallback_channels.back()));
+  }
+
   const std::vector<int> silent = OpenSilentConnections(targets[0], opt.silent_connections);
   const long silent_open = std::count_if(silent.begin(), silent.end(), [](int fd) { return fd >= 0; });
   if (opt.silent_connections > 0) {
@@ -197,6 +214,7 @@ int Main(int argc, char** argv) {
     const int r = i % static_cast<int>(targets.size());
     const int c = r + static_cast<int>(targets.size()) * ((i / static_cast<int>(targets.size())) % per_target);
     agents.push_back(std::make_unique<SimAgent>(i, opt, stubs[c].get(), token));
+    if (!fallback_stubs.empty()) agents.back()->SetFallback(fallback_stubs[i % per_target].get());
   }
   for (auto& a : agents) a->StartJoin();
   Note("started " + std::to_string(opt.agents) + " joins over " + std::to_string(channels.size()) +
@@ -221,7 +239,10 @@ int Main(int argc, char** argv) {
            << " to " << g_round_stops.last.load() << ", exit stops at unix " << g_exit_stops.first.load()
            << " to " << g_exit_stops.last.load() << ", silent connections " << silent_open
            << " (closed by the launcher " << ClosedByPeer(silent) << "), slow readers "
-           << std::min(opt.slow_readers, opt.agents) << " (reads " << g.slow_reads << ")";
+           << std::min(opt.slow_readers, opt.agents) << " (reads " << g.slow_reads << ")"
+           << ", sessions moved " << g.sessions_moved << " (answered " << g.moves_answered
+           << "), first break at unix " << g_first_break_unix.load()
+           << ", last move answered at unix " << g_last_move_answered_unix.load();
     return line.str();
   };
   const auto write_summary = [&](const std::string& line) {
@@ -247,25 +268,27 @@ int Main(int argc, char** argv) {
       Note("first join answered after " +
            std::to_string(std::chrono::duration<double>(now - t0).count()) + " s");
     }
-    for (int i = slice; i < opt.agents; i += kSlices) agents[i]->Tick();
-    for (int i : g_held_starts.TakeDue(now)) agents[i]->StartHeld();
+    for (int i = slice; i < opt.agents; i += kSlices) agents[i]->Current()->Tick();
+    for (int i : g_held_starts.TakeDue(now)) agents[i]->Current()->StartHeld();
     slice = (slice + 1) % kSlices;
     if (slice == 0 && ++sweeps % 2 == 0) {  // every 2 heartbeats
-      for (int i = 0; i < std::min(opt.slow_readers, opt.agents); ++i) agents[i]->ResumeSlowRead();
+      for (int i = 0; i < std::min(opt.slow_readers, opt.agents); ++i) {
+        agents[i]->Current()->ResumeSlowRead();
+      }
     }
     if (round0_closed != Clock::time_point{}) {
       const double since = std::chrono::duration<double>(now - round0_closed).count();
       if (!lost && opt.lose_at_s > 0 && since >= opt.lose_at_s) {
         lost = true;
         Note("losing agent " + std::to_string(opt.agents - 1));
-        agents.back()->Lose();
+        agents.back()->Current()->Lose();
       }
       if (since >= opt.run_s) {
         if (!succeeded) Note("every rank succeeds");
         succeeded = true;
         // Each sweep: a round that started after --run-s (a late restart) succeeds too.
         if (slice % 10 == 0) {
-          for (auto& a : agents) a->Succeed();
+          for (auto& a : agents) a->Current()->Succeed();
         }
         if (slice == 0) write_summary(summary_line(silent, silent_open));
       }
@@ -273,8 +296,8 @@ int Main(int argc, char** argv) {
     if (slice % 10 == 0) {
       bool all_done = true;
       for (auto& a : agents) {
-        a->MaybeCancelLingering(now);
-        all_done = all_done && a->finished();
+        a->Current()->MaybeCancelLingering(now);
+        all_done = all_done && a->Current()->finished();
       }
       if (all_done) break;
       if (g_terminated) {
@@ -287,7 +310,7 @@ int Main(int argc, char** argv) {
       }
     }
   }
-  for (auto& a : agents) a->MaybeCancelLingering(Clock::now() + std::chrono::hours(1));
+  for (auto& a : agents) a->Current()->MaybeCancelLingering(Clock::now() + std::chrono::hours(1));
 
   const std::string line = summary_line(silent, silent_open);
   std::cout << line << std::endl;

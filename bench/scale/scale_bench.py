@@ -35,6 +35,8 @@ import tempfile
 import threading
 import time
 
+import relay_kill
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -219,6 +221,10 @@ def RunOne(args, dlaunch, load_agents, n):
         p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=work)
         sampler = Sampler(p.pid)
         sampler.start()
+        killer = None
+        if args.kill_relay_at_s > 0:
+            killer = relay_kill.RelayKiller(job_dir, args.kill_relay_at_s)
+            killer.start()
         timed_out = False
         try:
             rc = p.wait(timeout=args.timeout)
@@ -233,6 +239,9 @@ def RunOne(args, dlaunch, load_agents, n):
         t_exit = time.time()
         sampler.stop.set()
         sampler.join()
+        if killer:
+            killer.stop.set()
+            killer.join()
     ev = ReadEvents(os.path.join(job_dir, "events.jsonl"), n - 1)  # load_agents loses the last
     row = {"n": n, "rc": rc, "timed_out": timed_out, "wall_s": t_exit - t_start, "work": work,
            "command": shlex.join(cmd)}
@@ -262,6 +271,8 @@ def RunOne(args, dlaunch, load_agents, n):
         row["exit_s"] = t_exit - ev["last_success"]
     row["result"] = ev["finished"][1].get("result") if ev["finished"] else "none"
     row["events_lines"] = ev["lines"]
+    if killer:
+        row["relay_kill"] = relay_kill.Summarize(os.path.join(job_dir, "events.jsonl"), killer.killed_at)
     try:
         with open(summary) as f:
             row["generator"] = f.read().strip()
@@ -308,6 +319,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=240, help="per size, seconds")
     ap.add_argument("--json", help="write the rows here too")
     ap.add_argument("--dlaunch-flags", default="", help="extra `dlaunch run` flags, e.g. --no-tls")
+    ap.add_argument("--kill-relay-at-s", type=float, default=0,
+                    help="SIGKILL relay 0 this long after round 0 started (with --relay-fanout)")
     args = ap.parse_args()
     dlaunch = FindBinary(args.dlaunch, "dlaunch")
     load_agents = FindBinary(args.load_agents, "load_agents")
@@ -350,6 +363,15 @@ def main():
               + (f"{r['relays']}, {Fmt(r.get('relay_cpu_r0'), '{:.0f}')} / "
                  f"{Fmt(r.get('relay_cpu_r1'), '{:.0f}')}, {r['relay_hwm_mb']:.0f} |"
                  if r.get("relays") else "- |"))
+    if args.kill_relay_at_s > 0:
+        print(f"\nrelay 0 killed {args.kill_relay_at_s} s after round 0 started:\n")
+        print("| N | sessions moved | kill -> relay_lost s | relay_lost -> last back s | "
+              "nodes lost | last round |")
+        print("|---|---|---|---|---|---|")
+        for r in rows:
+            k = r.get("relay_kill", {})
+            print(f"| {r['n']} | {k.get('moved', '-')} | {Fmt(k.get('lost_s'))} | "
+                  f"{Fmt(k.get('back_s'))} | {k.get('nodes_lost', '-')} | {k.get('rounds', '-')} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

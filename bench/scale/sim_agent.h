@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -27,6 +28,17 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
   SimAgent(int index, const Options& opt, v1::Control::Stub* stub, const std::string& token)
       : index_(index), opt_(opt), stub_(stub), token_(token) {
     agent_id_ = "h" + std::to_string(index) + ":" + std::to_string(100000 + index) + ":load";
+  }
+
+  // Where a session that breaks moves to (the launcher itself, when the agent's --control is a
+  // relay); null: nowhere.
+  void SetFallback(v1::Control::Stub* stub) { fallback_stub_ = stub; }
+
+  // The agent as it is now: this one, or the one its session moved to.
+  SimAgent* Current() {
+    SimAgent* a = this;
+    while (SimAgent* next = a->successor_.load(std::memory_order_acquire)) a = next;
+    return a;
   }
 
   void StartJoin() {
@@ -185,10 +197,18 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
   }
 
   void OnDone(const grpc::Status& s) override {
+    bool move = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       done_ = true;
       session_open_ = false;
+      // As AgentState::OnSessionBroken: a broken session moves once, with a stop grace to spend.
+      move = !lost_ && !closing_ && fallback_stub_ != nullptr && !moved_ && grace_ms_ > 0 &&
+             s.error_code() == grpc::StatusCode::UNAVAILABLE;
+    }
+    if (move) {
+      MoveToFallback();
+      return;
     }
     if (lost_) {
       g.sessions_lost++;
@@ -203,6 +223,60 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
 
  private:
   int FakePort() const { return 20000 + (index_ * 7 + round_) % 40000; }
+
+  // The session broke: a new SimAgent with this one's state opens a session with the fallback
+  // (a reactor serves one call) and the ticker reaches it through Current(). Unlike the real
+  // agent it does not number its messages or send any again: at a relay's loss in the steady
+  // phase only heartbeats are in flight.
+  void MoveToFallback() {
+    double none = 0;
+    g_first_break_unix.compare_exchange_strong(none, UnixNow());
+    auto next = std::make_unique<SimAgent>(index_, opt_, fallback_stub_, token_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      next->AdoptStateOf(*this);
+    }
+    SimAgent* raw = next.get();
+    successor_owned_ = std::move(next);
+    successor_.store(raw, std::memory_order_release);
+    g.sessions_moved++;
+    raw->OpenMovedSession();
+  }
+
+  // Called with `o.mu_` held, on a SimAgent nothing else reaches yet.
+  void AdoptStateOf(const SimAgent& o) {
+    agent_id_ = o.agent_id_;
+    node_id_ = o.node_id_;
+    round_ = o.round_;
+    ended_round_ = o.ended_round_;
+    rank_offset_ = o.rank_offset_;
+    local_world_size_ = o.local_world_size_;
+    heartbeat_ms_ = o.heartbeat_ms_;
+    grace_ms_ = o.grace_ms_;
+    max_restarts_ = o.max_restarts_;
+    spare_ = o.spare_;
+    forward_all_ = o.forward_all_;
+    forward_ranks_ = o.forward_ranks_;
+    running_ = o.running_;
+    round_active_ = o.round_active_;
+    started_a_round_ = o.started_a_round_;
+    held_ = o.held_;
+    step_ = o.step_;
+    total_steps_ = o.total_steps_;
+    output_lines_ = o.output_lines_;
+    moved_ = true;
+  }
+
+  void OpenMovedSession() {
+    std::unique_lock<std::mutex> lock(mu_);
+    session_ctx_.AddMetadata(kTokenMetadataKey, token_);
+    stub_->async()->Session(&session_ctx_, this);
+    StartRead(&in_);
+    session_open_ = true;
+    lock.unlock();
+    StartCall();
+    Tick();  // the first message names the node: the launcher replaces its session
+  }
 
   bool Forwarded(int rank) const {
     if (forward_all_ || forward_ranks_.empty()) return true;
@@ -227,6 +301,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
     std::unique_lock<std::mutex> lock(mu_);
     node_id_ = j.node_id();
     heartbeat_ms_ = j.heartbeat_ms() > 0 ? j.heartbeat_ms() : 1000;
+    grace_ms_ = j.grace_ms();
     g_heartbeat_ms = heartbeat_ms_;
     max_restarts_ = j.max_restarts();
     forward_all_ = j.forward_all();
@@ -359,6 +434,11 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
 
   void HandleCommand(const v1::LauncherCommand& cmd) {
     std::unique_lock<std::mutex> lock(mu_);
+    if (moved_ && !answered_) {
+      answered_ = true;
+      g.moves_answered++;
+      g_last_move_answered_unix.store(UnixNow());
+    }
     if (cmd.has_stop()) {
       const v1::StopCommand& stop = cmd.stop();
       g.stops++;
@@ -426,6 +506,11 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
   bool lost_ = false;
   bool done_ = false;
   bool read_paused_ = false;
+  v1::Control::Stub* fallback_stub_ = nullptr;
+  bool moved_ = false;     // this agent's session is a moved one (it moves no further)
+  bool answered_ = false;  // the launcher's first command on the moved session came
+  std::atomic<SimAgent*> successor_{nullptr};
+  std::unique_ptr<SimAgent> successor_owned_;
   Clock::time_point close_asked_{};
 
   int node_id_ = -1;
@@ -434,6 +519,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
   int rank_offset_ = 0;
   int local_world_size_ = 0;
   int heartbeat_ms_ = 1000;
+  int grace_ms_ = 0;
   int max_restarts_ = 0;
   bool spare_ = false;
   bool forward_all_ = false;

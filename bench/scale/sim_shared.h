@@ -28,6 +28,7 @@ struct Options {
   std::string summary;
   std::string control;
   std::string token_file;
+  std::string control_fallback;  // the launcher itself, when --control names relays
   double join_timeout_s = 300;
 };
 
@@ -38,6 +39,9 @@ struct Counters {
   std::atomic<long> pings{0}, stops{0}, stops_exit{0}, starts{0}, stale_commands{0};
   std::atomic<long> cancelled_after_close{0};
   std::atomic<long> slow_reads{0};
+  // Sessions that broke (their relay went) and moved to --control-fallback; moves the launcher
+  // answered (its first command on the new session).
+  std::atomic<long> sessions_moved{0}, moves_answered{0};
 };
 
 inline Counters g;
@@ -45,6 +49,8 @@ inline Counters g;
 inline std::atomic<int> g_heartbeat_ms{1000};
 // When the node was lost (Unix time, s): the bench measures the launcher's detection from it.
 inline std::atomic<double> g_lost_at_unix{0};
+// The first session that broke and the last moved session the launcher answered (Unix time, s).
+inline std::atomic<double> g_first_break_unix{0}, g_last_move_answered_unix{0};
 inline std::mutex g_log_mu;
 
 inline double UnixNow() {
