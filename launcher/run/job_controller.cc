@@ -111,7 +111,7 @@ void JobController::HandleSessionOpened(int session_id, int node_rank,
   // A session that replaces one not seen to end: the agent moved it (its relay went, or its
   // stream broke before the launcher saw the end).
   const bool resumed = sessions_.count(node_rank) > 0;
-  sessions_[node_rank] = OpenSession{session_id, std::move(session), 0, resumed};
+  sessions_[node_rank] = OpenSession{session_id, std::move(session), 0, resumed, resumed};
   Apply(state_.OnSessionOpened(node_rank, session_id, Now()));
   if (!resumed) return;
   double after_s = 0;
@@ -139,8 +139,13 @@ void JobController::HandleAgentMessage(int session_id, int node_rank,
     heard = message.seq();
   }
   auto it = sessions_.find(node_rank);
+  bool answer = false;
   if (it != sessions_.end() && it->second.id == session_id) {
     it->second.heard_ms = std::max(it->second.heard_ms, message.sent_ms());
+    if (it->second.answer_heartbeat && message.has_heartbeat()) {
+      it->second.answer_heartbeat = false;
+      answer = true;
+    }
     if (it->second.resumed) {
       it->second.resumed = false;
       // The agent's round is behind the last StartRound for it: that one went with the relay.
@@ -152,6 +157,7 @@ void JobController::HandleAgentMessage(int session_id, int node_rank,
     }
   }
   Apply(state_.OnAgentMessage(node_rank, message, Now()));
+  if (answer) SendTo(node_rank, v1::LauncherCommand());  // after what the message caused
 }
 
 void JobController::HandleSessionEnded(int session_id, int node_rank) {

@@ -70,6 +70,9 @@ class JobController final : public ControlHandler {
     // It replaced a session that had not ended: its first message says whether the agent
     // missed the last StartRound (sent into a relay that went).
     bool resumed = false;
+    // Its first heartbeat is answered at once: the echo is what confirms the agent's move,
+    // which it must have within half the stop grace (docs/relays.md).
+    bool answer_heartbeat = false;
   };
   // The nodes of a lost relay, until each has opened a session again or left.
   struct MovingNodes {
