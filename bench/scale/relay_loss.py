@@ -8,6 +8,7 @@ launcher (docs/relays.md); with --grace 0 they cannot, their nodes are lost and 
 the others. The workers are then released (the FIFO opened and closed: every `cat` ends, exit 0)
 and the job's end awaited. From events.jsonl and /proc:
   moved          session_resumed events, against the relay's nodes
+  named          the nodes relay_lost named (the others had moved before the launcher saw it go)
   lost_s         relay_lost - the kill (the launcher seeing the relay's stream end)
   back_s         the last session_resumed's after_s (relay_lost -> the last node back)
   launcher_cpu   the launcher's CPU (% of a core) from the kill to the last node back (or 5 s)
@@ -99,16 +100,18 @@ def Rep(args, rep):
     time.sleep(args.settle_s)
     relay0 = Pids(os.path.join(job_dir, "relays", "relay-0.port"))
     relay0 = [p for p in relay0 if p != run.pid]
+    # dlaunch deals node i to relay i % R: relay 0 has the nodes 0, R, 2R, ...
+    relays = -(-args.nodes // args.fanout)
+    expected = len(range(0, args.nodes, relays))
     t0_ticks = CpuTicks(run.pid)
     t_kill = time.time()
     os.kill(relay0[0], signal.SIGKILL)
 
     def Back():
         ev = Events(job_dir)
-        lost = [e for e in ev if "relay_lost" in e]
         resumed = [e for e in ev if "session_resumed" in e]
         round1 = [e for e in ev if "workers_started" in e and e.get("round", 0) == 1]
-        if (lost and len(resumed) >= lost[0]["relay_lost"]["nodes"]) or round1:
+        if len(resumed) >= expected or round1:
             return ev
         return None
 
@@ -119,7 +122,11 @@ def Rep(args, rep):
         row["launcher_cpu"] = round(100.0 * (t1_ticks - t0_ticks) / TICKS / max(t_back - t_kill, 1e-3))
     resumed = [e for e in ev if "session_resumed" in e]
     lost = [e for e in ev if "relay_lost" in e]
-    row["moved"] = f"{len(resumed)}/{lost[0]['relay_lost']['nodes'] if lost else '?'}"
+    # relay_lost names the sessions still on the relay when the launcher saw it go; an agent
+    # quicker than that replaced its session first.
+    row["moved"] = f"{len(resumed)}/{expected}"
+    if lost:
+        row["named"] = lost[0]["relay_lost"]["nodes"]
     if lost:
         row["lost_s"] = round(Stamp(lost[0]["time"]) - t_kill, 3)
     if resumed:
@@ -157,7 +164,7 @@ def main():
     p.add_argument("--keep", action="store_true", help="keep each job's directory")
     args = p.parse_args()
     args.dlaunch = os.path.abspath(args.dlaunch)
-    cols = ["rep", "grace", "moved", "lost_s", "back_s", "launcher_cpu", "node_lost", "round1_s", "result"]
+    cols = ["rep", "grace", "moved", "named", "lost_s", "back_s", "launcher_cpu", "node_lost", "round1_s", "result"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for rep in range(1, args.reps + 1):

@@ -66,6 +66,9 @@ JobActions JobState::OnStopDeadline(double now_s) {
 
 void JobState::NodeLost(int node, FailureClass cls, const std::string& why, double now_s,
                         JobActions& out) {
+  // A silent node stays silent tick after tick until its round's stop is over; its session may
+  // also end meanwhile. It failed once.
+  if (std::exchange(nodes_.at(node).lost, true)) return;
   out.push_back(AppendEvent{NodeLostEvent(current_round(), nodes_.PlaceOf(node), why)});
   Failure f;
   f.cls = cls;

@@ -36,6 +36,7 @@ struct NodeRecord {
   double last_seen_s = 0;
   int workers_running = 0;
   bool told_to_exit = false;
+  bool lost = false;           // counted lost (JobState::NodeLost): once, whatever else ends it
   int ended_round = -1;        // the latest round it reported ended (RoundEnded)
   std::vector<v1::GpuSample> gpus;  // its latest heartbeat's
   v1::HostSample health;            // its latest heartbeat's host sample

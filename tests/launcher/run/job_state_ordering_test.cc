@@ -137,5 +137,18 @@ TEST_F(JobStateOrderingTest, AnAgentWhoseSessionEndedHoldsTheNextRoundForTheGrac
   EXPECT_DOUBLE_EQ(start[0].workers_start_at_s, gone_s);
 }
 
+TEST_F(JobStateOrderingTest, ASilentNodeIsLostOnceWhileItsRoundStops) {
+  Run({0, 1, 2}, 1, 10);
+  // Node 2 goes silent; the others keep beating while the round stops, tick after tick.
+  JobActions out = Run({0, 1}, 10.5, 16);
+  const std::string events = Events(out);
+  size_t lost = 0;
+  for (size_t at = events.find("\"node_lost\""); at != std::string::npos;
+       at = events.find("\"node_lost\"", at + 1)) {
+    ++lost;
+  }
+  EXPECT_EQ(lost, 1u) << events;
+}
+
 }  // namespace
 }  // namespace dlaunch
