@@ -276,7 +276,7 @@ void AgentState::Fence(Time now, std::chrono::milliseconds silent, AgentActions*
   CloseSession(absl::StrCat("lost the launcher (", silence, ")"), CapGrace(now, grace_), out);
 }
 
-AgentActions AgentState::OnSignal(int sig) {
+AgentActions AgentState::OnSignal(int sig, Time now) {
   AgentActions out;
   ++signals_seen_;
   RequestExit(kExitJobFailed);
@@ -285,8 +285,8 @@ AgentActions AgentState::OnSignal(int sig) {
     if (signals_seen_ > 1) {
       out.push_back(KillWorkers{});
     } else {
-      Stop(absl::StrCat("received signal ", sig), grace_.count() > 0 ? grace_ : kSignalGrace,
-           &out);
+      Stop(absl::StrCat("received signal ", sig),
+           CapGrace(now, grace_.count() > 0 ? grace_ : kSignalGrace), &out);
     }
   }
   MaybeExit(&out);

@@ -167,7 +167,8 @@ class AgentState {
   // echoed) the agent is fenced, whether its workers run, it waits between rounds, or it is a
   // spare.
   AgentActions OnTick(Time now);
-  AgentActions OnSignal(int sig);
+  // A signal at `now`: the workers stop with the grace (cut to what a move in progress leaves).
+  AgentActions OnSignal(int sig, Time now = Time{});
   // A report connection closed, or the drain limit passed (OnReportsDrained).
   AgentActions OnReportConnectionClosed();
   AgentActions OnReportsDrained();

@@ -216,7 +216,7 @@ void NodeAgent::WatchSignals() {
   signals_->async_wait([this](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     WatchSignals();
-    Apply(state_->OnSignal(sig));
+    Apply(state_->OnSignal(sig, clock_.Now()));
   });
 }
 

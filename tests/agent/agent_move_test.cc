@@ -70,6 +70,14 @@ TEST(AgentMoveTest, AStopBeforeTheMoveIsConfirmedIsCutToTheGraceLeft) {
   EXPECT_EQ(s.CapGrace(At(7500), milliseconds(2000)), milliseconds(0));
 }
 
+TEST(AgentMoveTest, ASignalWhileTheSessionMovesStopsTheWorkersWithinTheGraceLeft) {
+  AgentState s = Running(true);
+  s.OnSessionBroken(At(5000), "session lost");
+  AgentActions out = s.OnSignal(15, At(5500));
+  ASSERT_EQ(Count<StopWorkers>(out), 1);
+  EXPECT_EQ(Find<StopWorkers>(out)->grace, milliseconds(1500));
+}
+
 TEST(AgentMoveTest, AFailedMoveStopsTheWorkersAsABrokenSessionAlwaysDid) {
   AgentState s = Running(true);
   s.OnSessionBroken(At(5000), "session lost");
