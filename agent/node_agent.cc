@@ -86,7 +86,9 @@ absl::Status NodeAgent::Start() {
   node_id_ = job_.node_id();
   state_.emplace(AgentConfig{milliseconds(job_.heartbeat_ms()), milliseconds(job_.grace_ms()),
                              job_.max_restarts(), job_.spare(), job_.round(),
-                             job_.heartbeat_misses(), !options_.control_fallback.empty()});
+                             job_.heartbeat_misses(),
+                             !options_.control_fallback.empty() &&
+                                 options_.control != options_.control_fallback});
   WatchSignals();
   // Daemons the workers start (setsid, double fork) are handed to this agent, not to init.
   if (!BecomeSubreaper()) Log("cannot become the workers' subreaper: their daemons may outlive the job");
@@ -207,7 +209,17 @@ absl::StatusOr<v1::JoinResponse> NodeAgent::Join(const GpuInventory& gpus,
   join.set_gpus(gpus.count());
   join.set_pid(getpid());
   join.set_worker_port(FreePort(options_.addr));
-  return client_->Join(join, JoinTimeout());
+  absl::StatusOr<v1::JoinResponse> joined = client_->Join(join, JoinTimeout());
+  if (!joined.ok() && joined.status().code() == absl::StatusCode::kUnavailable &&
+      !options_.control_fallback.empty() && options_.control != options_.control_fallback) {
+    // Its relay went before the round closed: this agent joins the launcher itself.
+    Log(absl::StrCat("the join through ", options_.control, " failed (", joined.status().message(),
+                     "); joining ", options_.control_fallback));
+    options_.control = options_.control_fallback;
+    client_ = std::make_unique<ControlClient>(options_.control, options_.credentials);
+    joined = client_->Join(join, JoinTimeout());
+  }
+  return joined;
 }
 
 void NodeAgent::WatchSignals() {

@@ -157,6 +157,36 @@ TEST_F(RelayTest, ARelayKilledWithNoGraceToMoveInLosesItsNodesAndTheJobGoesOn) {
   EXPECT_TRUE(absl::StrContains(events, "\"round\":1")) << events;
 }
 
+TEST_F(RelayTest, ARelayKilledBeforeTheRoundClosesLetsItsAgentsJoinTheLauncher) {
+  // Relay 1's agents start 6 s late, so relay 0's two wait in their Joins when it is killed.
+  const std::string wrapper = tmp_ + "/agent.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\n"
+                         << "p=$(cat " << job_dir_ << "/relays/relay-1.port)\n"
+                         << "case \" $* \" in *\":$p \"*) sleep 6;; esac\n"
+                         << "exec " << kBin << "/dlaunch-agent \"$@\"\n";
+  ASSERT_EQ(chmod(wrapper.c_str(), 0755), 0);
+  std::vector<std::string> argv = {kBin + "/dlaunch", "run", "--nnodes", "4", "--nproc-per-node", "1",
+                                   "--job-dir", job_dir_, "--heartbeat", "1", "--grace", "2",
+                                   "--relay-fanout", "2", "--", "true"};
+  ChildProcess run(argv, tmp_, {"DLAUNCH_AGENT=" + wrapper});
+  auto joined = [&] {
+    const std::string e = Events();
+    int n = 0;
+    for (size_t at = e.find("\"node_joined\""); at != std::string::npos; at = e.find("\"node_joined\"", at + 1)) ++n;
+    return n;
+  };
+  ASSERT_TRUE(WaitFor([&] { return joined() >= 2; }, seconds(30))) << run.Stdout() << run.Stderr();
+  std::vector<pid_t> relay0 = FindProcesses("", job_dir_ + "/relays/relay-0.port");
+  ASSERT_EQ(relay0.size(), 1u);
+  ASSERT_EQ(kill(relay0[0], SIGKILL), 0);
+  ASSERT_EQ(run.Wait(seconds(90)), 0) << run.Stdout() << run.Stderr();
+  EXPECT_TRUE(absl::StrContains(run.Stdout(), "world size 4")) << run.Stdout();
+  std::string logs;
+  for (int i = 0; i < 4; ++i) logs += ReadFile(absl::StrCat(job_dir_, "/logs/agent-", i, ".log"));
+  EXPECT_TRUE(absl::StrContains(logs, "failed (")) << logs;
+  EXPECT_TRUE(absl::StrContains(logs, "); joining ")) << logs;
+}
+
 TEST_F(RelayTest, ACallToARelayWithoutTheTokenIsRefusedAndJournaled) {
   auto run = Start(2, {"--relay-fanout", "1", "--no-tls"}, {"sleep", "60"});
   const std::string port_file = job_dir_ + "/relays/relay-1.port";
