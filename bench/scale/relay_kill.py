@@ -8,7 +8,7 @@ import signal
 import threading
 import time
 
-import relay_loss
+import procfs
 
 
 class RelayKiller(threading.Thread):
@@ -38,7 +38,7 @@ class RelayKiller(threading.Thread):
         if self.stop.wait(self.at_s):
             return
         port_file = os.path.join(self.job_dir, "relays", "relay-0.port")
-        for pid in relay_loss.Pids(port_file):
+        for pid in procfs.Pids(port_file):
             with open(f"/proc/{pid}/comm") as f:
                 if f.read().strip() != "dlaunch-relay":
                     continue
@@ -63,7 +63,7 @@ def Summarize(events_path, killed_at):
             d = json.loads(line)
             if "relay_lost" in d:
                 relay_nodes = d["relay_lost"].get("nodes", 0)
-                lost_at = relay_loss.Stamp(d["time"])
+                lost_at = procfs.ParseTime(d["time"])
             elif "session_resumed" in d:
                 resumed += 1
                 back = max(back or 0, d["session_resumed"].get("after_s", 0))

@@ -19,7 +19,6 @@ Standard library only:
 """
 
 import argparse
-import datetime
 import json
 import os
 import signal
@@ -28,11 +27,8 @@ import sys
 import tempfile
 import time
 
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def Stamp(s):
-    return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+from procfs import TICKS, CpuTicks, Pids
+from procfs import ParseTime as Stamp
 
 
 def Events(job_dir):
@@ -41,32 +37,6 @@ def Events(job_dir):
             return [json.loads(line) for line in f if line.strip()]
     except (OSError, ValueError):
         return []
-
-
-def Pids(needle):
-    """Processes whose command line or environment holds `needle`."""
-    out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        for what in ("cmdline", "environ"):
-            try:
-                with open(f"/proc/{p}/{what}", "rb") as f:
-                    if needle.encode() in f.read():
-                        out.append(int(p))
-                        break
-            except OSError:
-                pass
-    return out
-
-
-def CpuTicks(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def WaitFor(pred, timeout_s, step_s=0.1):

@@ -22,7 +22,6 @@ Python standard library is used; run it with /usr/bin/python3 (run.sh does).
 """
 
 import argparse
-import datetime
 import json
 import os
 import resource
@@ -36,10 +35,10 @@ import threading
 import time
 
 import relay_kill
+from procfs import TICKS, CpuTicks, ParseTime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def FindBinary(explicit, name):
@@ -52,14 +51,6 @@ def FindBinary(explicit, name):
     sys.exit(f"scale_bench: {name} not found; pass --{name.replace('_', '-')} PATH")
 
 
-def CpuTicks(pid):
-    """utime + stime of a live process, in clock ticks, or None."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def Status(pid):
@@ -149,9 +140,6 @@ def CpuPercent(samples, t0, t1):
     (a, ta), (b, tb) = inside[0], inside[-1]
     return 100.0 * (tb - ta) / TICKS / (b - a)
 
-
-def ParseTime(s):
-    return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 
 
 def ReadEvents(path, lost_node):
