@@ -168,14 +168,20 @@ std::string AgentsControlAddress(const RunFlags& flags, bool local, const std::s
   return absl::StrCat(host, ":", port);
 }
 
+// The job's agents per relay: rendezvous.relay_fanout, `auto` resolved by the number of agents.
+int JobRelayFanout(const JobSpec& spec, const HostPlan& plan) {
+  return EffectiveRelayFanout(static_cast<int>(plan.AgentHosts().size()), spec.relay_fanout,
+                              spec.relay_fanout_auto);
+}
+
 // With rendezvous.relay_fanout, the relays on this host (docs/relays.md); their addresses, or
 // none. They reach the launcher on loopback; agents reach them at the host agents use for it.
 absl::StatusOr<std::vector<std::string>> StartRelays(const JobSpec& spec, const HostPlan& plan,
                                                      const JobDirectory& dir, bool local,
                                                      const std::string& control, int port,
                                                      RelayGroup* group) {
-  const int agents = static_cast<int>(plan.AgentHosts().size());
-  const int count = RelayCount(agents, spec.relay_fanout);
+  const int fanout = JobRelayFanout(spec, plan);
+  const int count = RelayCount(static_cast<int>(plan.AgentHosts().size()), fanout);
   if (count == 0) return std::vector<std::string>{};
   RelayLaunch launch;
   const char* program = std::getenv("DLAUNCH_RELAY");
@@ -189,7 +195,8 @@ absl::StatusOr<std::vector<std::string>> StartRelays(const JobSpec& spec, const 
   absl::StatusOr<std::vector<std::string>> addrs = group->Start(launch);
   if (!addrs.ok()) return absl::UnavailableError(absl::StrCat("relays: ", addrs.status().message()));
   std::cout << "[dlaunch] " << count << " relay(s) carry the agents' sessions, up to "
-            << spec.relay_fanout << " agents each (logs in " << launch.dir << ")" << std::endl;
+            << fanout << " agents each" << (spec.relay_fanout_auto ? " (relay_fanout: auto)" : "")
+            << " (logs in " << launch.dir << ")" << std::endl;
   return addrs;
 }
 
@@ -315,7 +322,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
   ControlService service(token, io, &controller);
   service.SetWatchHandler(&live);
   service.SetJobIdentity(prepared->tls ? &*prepared->tls : nullptr,  // signs relays' certificates
-                         RelayCount(static_cast<int>(plan->AgentHosts().size()), spec->relay_fanout));
+                         RelayCount(static_cast<int>(plan->AgentHosts().size()),
+                                    JobRelayFanout(*spec, *plan)));
   service.SetPreflightPlan(MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement)));
 
   // The endpoint listens everywhere, so `dlaunch watch` reaches it from other hosts (the login

@@ -31,7 +31,8 @@ const char kRunUsage[] =
     "  --max-restarts N        restart the job in a new round up to N times on a failure\n"
     "  --spares K              start K extra agents that wait and replace lost nodes (local runs)\n"
     "  --no-preflight          skip the nodes' checks before round 0 (docs/preflight.md)\n"
-    "  --relay-fanout K        one relay per K agents carries their sessions to the launcher\n"
+    "  --relay-fanout K|auto   one relay per K agents carries their sessions to the launcher;\n"
+    "                          auto: none under 2,000 agents, else one per 1,250\n"
     "                          (rendezvous.relay_fanout; docs/relays.md)\n"
     "  --no-tls                plain TCP for the control channel (rendezvous.tls: off;\n"
     "                          docs/security.md)\n";
@@ -114,7 +115,14 @@ std::vector<Flag> RunFlagTable(RunFlags* f) {
       {{"--join-timeout"}, true, Seconds("--join-timeout", &f->join_timeout_s)},
       {{"--max-restarts", "--max_restarts"}, true, Count("--max-restarts", &f->max_restarts)},
       {{"--spares"}, true, Count("--spares", &f->spares)},
-      {{"--relay-fanout"}, true, Count("--relay-fanout", &f->relay_fanout)},
+      {{"--relay-fanout"}, true,
+       [f](const std::string& v) {
+         if (v == "auto") {
+           f->relay_fanout_auto = true;
+           return absl::OkStatus();
+         }
+         return Count("--relay-fanout", &f->relay_fanout)(v);
+       }},
       {{"--no-preflight"}, false,
        [f](const std::string&) {
          f->no_preflight = true;
@@ -208,7 +216,11 @@ absl::StatusOr<JobSpec> BuildRunSpec(const RunFlags& f) {
   if (f.join_timeout_s > 0) spec.join_timeout_s = f.join_timeout_s;
   if (f.max_restarts >= 0) spec.max_restarts = f.max_restarts;
   if (f.spares >= 0) spec.spare_nodes = f.spares;
-  if (f.relay_fanout >= 0) spec.relay_fanout = f.relay_fanout;
+  if (f.relay_fanout >= 0) {
+    spec.relay_fanout = f.relay_fanout;
+    spec.relay_fanout_auto = false;
+  }
+  if (f.relay_fanout_auto) spec.relay_fanout_auto = true;
   if (f.no_preflight) spec.preflight.enabled = false;
   if (f.no_tls) spec.control_tls = false;
   if (!f.show_ranks.empty()) {

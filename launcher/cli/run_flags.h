@@ -35,6 +35,7 @@ struct RunFlags {
   int max_restarts = -1;                  // --max-restarts
   int spares = -1;                        // --spares (nodes.spares)
   int relay_fanout = -1;                  // --relay-fanout (rendezvous.relay_fanout)
+  bool relay_fanout_auto = false;         // --relay-fanout auto
   bool no_preflight = false;              // --no-preflight (preflight: off)
   bool no_tls = false;                    // --no-tls (rendezvous.tls: off)
 };

@@ -99,7 +99,7 @@ std::vector<std::string> RelayGroup::ReapExited() {
     if (pids_[i] <= 0 || WaitChild(pids_[i], &status, WNOHANG) != pids_[i]) continue;
     pids_[i] = -1;
     lines.push_back(absl::StrCat("relay ", i, " exited (", DescribeWaitStatus(status),
-                                 ") while the job ran: the sessions of its agents ended with it; ",
+                                 ") while the job ran: its agents move their sessions to the launcher; ",
                                  i < logs_.size() ? LogTail(logs_[i]) : std::string()));
   }
   return lines;

@@ -17,6 +17,18 @@ namespace dlaunch {
 // or the job has a single agent.
 int RelayCount(int agents, int fanout);
 
+// rendezvous.relay_fanout: auto. Without relays the launcher's own CPU for 1 s heartbeats passes
+// a quarter of a core between 1,000 and 4,000 agents on the 2-CPU bench VM; relays of 1,250
+// agents were measured to work there, and many small ones to starve it (docs/BENCHMARKS.md).
+inline constexpr int kAutoRelaysFrom = 2000;
+inline constexpr int kAutoRelayFanout = 1250;
+// The fanout a job of `agents` runs with: `fanout`, or with `automatic` none under
+// kAutoRelaysFrom agents and kAutoRelayFanout from there.
+inline int EffectiveRelayFanout(int agents, int fanout, bool automatic) {
+  if (!automatic) return fanout;
+  return agents >= kAutoRelaysFrom ? kAutoRelayFanout : 0;
+}
+
 // The agent of node `index` (in plan order) of a job with `relays` relays: its relay's number.
 // Agents are dealt round-robin, so node i and node i + relays share one.
 inline int RelayOfNode(int index, int relays) { return relays > 0 ? index % relays : -1; }

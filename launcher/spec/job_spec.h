@@ -64,6 +64,7 @@ struct JobSpec {
   int control_port = 0;                  // launcher gRPC port, 0 = pick a free one
   bool control_tls = true;               // rendezvous.tls: the control channel encrypted
   int relay_fanout = 0;                  // rendezvous.relay_fanout: agents per relay, 0 = none
+  bool relay_fanout_auto = false;        // relay_fanout: auto (EffectiveRelayFanout decides)
   int master_port = 0;                   // worker MASTER_PORT, 0 = node 0 picks a free one
   bool agent_store = false;              // rendezvous.worker_store: agent (node 0's agent) or rank0
   double join_timeout_s = 300;
@@ -120,7 +121,7 @@ inline bool operator==(const JobSpec& a, const JobSpec& b) {
          a.command == b.command && a.env == b.env && a.workdir == b.workdir &&
          a.hosts == b.hosts && a.node_launcher == b.node_launcher &&
          a.control_port == b.control_port && a.control_tls == b.control_tls &&
-         a.relay_fanout == b.relay_fanout &&
+         a.relay_fanout == b.relay_fanout && a.relay_fanout_auto == b.relay_fanout_auto &&
          a.master_port == b.master_port && a.agent_store == b.agent_store &&
          a.join_timeout_s == b.join_timeout_s && a.last_call_s == b.last_call_s &&
          a.heartbeat_interval_s == b.heartbeat_interval_s &&

@@ -127,7 +127,11 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
   absl::StrAppend(&out, "rendezvous:\n");
   absl::StrAppend(&out, "  port: ", spec.control_port, "\n");
   absl::StrAppend(&out, "  tls: ", Quote(spec.control_tls ? "on" : "off"), "\n");
-  absl::StrAppend(&out, "  relay_fanout: ", spec.relay_fanout, "\n");
+  if (spec.relay_fanout_auto) {
+    absl::StrAppend(&out, "  relay_fanout: auto\n");
+  } else {
+    absl::StrAppend(&out, "  relay_fanout: ", spec.relay_fanout, "\n");
+  }
   absl::StrAppend(&out, "  master_port: ", spec.master_port, "\n");
   absl::StrAppend(&out, "  worker_store: ", Quote(spec.agent_store ? "agent" : "rank0"), "\n");
   absl::StrAppend(&out, "  join_timeout: ", FormatDuration(spec.join_timeout_s), "\n");

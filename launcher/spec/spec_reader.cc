@@ -148,7 +148,14 @@ void SpecReader::Rendezvous(const SpecField& field, JobSpec* spec) {
     spec->control_tls = word == "on";
   }
   if (fields.count("master_port")) Int(fields["master_port"], &spec->master_port);
-  if (fields.count("relay_fanout")) Int(fields["relay_fanout"], &spec->relay_fanout);
+  if (fields.count("relay_fanout")) {
+    const SpecField& fanout = fields["relay_fanout"];
+    if (fanout.value.IsScalar() && fanout.value.Scalar() == "auto") {
+      spec->relay_fanout_auto = true;
+    } else {
+      Int(fanout, &spec->relay_fanout);
+    }
+  }
   if (std::string word; fields.count("worker_store") &&
                         OneOf(fields["worker_store"], {"agent", "rank0"}, &word)) {
     spec->agent_store = word == "agent";

@@ -131,9 +131,10 @@ TEST_F(RelayTest, ARelayKilledMovesItsSessionsToTheLauncherAndNoRoundIsLost) {
   // No node lost, no restart: every rank's success came in round 0, two of them after the move.
   EXPECT_FALSE(absl::StrContains(events, "node_lost")) << events;
   EXPECT_FALSE(absl::StrContains(events, "\"round\":1")) << events;
-  // The launcher names the relay that went, and says when its nodes were back.
+  // The launcher names the relay that went, and says when its nodes were back. It names the
+  // sessions still on the relay when it saw it go: an agent may have moved before that.
   EXPECT_TRUE(absl::StrContains(run->Stdout(), "relay 0 (ipv4:127.0.0.1:")) << run->Stdout();
-  EXPECT_TRUE(absl::StrContains(run->Stdout(), "went with 2 node(s)' sessions")) << run->Stdout();
+  EXPECT_TRUE(absl::StrContains(run->Stdout(), "node(s)' sessions: they keep their places")) << run->Stdout();
   EXPECT_TRUE(absl::StrContains(run->Stdout(), "is back, the last after")) << run->Stdout();
   EXPECT_NE(RelayLog(1).find("2 agent session(s)"), std::string::npos) << RelayLog(1);
 }
@@ -213,7 +214,9 @@ TEST_F(RelayTest, ARelayThatDoesNotStartFailsTheJobBeforeAnyAgentStarts) {
                                    "--relay-fanout", "1", "--", "true"};
   ChildProcess run(argv, tmp_, {"DLAUNCH_RELAY=/bin/false"});
   ASSERT_EQ(run.Wait(seconds(60)), 3) << run.Stdout() << run.Stderr();
-  EXPECT_TRUE(absl::StrContains(run.Stderr(), "relays: relay 0 exited (exit code 1) before it listened"))
+  // Both exit at once; whichever is seen first is named.
+  EXPECT_TRUE(absl::StrContains(run.Stderr(), "relays: relay 0 exited (exit code 1) before it listened") ||
+              absl::StrContains(run.Stderr(), "relays: relay 1 exited (exit code 1) before it listened"))
       << run.Stderr();
   EXPECT_FALSE(absl::StrContains(Events(), "node_joined")) << Events();
 }

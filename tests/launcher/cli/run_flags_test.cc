@@ -69,6 +69,22 @@ TEST(RunFlagsTest, BadValuesNameTheFlag) {
   }
 }
 
+TEST(RunFlagsTest, RelayFanoutTakesACountOrAuto) {
+  auto counted = ParseRunFlags({"--relay-fanout", "64", "--", "t"});
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  EXPECT_EQ(counted->relay_fanout, 64);
+  EXPECT_FALSE(counted->relay_fanout_auto);
+  auto automatic = ParseRunFlags({"--relay-fanout=auto", "--", "t"});
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  EXPECT_TRUE(automatic->relay_fanout_auto);
+  auto spec = BuildRunSpec(*automatic);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->relay_fanout_auto);
+  auto bad = ParseRunFlags({"--relay-fanout", "some", "--", "t"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("--relay-fanout: not a non-negative integer: 'some'"));
+}
+
 TEST(RunFlagsTest, HelpIsOnlyLookedForBeforeTheCommand) {
   EXPECT_TRUE(WantsRunHelp({"--nnodes", "2", "--help"}));
   EXPECT_TRUE(WantsRunHelp({"-h"}));

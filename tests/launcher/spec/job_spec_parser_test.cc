@@ -264,6 +264,10 @@ TEST(ParseJobSpecTest, RelaysAreOffUnlessAFanoutIsGiven) {
               HasSubstr("job.yaml:3:17: rendezvous.relay_fanout must not be negative, got -2"));
   EXPECT_THAT(Errors("command: [x]\nrendezvous:\n  relay_fanout: many\n"),
               HasSubstr("job.yaml:3:17: rendezvous.relay_fanout"));
+  const JobSpec automatic = Parse("command: [x]\nrendezvous: {relay_fanout: auto}\n");
+  EXPECT_TRUE(automatic.relay_fanout_auto);
+  EXPECT_EQ(automatic.relay_fanout, 0);
+  EXPECT_FALSE(Parse("command: [x]\nrendezvous: {relay_fanout: 8}\n").relay_fanout_auto);
 }
 
 TEST(LoadJobSpecTest, ReadsFilesAndReportsMissingOnes) {

@@ -41,6 +41,7 @@ TEST(ResolvedJobYamlTest, RoundTripsToAnEqualSpec) {
       "paths: [/lus/scratch, /local], clock_offset: off, imports: [torch, numpy]}\n",
       "command: [x]\npreflight: off\n",
       "command: [x]\nrendezvous: {relay_fanout: 64}\n",
+      "command: [x]\nrendezvous: {relay_fanout: auto}\n",
   };
   for (const std::string& text : jobs) {
     const JobSpec spec = Parse(text);
