@@ -173,11 +173,13 @@ AgentActions AgentState::OnSessionClosed(const std::string& why) {
   return out;
 }
 
+bool AgentState::LeavingAnyway() const {
+  return exit_requested_ || (exit_when_workers_end_ && round_active_ && running_ == 0);
+}
+
 AgentActions AgentState::OnSessionBroken(Time now, const std::string& why) {
   AgentActions out;
-  const bool leaving_anyway =
-      exit_requested_ || (exit_when_workers_end_ && round_active_ && running_ == 0);
-  if (!session_open_ || !can_move_ || moving() || leaving_anyway || grace_.count() <= 0) {
+  if (!session_open_ || !can_move_ || moving() || LeavingAnyway() || grace_.count() <= 0) {
     if (moving()) {
       GiveUpMove(now, absl::StrCat("lost the launcher (", why, ")"), &out);
     } else {
@@ -239,11 +241,9 @@ void AgentState::CloseSession(const std::string& why, std::chrono::milliseconds 
   moved_at_.reset();
   session_open_ = false;
   start_held_ = false;  // no round starts without the launcher
-  // Without the launcher no next round can come. Only an agent that was exiting anyway (told
-  // to, or rule (a) with its workers already ended) leaves without counting it a failure.
-  const bool leaving_anyway =
-      exit_requested_ || (exit_when_workers_end_ && round_active_ && running_ == 0);
-  if (!leaving_anyway) {
+  // Without the launcher no next round can come. Only an agent that was exiting anyway leaves
+  // without counting it a failure.
+  if (!LeavingAnyway()) {
     RequestExit(kExitJobFailed);
     Stop(why, grace, out);
   }

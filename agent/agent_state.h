@@ -200,6 +200,8 @@ class AgentState {
   void CloseSession(const std::string& why, AgentActions* out);
   void CloseSession(const std::string& why, std::chrono::milliseconds grace, AgentActions* out);
   void GiveUpMove(Time now, const std::string& why, AgentActions* out);
+  // Exiting anyway: told to, or rule (a) with its workers already ended.
+  bool LeavingAnyway() const;
   void Fence(Time now, std::chrono::milliseconds silent, AgentActions* out);
 
   const LivenessPolicy liveness_;

@@ -198,30 +198,6 @@ std::chrono::milliseconds NodeAgent::JoinTimeout() const {
   return milliseconds(static_cast<int64_t>(options_.join_timeout_s * 1000) + 5000);
 }
 
-absl::StatusOr<v1::JoinResponse> NodeAgent::Join(const GpuInventory& gpus,
-                                                 const std::vector<v1::CheckResult>& checks) {
-  v1::JoinRequest join;
-  for (const v1::CheckResult& c : checks) *join.add_checks() = c;
-  join.set_agent_id(agent_id_);
-  join.set_host(options_.host);
-  join.set_addr(options_.addr);
-  join.set_slots(options_.nproc > 0 ? options_.nproc : DefaultProcsPerNode(gpus));
-  join.set_gpus(gpus.count());
-  join.set_pid(getpid());
-  join.set_worker_port(FreePort(options_.addr));
-  absl::StatusOr<v1::JoinResponse> joined = client_->Join(join, JoinTimeout());
-  if (!joined.ok() && joined.status().code() == absl::StatusCode::kUnavailable &&
-      !options_.control_fallback.empty() && options_.control != options_.control_fallback) {
-    // Its relay went before the round closed: this agent joins the launcher itself.
-    Log(absl::StrCat("the join through ", options_.control, " failed (", joined.status().message(),
-                     "); joining ", options_.control_fallback));
-    options_.control = options_.control_fallback;
-    client_ = std::make_unique<ControlClient>(options_.control, options_.credentials);
-    joined = client_->Join(join, JoinTimeout());
-  }
-  return joined;
-}
-
 void NodeAgent::WatchSignals() {
   // Taken over only after the join: until the workers exist, the default action (exit) is right.
   if (!signals_) signals_.emplace(io_, SIGINT, SIGTERM, SIGHUP);
@@ -246,20 +222,6 @@ absl::Status NodeAgent::StartReportServer(const std::string& socket_path) {
   if (absl::Status st = reports_->Listen(socket_path); !st.ok()) return st;
   reports_->set_on_connection_closed([this] { Apply(state_->OnReportConnectionClosed()); });
   return absl::OkStatus();
-}
-
-absl::Status NodeAgent::OpenSession() {
-  absl::Status st = OpenSessionOn(*client_);
-  if (st.ok()) Apply(state_->OnSessionOpened(clock_.Now()));
-  return st;
-}
-
-absl::Status NodeAgent::OpenSessionOn(ControlClient& client) {
-  return client.OpenSession(
-      [this](const v1::LauncherCommand& c) { boost::asio::post(io_, [this, c] { OnCommand(c); }); },
-      [this](const std::string& why, bool broken) {
-        boost::asio::post(io_, [this, why, broken] { OnSessionLost(why, broken); });
-      });
 }
 
 int NodeAgent::ReportStarts(const std::vector<ChildSupervisor::StartRequest>& requests,
