@@ -334,6 +334,10 @@ void JobController::Finish(int exit_code) {
     err_ << "[dlaunch] metrics.jsonl: " << dropped
          << " report line(s) dropped: the journal's writer fell behind the agents\n";
   }
+  if (messages_again_ > 0) {
+    out_ << "[dlaunch] " << messages_again_
+         << " message(s) sent again by agents whose sessions moved were handled already: dropped\n";
+  }
   tick_timer_.cancel();
   stop_deadline_.cancel();
   health_check_.cancel();
