@@ -347,7 +347,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
                                  relays.ok() ? *relays : std::vector<std::string>{});
   if (st.ok() && !commands.ok()) st = commands.status();
   if (st.ok()) st = controller.Start(*commands);
-  // A relay that dies takes its agents' sessions with it: say so, once a second at most.
+  // A relay that dies is named, with the end of its log, once a second at most (its agents
+  // move their sessions to the launcher: docs/relays.md).
   boost::asio::steady_timer relay_watch(io);
   std::function<void()> watch_relays = [&] {
     relay_watch.expires_after(std::chrono::seconds(1));

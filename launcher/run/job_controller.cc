@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "common/json_line.h"
 #include "launcher/run/job_view.h"
 #include "launcher/run/run_plan.h"
@@ -113,18 +112,7 @@ void JobController::HandleSessionOpened(int session_id, int node_rank,
   const bool resumed = sessions_.count(node_rank) > 0;
   sessions_[node_rank] = OpenSession{session_id, std::move(session), 0, resumed, resumed};
   Apply(state_.OnSessionOpened(node_rank, session_id, Now()));
-  if (!resumed) return;
-  double after_s = 0;
-  if (auto m = moving_.find(node_rank); m != moving_.end()) {
-    MovingNodes& group = moving_groups_[m->second];
-    after_s = Now() - group.since_s;
-    moving_.erase(m);
-    if (--group.left == 0) {
-      out_ << absl::StrFormat("[dlaunch] every node of %s is back, the last after %.2f s\n",
-                              group.relay, after_s);
-    }
-  }
-  Apply(state_.OnSessionResumed(node_rank, after_s));
+  if (resumed) Apply(state_.OnSessionResumed(node_rank, Now()));
 }
 
 void JobController::HandleAgentMessage(int session_id, int node_rank,
@@ -176,13 +164,11 @@ void JobController::HandleSessionsMoving(const std::string& relay,
     if (it != sessions_.end() && it->second.id == id) nodes.push_back(node);
   }
   JobActions out;
-  if (nodes.empty() || !state_.OnRelayLost(relay, nodes, out)) {
+  if (nodes.empty() || !state_.OnRelayLost(relay, nodes, Now(), out)) {
     for (const auto& [id, node] : sessions) HandleSessionEnded(id, node);
     return;
   }
   // Their sessions stay open with nowhere to write; each node's own session replaces it.
-  moving_groups_.push_back({relay, Now(), static_cast<int>(nodes.size())});
-  for (int node : nodes) moving_[node] = moving_groups_.size() - 1;
   Apply(out);
 }
 

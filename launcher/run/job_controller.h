@@ -74,12 +74,6 @@ class JobController final : public ControlHandler {
     // which it must have within half the stop grace (docs/relays.md).
     bool answer_heartbeat = false;
   };
-  // The nodes of a lost relay, until each has opened a session again or left.
-  struct MovingNodes {
-    std::string relay;
-    double since_s = 0;
-    int left = 0;
-  };
 
   double Now() const;
   void Apply(const JobActions& actions);
@@ -117,8 +111,6 @@ class JobController final : public ControlHandler {
   // (LauncherCommand.heard_seq): a message at or below it was sent again after a move.
   std::unordered_map<int, uint64_t> heard_seq_;
   int64_t messages_again_ = 0;
-  std::vector<MovingNodes> moving_groups_;
-  std::unordered_map<int, size_t> moving_;  // node id -> its group in moving_groups_
   // The last round's StartRound, to send again to an agent that missed it.
   std::optional<dlaunch::SendStartRound> last_start_;
   bool journal_error_reported_ = false;

@@ -89,9 +89,12 @@ class JobState {
   // their places and their agents have the loss limit to open a session with the launcher
   // (OnSessionOpened, then OnSessionResumed); one that does not is lost as a silent node. Said
   // and journaled; false when the job no longer runs (the caller ends the sessions).
-  bool OnRelayLost(const std::string& relay, const std::vector<int>& nodes, JobActions& out);
-  // `node` opened a session again while it kept its place, `after_s` after its relay was lost.
-  JobActions OnSessionResumed(int node, double after_s);
+  bool OnRelayLost(const std::string& relay, const std::vector<int>& nodes, double now_s,
+                   JobActions& out);
+  // `node` opened a session again while it kept its place (its relay was lost, or its stream
+  // broke before the launcher saw the end): journaled, and said once a lost relay's last node
+  // is back.
+  JobActions OnSessionResumed(int node, double now_s);
   // Node launcher `index` (the order of JobConfig::launcher_programs) exited.
   JobActions OnLauncherExited(int index, int wait_status, const std::vector<std::string>& tail,
                               double now_s);
@@ -208,6 +211,14 @@ class JobState {
   int64_t joins_refused_ = 0;   // OnJoinRefused
   int64_t calls_refused_ = 0;   // OnCallRefused
   int64_t events_after_end_ = 0;  // worker events for a rank that already ended its round
+  // The nodes of a lost relay (OnRelayLost), until each has opened a session again.
+  struct MovingNodes {
+    std::string relay;
+    double since_s = 0;
+    int left = 0;
+  };
+  std::vector<MovingNodes> moving_groups_;
+  std::map<int, size_t> moving_;  // node id -> its group in moving_groups_
   bool all_started_reported_ = false;
   std::optional<double> stop_started_at_s_;
   std::optional<double> stop_deadline_s_;

@@ -206,8 +206,10 @@ void JobState::GiveUp(const std::string& reason, double now_s, JobActions& out) 
 }
 
 bool JobState::OnRelayLost(const std::string& relay, const std::vector<int>& nodes,
-                           JobActions& out) {
+                           double now_s, JobActions& out) {
   if (outcome_ != Outcome::kRunning) return false;
+  moving_groups_.push_back({relay, now_s, static_cast<int>(nodes.size())});
+  for (int node : nodes) moving_[node] = moving_groups_.size() - 1;
   out.push_back(AppendEvent{RelayLostEvent(current_round(), relay, nodes)});
   Say(absl::StrCat(relay, " went with ", nodes.size(),
                    " node(s)' sessions: they keep their places while their agents reconnect "
@@ -216,8 +218,18 @@ bool JobState::OnRelayLost(const std::string& relay, const std::vector<int>& nod
   return true;
 }
 
-JobActions JobState::OnSessionResumed(int node, double after_s) {
+JobActions JobState::OnSessionResumed(int node, double now_s) {
   JobActions out;
+  double after_s = 0;
+  if (auto m = moving_.find(node); m != moving_.end()) {
+    MovingNodes& group = moving_groups_[m->second];
+    after_s = now_s - group.since_s;
+    moving_.erase(m);
+    if (--group.left == 0) {
+      Say(absl::StrFormat("every node of %s is back, the last after %.2f s", group.relay, after_s),
+          out);
+    }
+  }
   out.push_back(AppendEvent{SessionResumedEvent(current_round(), nodes_.PlaceOf(node), after_s)});
   return out;
 }

@@ -58,7 +58,7 @@ class RelayGroup {
   // SIGTERM, then after `grace_s` SIGKILL to what is left; reaps every relay.
   void Stop(double grace_s = 2.0);
   // A line for each relay that has exited since the last call (it is reaped): which, how, and
-  // the end of its log. While the job runs, a relay's exit ends its agents' sessions.
+  // the end of its log. While the job runs, its agents then move their sessions to the launcher.
   std::vector<std::string> ReapExited();
   const std::vector<pid_t>& pids() const { return pids_; }
 

@@ -15,6 +15,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Participant Node(int i) {
   Participant p;
@@ -148,6 +149,21 @@ TEST_F(JobStateOrderingTest, ASilentNodeIsLostOnceWhileItsRoundStops) {
     ++lost;
   }
   EXPECT_EQ(lost, 1u) << events;
+}
+
+TEST_F(JobStateOrderingTest, ALostRelaysNodesKeepTheirPlacesUntilTheyAreBack) {
+  Run({0, 1, 2}, 1, 3);
+  JobActions lost;
+  ASSERT_TRUE(state_->OnRelayLost("relay 0", {0, 2}, 3.0, lost));
+  EXPECT_THAT(Events(lost), HasSubstr("\"relay_lost\":{\"relay\":\"relay 0\",\"nodes\":2"));
+  JobActions first = state_->OnSessionResumed(2, 3.2);
+  EXPECT_THAT(Events(first), HasSubstr("\"session_resumed\":{\"node_id\":2"));
+  EXPECT_THAT(Printed(first), Not(HasSubstr("is back")));
+  JobActions last = state_->OnSessionResumed(0, 3.5);
+  EXPECT_THAT(Printed(last), HasSubstr("every node of relay 0 is back, the last after 0.50 s"));
+  // Within the loss limit of their last messages nobody is lost, and no round stops.
+  JobActions after = Run({0, 1, 2}, 3.5, 6);
+  EXPECT_THAT(Events(after), Not(HasSubstr("node_lost")));
 }
 
 }  // namespace
