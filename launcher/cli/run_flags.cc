@@ -116,9 +116,10 @@ std::vector<Flag> RunFlagTable(RunFlags* f) {
       {{"--max-restarts", "--max_restarts"}, true, Count("--max-restarts", &f->max_restarts)},
       {{"--spares"}, true, Count("--spares", &f->spares)},
       {{"--relay-fanout"}, true,
-       [f](const std::string& v) {
-         if (v == "auto") {
-           f->relay_fanout_auto = true;
+       [f](const std::string& v) {  // the last one given wins
+         f->relay_fanout_auto = v == "auto";
+         if (f->relay_fanout_auto) {
+           f->relay_fanout = -1;
            return absl::OkStatus();
          }
          return Count("--relay-fanout", &f->relay_fanout)(v);

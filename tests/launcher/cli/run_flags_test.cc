@@ -80,6 +80,14 @@ TEST(RunFlagsTest, RelayFanoutTakesACountOrAuto) {
   auto spec = BuildRunSpec(*automatic);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(spec->relay_fanout_auto);
+  // The last one given wins, as for every flag.
+  auto then_count = ParseRunFlags({"--relay-fanout", "auto", "--relay-fanout", "64", "--", "t"});
+  ASSERT_TRUE(then_count.ok()) << then_count.status();
+  EXPECT_FALSE(BuildRunSpec(*then_count)->relay_fanout_auto);
+  EXPECT_EQ(BuildRunSpec(*then_count)->relay_fanout, 64);
+  auto then_auto = ParseRunFlags({"--relay-fanout", "64", "--relay-fanout", "auto", "--", "t"});
+  ASSERT_TRUE(then_auto.ok()) << then_auto.status();
+  EXPECT_TRUE(BuildRunSpec(*then_auto)->relay_fanout_auto);
   auto bad = ParseRunFlags({"--relay-fanout", "some", "--", "t"});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("--relay-fanout: not a non-negative integer: 'some'"));
