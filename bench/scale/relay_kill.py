@@ -47,7 +47,8 @@ class RelayKiller(threading.Thread):
 
 
 def Summarize(events_path, killed_at):
-    """moved (session_resumed / the relay's nodes), lost_s (the kill -> relay_lost), back_s
+    """moved (session_resumed events), named (the sessions relay_lost found still on the relay:
+    an agent quicker than the launcher moved first), lost_s (the kill -> relay_lost), back_s
     (relay_lost -> the last node back), nodes_lost (node_lost events), rounds (the last round)."""
     out = {"moved": "-", "nodes_lost": 0, "rounds": 0}
     resumed, relay_nodes, lost_at, back = 0, None, None, None
@@ -71,7 +72,8 @@ def Summarize(events_path, killed_at):
                 out["nodes_lost"] += 1
             else:
                 out["rounds"] = max(out["rounds"], d.get("round", 0))
-    out["moved"] = f"{resumed}/{relay_nodes if relay_nodes is not None else '?'}"
+    out["moved"] = resumed
+    out["named"] = relay_nodes if relay_nodes is not None else "-"
     if killed_at and lost_at:
         out["lost_s"] = lost_at - killed_at
     out["back_s"] = back

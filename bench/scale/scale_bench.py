@@ -353,12 +353,12 @@ def main():
                  if r.get("relays") else "- |"))
     if args.kill_relay_at_s > 0:
         print(f"\nrelay 0 killed {args.kill_relay_at_s} s after round 0 started:\n")
-        print("| N | sessions moved | kill -> relay_lost s | relay_lost -> last back s | "
-              "nodes lost | last round |")
-        print("|---|---|---|---|---|---|")
+        print("| N | sessions moved | named by relay_lost | kill -> relay_lost s | "
+              "relay_lost -> last back s | nodes lost | last round |")
+        print("|---|---|---|---|---|---|---|")
         for r in rows:
             k = r.get("relay_kill", {})
-            print(f"| {r['n']} | {k.get('moved', '-')} | {Fmt(k.get('lost_s'))} | "
+            print(f"| {r['n']} | {k.get('moved', '-')} | {k.get('named', '-')} | {Fmt(k.get('lost_s'))} | "
                   f"{Fmt(k.get('back_s'))} | {k.get('nodes_lost', '-')} | {k.get('rounds', '-')} |")
     if args.json:
         with open(args.json, "w") as f:
