@@ -39,6 +39,11 @@ class ControlClient {
   ControlClient(const std::string& target, const JobCredentials& creds);
   ~ControlClient();
 
+  // Calls fail at once with UNAVAILABLE when the server cannot be reached, instead of waiting
+  // for it up to their timeout. For a relay, which listened before the agent was started: one
+  // that refuses the connection is gone, and the agent should go to the launcher at once.
+  void set_fail_fast(bool fail_fast) { fail_fast_ = fail_fast; }
+
   // What the node must check before it joins; waits for the launcher's server up to `timeout`.
   absl::StatusOr<v1::PreflightPlan> Preflight(const v1::PreflightRequest& request,
                                               std::chrono::milliseconds timeout);
@@ -72,7 +77,7 @@ class ControlClient {
     grpc::ClientContext ctx;
     ctx.AddMetadata(kTokenMetadataKey, token_);
     ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-    ctx.set_wait_for_ready(true);  // the launcher may still be starting its server
+    ctx.set_wait_for_ready(!fail_fast_);  // the launcher may still be starting its server
     Response response;
     grpc::Status s = (stub_.get()->*method)(&ctx, request, &response);
     if (!s.ok()) return FromGrpcStatus(s);
@@ -83,6 +88,7 @@ class ControlClient {
   void WriterLoop();
 
   std::string token_;
+  bool fail_fast_ = false;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Control::Stub> stub_;
 

@@ -61,10 +61,15 @@ absl::Status NodeAgent::Start() {
     Log(absl::StrCat("no GPU health in heartbeats: ", gpu_monitor_->unavailable()));
   }
   client_ = std::make_unique<ControlClient>(options_.control, options_.credentials);
+  client_->set_fail_fast(HasFallback());
   v1::PreflightRequest asked;
   asked.set_agent_id(agent_id_);
   asked.set_host(options_.host);
   auto checks = PreflightThisNode(*client_, asked, gpus_, *gpu_monitor_, JoinTimeout());
+  // Its relay went before this agent asked (or while it asked): ask the launcher itself.
+  if (!checks.ok() && FallBackBeforeJoining("preflight", checks.status())) {
+    checks = PreflightThisNode(*client_, asked, gpus_, *gpu_monitor_, JoinTimeout());
+  }
   if (!checks.ok()) return checks.status();
   const std::vector<std::string> failed = FailedChecks(*checks);
   if (!checks->empty() && failed.empty()) {
@@ -86,9 +91,7 @@ absl::Status NodeAgent::Start() {
   node_id_ = job_.node_id();
   state_.emplace(AgentConfig{milliseconds(job_.heartbeat_ms()), milliseconds(job_.grace_ms()),
                              job_.max_restarts(), job_.spare(), job_.round(),
-                             job_.heartbeat_misses(),
-                             !options_.control_fallback.empty() &&
-                                 options_.control != options_.control_fallback});
+                             job_.heartbeat_misses(), HasFallback()});
   WatchSignals();
   // Daemons the workers start (setsid, double fork) are handed to this agent, not to init.
   if (!BecomeSubreaper()) Log("cannot become the workers' subreaper: their daemons may outlive the job");

@@ -66,6 +66,14 @@ class NodeAgent {
   std::chrono::milliseconds JoinTimeout() const;
   absl::StatusOr<v1::JoinResponse> Join(const GpuInventory& gpus,
                                         const std::vector<v1::CheckResult>& checks);
+  // Before the agent has joined: when `call` through its relay failed with UNAVAILABLE (the relay
+  // went) and the launcher's own address is known, says so, points the client there and returns
+  // true, so the caller makes the call again. Once per agent.
+  bool FallBackBeforeJoining(const char* call, const absl::Status& failed);
+  // Its control address is a relay's, and the launcher's own is known (--control-fallback).
+  bool HasFallback() const {
+    return !options_.control_fallback.empty() && options_.control != options_.control_fallback;
+  }
   void WatchSignals();
   // Ends what the workers left behind (agent/orphan_sweeper.h) and logs it.
   void SweepOrphans();

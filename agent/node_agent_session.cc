@@ -23,16 +23,20 @@ absl::StatusOr<v1::JoinResponse> NodeAgent::Join(const GpuInventory& gpus,
   join.set_pid(getpid());
   join.set_worker_port(FreePort(options_.addr));
   absl::StatusOr<v1::JoinResponse> joined = client_->Join(join, JoinTimeout());
-  if (!joined.ok() && joined.status().code() == absl::StatusCode::kUnavailable &&
-      !options_.control_fallback.empty() && options_.control != options_.control_fallback) {
-    // Its relay went before the round closed: this agent joins the launcher itself.
-    Log(absl::StrCat("the join through ", options_.control, " failed (", joined.status().message(),
-                     "); joining ", options_.control_fallback));
-    options_.control = options_.control_fallback;
-    client_ = std::make_unique<ControlClient>(options_.control, options_.credentials);
+  // Its relay went before the round closed: this agent joins the launcher itself.
+  if (!joined.ok() && FallBackBeforeJoining("join", joined.status())) {
     joined = client_->Join(join, JoinTimeout());
   }
   return joined;
+}
+
+bool NodeAgent::FallBackBeforeJoining(const char* call, const absl::Status& failed) {
+  if (failed.code() != absl::StatusCode::kUnavailable || !HasFallback()) return false;
+  Log(absl::StrCat("the ", call, " through ", options_.control, " failed (", failed.message(),
+                   "); going to ", options_.control_fallback));
+  options_.control = options_.control_fallback;
+  client_ = std::make_unique<ControlClient>(options_.control, options_.credentials);
+  return true;
 }
 
 absl::Status NodeAgent::OpenSession() {
