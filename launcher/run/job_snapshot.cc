@@ -36,12 +36,13 @@ std::map<int, NodeRanks> RanksByNode(const std::map<int, RankProgress>& ranks) {
 }
 
 std::string NodeState(const NodeRecord& n, const NodeRanks& r, double since_heard_s,
-                      double silent_after_s) {
+                      double silent_after_s, bool moving) {
   if (n.gone()) return "gone";
   if (r.failed) return "failed";
   if (r.any && r.all_succeeded) return "done";
   if (n.session_state == SessionState::kEnded) return "ended";
   if (n.session_state == SessionState::kNotOpened) return "waiting";
+  if (moving) return "moving";
   if (since_heard_s > silent_after_s) return "silent";
   if (n.spare()) return "spare";
   return n.workers_running > 0 ? "running" : "idle";
@@ -85,7 +86,7 @@ v1::JobSnapshot BuildJobSnapshot(const SnapshotInputs& in, double now_s) {
     ns->set_node(id);
     ns->set_node_rank(member ? node_rank : -1);
     ns->set_host(n.host);
-    ns->set_state(NodeState(n, r, since, in.silent_after_s));
+    ns->set_state(NodeState(n, r, since, in.silent_after_s, in.moving && in.moving->count(id) > 0));
     ns->set_workers_running(n.open() ? n.workers_running : 0);
     ns->set_slots(member ? in.round->assignments[node_rank].local_world_size : 0);
     ns->set_since_heartbeat_s(since);

@@ -43,6 +43,8 @@ struct SnapshotInputs {
   const std::map<int, RankProgress>* ranks = nullptr;  // the current round's, by global rank
   const StepClock* steps = nullptr;
   double silent_after_s = 4;            // LivenessPolicy::silent_after()
+  // Nodes whose session went with a lost relay and has not opened again (JobState::OnRelayLost).
+  const std::map<int, size_t>* moving = nullptr;
   std::optional<int> exit_code;         // set once the job has finished
 };
 

@@ -58,6 +58,7 @@ v1::JobSnapshot JobState::Snapshot(double now_s) const {
   in.ranks = &ranks_;
   in.steps = &steps_;
   in.silent_after_s = SecondsOf(liveness_.silent_after());
+  in.moving = &moving_;
   if (finished_) in.exit_code = exit_code_;
   return BuildJobSnapshot(in, now_s);
 }

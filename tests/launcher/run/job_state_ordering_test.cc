@@ -156,9 +156,17 @@ TEST_F(JobStateOrderingTest, ALostRelaysNodesKeepTheirPlacesUntilTheyAreBack) {
   JobActions lost;
   ASSERT_TRUE(state_->OnRelayLost("relay 0", {0, 2}, 3.0, lost));
   EXPECT_THAT(Events(lost), HasSubstr("\"relay_lost\":{\"relay\":\"relay 0\",\"nodes\":2"));
+  auto states = [&](double now_s) {
+    std::vector<std::string> out;
+    const v1::JobSnapshot snapshot = state_->Snapshot(now_s);
+    for (const v1::NodeSnapshot& n : snapshot.nodes()) out.push_back(n.state());
+    return out;
+  };
+  EXPECT_THAT(states(3.1), ElementsAre("moving", "running", "moving"));
   JobActions first = state_->OnSessionResumed(2, 3.2);
   EXPECT_THAT(Events(first), HasSubstr("\"session_resumed\":{\"node_id\":2"));
   EXPECT_THAT(Printed(first), Not(HasSubstr("is back")));
+  EXPECT_THAT(states(3.3), ElementsAre("moving", "running", "running"));
   JobActions last = state_->OnSessionResumed(0, 3.5);
   EXPECT_THAT(Printed(last), HasSubstr("every node of relay 0 is back, the last after 0.50 s"));
   // Within the loss limit of their last messages nobody is lost, and no round stops.
