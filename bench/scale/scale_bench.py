@@ -193,7 +193,8 @@ def RunOne(args, dlaunch, load_agents, n):
               f"--lose-at-s {args.lose_at_s} --channels {args.channels} "
               f"--log-lines-per-s {args.log_lines_per_s} --silent-connections {args.silent_connections} "
               f"--slow-readers {args.slow_readers} --summary {summary}"
-              + (" --no-batch" if args.no_batch else ""))
+              + (" --no-batch" if args.no_batch else "")
+              + f" --start-threads {args.start_threads}")
     cmd = [dlaunch, "run", "--launcher", "mpiexec", "--launcher-cmd", prefix,
            "--hosts", f"h[0-{n - 1}]", "--nproc-per-node", str(args.slots),
            "--heartbeat", "1", "--max-restarts", "1", "--job-dir", job_dir,
@@ -267,6 +268,13 @@ def RunOne(args, dlaunch, load_agents, n):
     except OSError:
         row["generator"] = "(no summary: load_agents did not finish)"
     m = re.search(r"lost at unix ([0-9.]+)", row["generator"])
+    lost_at = float(m.group(1)) if m else 0
+    # The restart's last second on the generator's side, seconds after the lost session's end:
+    # when the StartRounds sent ahead arrived, and when their held starts went out.
+    h = re.search(r"restart starts received at unix ([0-9.]+) to ([0-9.]+), started at unix "
+                  r"([0-9.]+) to ([0-9.]+)", row["generator"])
+    if h and lost_at > 0 and float(h.group(1)) > 0:
+        row["held"] = [float(x) - lost_at for x in h.groups()]
     if m and float(m.group(1)) > 0 and ev["detected"]:
         # The lost session's end to the launcher's failure_detected for that node (another node's
         # failure may come first): mostly the backlog of the launcher's event loop.
@@ -301,6 +309,9 @@ def main():
                     help="TCP connections to the launcher that never send (overload)")
     ap.add_argument("--slow-readers", type=int, default=0,
                     help="agents that read one command every 2 s (overload)")
+    ap.add_argument("--start-threads", type=int, default=4,
+                    help="load_agents threads that start the held rounds of a restart and "
+                         "report every rank's success (1: one agent after another, as before)")
     ap.add_argument("--no-batch", action="store_true",
                     help="simulated agents send each message alone (as before AgentBatch)")
     ap.add_argument("--join-timeout", type=float, default=300)
@@ -351,6 +362,16 @@ def main():
               + (f"{r['relays']}, {Fmt(r.get('relay_cpu_r0'), '{:.0f}')} / "
                  f"{Fmt(r.get('relay_cpu_r1'), '{:.0f}')}, {r['relay_hwm_mb']:.0f} |"
                  if r.get("relays") else "- |"))
+    if any(r.get("held") for r in rows):
+        print("\nthe restart, seconds after the lost session's end (the generator's clock):\n")
+        print("| N | StartRounds received, first / last | ranks started, first / last | "
+              "restart s (the launcher's) |")
+        print("|---|---|---|---|")
+        for r in rows:
+            h = r.get("held")
+            if h:
+                print(f"| {r['n']} | {h[0]:.2f} / {h[1]:.2f} | {h[2]:.2f} / {h[3]:.2f} | "
+                      f"{Fmt(r.get('restart_s'))} |")
     if args.kill_relay_at_s > 0:
         print(f"\nrelay 0 killed {args.kill_relay_at_s} s after round 0 started:\n")
         print("| N | sessions moved | named by relay_lost | kill -> relay_lost s | "

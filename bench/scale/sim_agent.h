@@ -64,6 +64,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
     held_ = false;
     StartRanks(lock);
     Kick(lock);
+    g_restart_started.Saw(UnixNow());
   }
 
   // Called by the ticker: a heartbeat now, if the session is open.
@@ -421,6 +422,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
       }
       spare_ = false;
       Adopt(place);
+      g_restart_received.Saw(UnixNow());
       if (cmd.start().start_after_ms() > 0) {  // the ticker starts it (StartHeld)
         held_ = true;
         started_a_round_ = true;
@@ -429,6 +431,7 @@ class SimAgent final : public grpc::ClientBidiReactor<v1::AgentMessage, v1::Laun
       }
       StartRanks(lock);
       Kick(lock);
+      g_restart_started.Saw(UnixNow());
     } else {
       g.pings++;
     }

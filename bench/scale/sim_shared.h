@@ -25,6 +25,7 @@ struct Options {
   int silent_connections = 0;  // raw TCP connections that never send a byte
   int slow_readers = 0;        // agents (the first ones) that read one command every 2 s
   bool batch = true;           // queued messages go up in one AgentBatch, as the agent sends them
+  int start_threads = 4;       // threads that start the held rounds due at one moment
   std::string summary;
   std::string control;
   std::string token_file;
@@ -72,6 +73,9 @@ struct StopWindow {
   }
 };
 inline StopWindow g_round_stops, g_exit_stops;
+// The same for the StartRounds of a restart (received), and for their starts (STARTED handed to
+// gRPC, at once or once a round sent ahead is due): where a restart's last second goes here.
+inline StopWindow g_restart_received, g_restart_started;
 
 inline void Note(const std::string& line) {
   std::lock_guard<std::mutex> lock(g_log_mu);
