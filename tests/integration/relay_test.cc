@@ -75,7 +75,7 @@ class RelayTest : public ::testing::Test {
 };
 
 TEST_F(RelayTest, AJobThroughRelaysRunsAsWithoutThem) {
-  for (const std::vector<std::string> tls : {std::vector<std::string>{}, {"--no-tls"}}) {
+  for (const std::vector<std::string>& tls : {std::vector<std::string>{}, {"--no-tls"}}) {
     SCOPED_TRACE(tls.empty() ? "TLS" : "plain TCP");
     SetUp();
     std::vector<std::string> flags = {"--relay-fanout", "2"};
