@@ -1,5 +1,7 @@
 #include "agent/control_client.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "proto/agent_batch.h"
 #include "proto/grpc_status.h"
@@ -75,7 +77,7 @@ void ControlClient::WriterLoop() {
       if (queue_.empty() || reader_done_) break;
       // Everything queued while the last write was in flight goes up in one write.
       batch = TakeBatch(queue_, [this](const v1::AgentMessage& m, size_t bytes) {
-        if (m.has_log()) queued_log_bytes_ -= bytes;
+        if (m.has_log()) queued_log_bytes_ -= std::min(queued_log_bytes_, bytes);
       });
       for (const v1::AgentMessage& m : batch) {
         if (!KeptForAMove(m)) continue;
@@ -95,6 +97,8 @@ void ControlClient::Send(v1::AgentMessage message) {
 bool ControlClient::Queue(v1::AgentMessage message) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!stream_ || closing_) return false;
+  // Numbered first: the writer subtracts each log message's size as it is written, seq included.
+  message.set_seq(last_seq_ + 1);
   if (message.has_log()) {
     const size_t bytes = message.ByteSizeLong();
     if (queue_.size() >= kMaxQueuedMessages || queued_log_bytes_ + bytes > kMaxQueuedLogBytes) {
@@ -102,7 +106,7 @@ bool ControlClient::Queue(v1::AgentMessage message) {
     }
     queued_log_bytes_ += bytes;
   }
-  message.set_seq(++last_seq_);
+  ++last_seq_;
   queue_.push_back(std::move(message));
   return true;
 }

@@ -156,5 +156,28 @@ TEST(ControlClientMoveTest, WhatWasNotAcknowledgedGoesFirstOnTheNextSession) {
   server->Shutdown(std::chrono::system_clock::now() + seconds(1));
 }
 
+TEST(ControlClientMoveTest, LogLinesGoUpAfterHundredsOfNumberedMessages) {
+  // The bound on queued log bytes counts each log message as it is written, its number included:
+  // counted without it, every written message left the count a few bytes short, and after a few
+  // hundred messages (sooner for small ones) every log line was refused.
+  RecordingLauncher launcher;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&launcher);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_GT(port, 0);
+  ControlClient client(absl::StrCat("127.0.0.1:", port), JobCredentials{"token", "", ""});
+  ASSERT_TRUE(client.OpenSession([](const v1::LauncherCommand&) {}, [](const std::string&, bool) {}).ok());
+  for (uint64_t seq = 1; seq <= 500; ++seq) {
+    ASSERT_TRUE(client.Queue(Log())) << "log message " << seq << " refused";
+    client.Wake();
+    ASSERT_TRUE(launcher.WaitFor(seq)) << seq;  // written before the next is queued
+  }
+  client.Close(std::chrono::milliseconds(2000));
+  EXPECT_EQ(launcher.Take().size(), 500u);
+  server->Shutdown(std::chrono::system_clock::now() + seconds(1));
+}
+
 }  // namespace
 }  // namespace dlaunch
