@@ -158,8 +158,8 @@ TEST(ControlClientMoveTest, WhatWasNotAcknowledgedGoesFirstOnTheNextSession) {
 
 TEST(ControlClientMoveTest, LogLinesGoUpAfterHundredsOfNumberedMessages) {
   // The bound on queued log bytes counts each log message as it is written, its number included:
-  // counted without it, every written message left the count a few bytes short, and after a few
-  // hundred messages (sooner for small ones) every log line was refused.
+  // counted without it, every written message left the count a few bytes short, and once the
+  // shortfall passed a message's size every log line was refused (from the 8th of these).
   RecordingLauncher launcher;
   grpc::ServerBuilder builder;
   int port = 0;
