@@ -168,10 +168,17 @@ std::string AgentsControlAddress(const RunFlags& flags, bool local, const std::s
   return absl::StrCat(host, ":", port);
 }
 
-// The job's agents per relay: rendezvous.relay_fanout, `auto` resolved by the number of agents.
-int JobRelayFanout(const JobSpec& spec, const HostPlan& plan) {
-  return EffectiveRelayFanout(static_cast<int>(plan.AgentHosts().size()), spec.relay_fanout,
-                              spec.relay_fanout_auto);
+// The job's relays: its agents per relay (rendezvous.relay_fanout, `auto` resolved by the number
+// of agents) and how many relays that makes. The relays started and the certificates the
+// launcher signs for them both come from here.
+struct JobRelays {
+  int fanout = 0;
+  int count = 0;
+};
+JobRelays JobRelaysOf(const JobSpec& spec, const HostPlan& plan) {
+  const int agents = static_cast<int>(plan.AgentHosts().size());
+  const int fanout = EffectiveRelayFanout(agents, spec.relay_fanout, spec.relay_fanout_auto);
+  return {fanout, RelayCount(agents, fanout)};
 }
 
 // With rendezvous.relay_fanout, the relays on this host (docs/relays.md); their addresses, or
@@ -180,8 +187,7 @@ absl::StatusOr<std::vector<std::string>> StartRelays(const JobSpec& spec, const 
                                                      const JobDirectory& dir, bool local,
                                                      const std::string& control, int port,
                                                      RelayGroup* group) {
-  const int fanout = JobRelayFanout(spec, plan);
-  const int count = RelayCount(static_cast<int>(plan.AgentHosts().size()), fanout);
+  const auto [fanout, count] = JobRelaysOf(spec, plan);
   if (count == 0) return std::vector<std::string>{};
   RelayLaunch launch;
   const char* program = std::getenv("DLAUNCH_RELAY");
@@ -322,8 +328,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   ControlService service(token, io, &controller);
   service.SetWatchHandler(&live);
   service.SetJobIdentity(prepared->tls ? &*prepared->tls : nullptr,  // signs relays' certificates
-                         RelayCount(static_cast<int>(plan->AgentHosts().size()),
-                                    JobRelayFanout(*spec, *plan)));
+                         JobRelaysOf(*spec, *plan).count);
   service.SetPreflightPlan(MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement)));
 
   // The endpoint listens everywhere, so `dlaunch watch` reaches it from other hosts (the login
