@@ -103,16 +103,31 @@ v1::AgentMessage Log() {
   return m;
 }
 
-TEST(ControlClientMoveTest, WhatWasNotAcknowledgedGoesFirstOnTheNextSession) {
+// A RecordingLauncher served on a loopback port for each test.
+class ControlClientMoveTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&launcher);
+    server_ = builder.BuildAndStart();
+    ASSERT_GT(port, 0);
+    target = absl::StrCat("127.0.0.1:", port);
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + seconds(1));
+  }
+
   RecordingLauncher launcher;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&launcher);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_GT(port, 0);
-  const std::string target = absl::StrCat("127.0.0.1:", port);
-  JobCredentials creds{"token", "", ""};
+  std::string target;
+  const JobCredentials creds{"token", "", ""};
+
+ private:
+  std::unique_ptr<grpc::Server> server_;
+};
+
+TEST_F(ControlClientMoveTest, WhatWasNotAcknowledgedGoesFirstOnTheNextSession) {
 
   std::mutex mu;
   std::condition_variable cv;
@@ -153,21 +168,13 @@ TEST(ControlClientMoveTest, WhatWasNotAcknowledgedGoesFirstOnTheNextSession) {
   ASSERT_TRUE(launcher.WaitFor(6));
   second.Close(std::chrono::milliseconds(2000));
   EXPECT_EQ(launcher.Take(), (std::vector<std::string>{"3 worker 2", "6 heartbeat"}));
-  server->Shutdown(std::chrono::system_clock::now() + seconds(1));
 }
 
-TEST(ControlClientMoveTest, LogLinesGoUpAfterHundredsOfNumberedMessages) {
+TEST_F(ControlClientMoveTest, LogLinesGoUpAfterHundredsOfNumberedMessages) {
   // The bound on queued log bytes counts each log message as it is written, its number included:
   // counted without it, every written message left the count a few bytes short, and once the
   // shortfall passed a message's size every log line was refused (from the 8th of these).
-  RecordingLauncher launcher;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&launcher);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_GT(port, 0);
-  ControlClient client(absl::StrCat("127.0.0.1:", port), JobCredentials{"token", "", ""});
+  ControlClient client(target, creds);
   ASSERT_TRUE(client.OpenSession([](const v1::LauncherCommand&) {}, [](const std::string&, bool) {}).ok());
   for (uint64_t seq = 1; seq <= 500; ++seq) {
     ASSERT_TRUE(client.Queue(Log())) << "log message " << seq << " refused";
@@ -176,7 +183,6 @@ TEST(ControlClientMoveTest, LogLinesGoUpAfterHundredsOfNumberedMessages) {
   }
   client.Close(std::chrono::milliseconds(2000));
   EXPECT_EQ(launcher.Take().size(), 500u);
-  server->Shutdown(std::chrono::system_clock::now() + seconds(1));
 }
 
 }  // namespace
