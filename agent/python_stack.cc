@@ -69,6 +69,50 @@ bool HasUserFrame(const PyThread& t, PyFrame* out) {
   return false;
 }
 
+// A frame of PyTorch that waits on the other ranks.
+bool WaitsOnPeers(const PyFrame& f) {
+  if (absl::StrContains(f.file, "/torch/distributed/") ||
+      absl::StrContains(f.file, "/torch/nn/parallel/distributed.py")) {
+    return true;
+  }
+  return absl::StrContains(f.file, "/torch/autograd/") &&
+         (f.function == "backward" || f.function == "grad");
+}
+
+// A native frame of the collective libraries: "c10d::Work::wait(...) () from libtorch_cpu.so".
+bool NativeWaitsOnPeers(absl::string_view function) {
+  for (absl::string_view lib : {"gloo::", "c10d::", "nccl", "ProcessGroup"}) {
+    if (absl::StrContains(function, lib)) return true;
+  }
+  return false;
+}
+
+// gdb's frame line: "#5  0x00007f in c10d::Work::wait(std::chrono::...) () from /lib/libt.so"
+// or "#3  __pthread_cond_wait_common (abstime=0x0, ...) at ./nptl/pthread_cond_wait.c:503".
+std::optional<PyFrame> GdbFrame(absl::string_view line) {
+  if (!absl::ConsumePrefix(&line, "#")) return std::nullopt;
+  const size_t space = line.find(' ');
+  if (space == absl::string_view::npos) return std::nullopt;
+  line = absl::StripLeadingAsciiWhitespace(line.substr(space));
+  if (absl::StartsWith(line, "0x")) {
+    const size_t in = line.find(" in ");
+    if (in == absl::string_view::npos) return std::nullopt;
+    line = line.substr(in + 4);
+  }
+  PyFrame f;
+  f.function = std::string(line.substr(0, line.find(" (")));
+  // The name up to its argument list: "c10d::Work::wait(std::chrono::...)" -> c10d::Work::wait.
+  f.function = f.function.substr(0, f.function.find('('));
+  for (absl::string_view where : {" from ", " at "}) {
+    const size_t at = line.rfind(where);
+    if (at != absl::string_view::npos) {
+      f.file = std::string(line.substr(at + where.size()));
+      break;
+    }
+  }
+  return f;
+}
+
 }  // namespace
 
 std::vector<PyThread> ParsePySpyDump(absl::string_view text) {
@@ -131,6 +175,41 @@ std::optional<PyFrame> StuckFrame(const std::vector<PyThread>& threads) {
   }
   for (const PyThread& t : threads) {
     if (!t.main && HasUserFrame(t, &f)) return f;
+  }
+  return std::nullopt;
+}
+
+std::optional<PyFrame> CollectiveWait(const std::vector<PyThread>& threads) {
+  const PyThread* judged = nullptr;
+  for (const PyThread& t : threads) {
+    if (t.main) {
+      judged = &t;
+      break;
+    }
+  }
+  PyFrame user;
+  for (size_t i = 0; judged == nullptr && i < threads.size(); ++i) {
+    if (HasUserFrame(threads[i], &user)) judged = &threads[i];
+  }
+  if (judged == nullptr) return std::nullopt;
+  for (const PyFrame& f : judged->frames) {
+    if (WaitsOnPeers(f)) return f;
+    if (!IsLibraryFile(f.file)) break;  // the user's own code: stopped there, not in a wait
+  }
+  return std::nullopt;
+}
+
+std::optional<PyFrame> NativeCollectiveWait(absl::string_view gdb_text, int pid) {
+  const std::string lwp = absl::StrCat("(LWP ", pid, ")");
+  bool main = false;
+  for (absl::string_view line : absl::StrSplit(gdb_text, '\n')) {
+    if (absl::StartsWith(line, "Thread ")) {
+      if (main) break;  // the main thread's frames are over
+      main = absl::StrContains(line, lwp);
+    } else if (main) {
+      std::optional<PyFrame> f = GdbFrame(line);
+      if (f && NativeWaitsOnPeers(f->function)) return f;
+    }
   }
   return std::nullopt;
 }

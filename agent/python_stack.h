@@ -42,6 +42,19 @@ bool IsLibraryFile(absl::string_view file);
 // Where the rank is stuck, as above; nullopt when no thread has a frame of the user's code.
 std::optional<PyFrame> StuckFrame(const std::vector<PyThread>& threads);
 
+// Where the rank waits on its peers: on its main thread (the thread StuckFrame judges by when
+// there is none), the innermost frame of PyTorch's distributed package (a collective, a
+// barrier, a store wait, init_process_group's rendezvous, DDP's forward), or of autograd's
+// backward (a DDP rank's backward waits on the reducer's gradient all-reduce), found before
+// the first frame of the user's own code. nullopt when that thread is stopped elsewhere: in
+// the user's code, in a data loader, in the standard library.
+std::optional<PyFrame> CollectiveWait(const std::vector<PyThread>& threads);
+
+// The same from gdb's `thread apply all bt` of process `pid`: the innermost frame of its main
+// thread (LWP `pid`) in Gloo, NCCL or c10d (Work::wait, the Reducer, the TCPStore), as
+// function and library. nullopt when the main thread is elsewhere or is not in the text.
+std::optional<PyFrame> NativeCollectiveWait(absl::string_view gdb_text, int pid);
+
 // "train_step (/home/u/train.py:42)".
 std::string DescribeFrame(const PyFrame& frame);
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/python_process.h"
@@ -252,13 +253,23 @@ void StackDumper::Record(const Dump& d, std::optional<Source> source, const std:
   std::string head = absl::StrCat("# rank ", d.rank, ", pid ", d.target, ": ");
   if (!source) {
     absl::StrAppend(&head, "no stacks taken\n");
+    r.why_none = std::string(absl::StripTrailingAsciiWhitespace(d.notes));
+    absl::StrReplaceAll({{"\n", "; "}}, &r.why_none);
   } else if (*source == Source::kGdb) {
     absl::StrAppend(&head, "native stacks of every thread, from gdb\n");
+    r.waiting_in = NativeCollectiveWait(text, d.target);
   } else {
     absl::StrAppend(&head, "Python stacks of every thread, from ", SourceName(*source), "\n");
-    r.stuck_at = StuckFrame(*source == Source::kPySpy ? ParsePySpyDump(text)
-                                                      : ParseFaultHandlerDump(text));
+    const std::vector<PyThread> threads =
+        *source == Source::kPySpy ? ParsePySpyDump(text) : ParseFaultHandlerDump(text);
+    r.stuck_at = StuckFrame(threads);
+    r.waiting_in = CollectiveWait(threads);
     if (r.stuck_at) absl::StrAppend(&head, "# stuck in ", DescribeFrame(*r.stuck_at), "\n");
+  }
+  if (r.waiting_in) {
+    absl::StrAppend(&head, "# waits on its peers in ", DescribeFrame(*r.waiting_in), "\n");
+  } else if (source) {
+    absl::StrAppend(&head, "# not in a collective\n");
   }
   for (absl::string_view note : absl::StrSplit(d.notes, '\n', absl::SkipEmpty())) {
     absl::StrAppend(&head, "# ", note, "\n");
@@ -305,11 +316,14 @@ v1::RankStacks RankStacksOf(const StackDumper::Result& result, const std::string
   if (absl::ConsumePrefix(&path, job_dir)) absl::ConsumePrefix(&path, "/");
   m.set_path(std::string(path));
   m.set_source(result.source);
-  if (result.stuck_at) {
-    m.mutable_stuck_at()->set_function(result.stuck_at->function);
-    m.mutable_stuck_at()->set_file(result.stuck_at->file);
-    m.mutable_stuck_at()->set_line(result.stuck_at->line);
-  }
+  auto set = [](v1::StackFrame* to, const PyFrame& from) {
+    to->set_function(from.function);
+    to->set_file(from.file);
+    to->set_line(from.line);
+  };
+  if (result.stuck_at) set(m.mutable_stuck_at(), *result.stuck_at);
+  if (result.waiting_in) set(m.mutable_waiting_in(), *result.waiting_in);
+  m.set_why_none(result.why_none);
   return m;
 }
 

@@ -42,6 +42,10 @@ class StackDumper {
     std::string source;  // "worker server", "py-spy" or "gdb"; "" when none gave stacks
     std::string path;    // its file
     std::optional<PyFrame> stuck_at;  // a Python rank's frame of the user's code
+    // The frame it waits on its peers in (CollectiveWait, NativeCollectiveWait); unset when
+    // its stacks show it elsewhere, or when none were taken.
+    std::optional<PyFrame> waiting_in;
+    std::string why_none;  // no stacks: why, a line per source tried
   };
   // How the dumper looks at a process and finds py-spy (agent/python_process.h); tests give
   // their own.

@@ -101,5 +101,64 @@ TEST(PythonStackTest, NoUserFrameAnywhere) {
   EXPECT_THAT(ParseFaultHandlerDump(""), SizeIs(0));
 }
 
+
+// Real dumps of a DDP job (torch 1.13, gloo, two ranks) in which one rank stopped in its own
+// code (load_batch, or after its step) while its peer waited for it.
+std::string Waiting(const std::vector<PyThread>& threads) {
+  std::optional<PyFrame> f = CollectiveWait(threads);
+  return f ? DescribeFrame(*f) : "(none)";
+}
+
+TEST(PythonStackTest, ARankWaitingForItsPeerInDdpsBackwardWaitsInACollective) {
+  const std::vector<PyThread> threads = ParsePySpyDump(Fixture("ddp_backward_wait.py-spy.txt"));
+  EXPECT_EQ(Waiting(threads),
+            "backward (/usr/lib/python3/dist-packages/torch/autograd/__init__.py:197)");
+  EXPECT_EQ(Stuck(threads), "main (/home/user/project/ddp_stall.py:18)");
+}
+
+TEST(PythonStackTest, ARankWaitingInAnExplicitAllReduceWaitsInACollective) {
+  const std::vector<PyThread> threads = ParsePySpyDump(Fixture("ddp_allreduce_wait.py-spy.txt"));
+  EXPECT_EQ(Waiting(threads),
+            "all_reduce (/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py:1541)");
+}
+
+TEST(PythonStackTest, TheRankStoppedInItsOwnCodeIsNotInACollective) {
+  const std::vector<PyThread> threads = ParsePySpyDump(Fixture("ddp_load_stall.py-spy.txt"));
+  EXPECT_EQ(Waiting(threads), "(none)");
+  EXPECT_EQ(Stuck(threads), "load_batch (/home/user/project/ddp_stall.py:7)");
+}
+
+TEST(PythonStackTest, InitProcessGroupWaitingForItsPeersIsAWaitToo) {
+  // The rendezvous of init_process_group waits on the store for the ranks not there yet.
+  EXPECT_EQ(Waiting(ParsePySpyDump(Fixture("torch_init.py-spy.txt"))),
+            "_create_c10d_store (/home/user/venv/lib/python3.11/site-packages/torch/distributed/"
+            "rendezvous.py:199)");
+  // A library frame under the user's innermost frame does not count: the user's code called
+  // it and is what runs now.
+  PyThread t{"1", "MainThread", true,
+             {{"sleep_a_while", "/home/u/train.py", 3},
+              {"all_reduce", "/x/site-packages/torch/distributed/distributed_c10d.py", 9}}};
+  EXPECT_EQ(Waiting({t}), "(none)");
+  // Nor does a plain script's stall, or a data loader's queue.
+  EXPECT_EQ(Waiting(ParsePySpyDump(Fixture("plain_stall.py-spy.txt"))), "(none)");
+}
+
+TEST(PythonStackTest, GdbsMainThreadShowsTheNativeWaitOfACollective) {
+  std::optional<PyFrame> backward =
+      NativeCollectiveWait(Fixture("ddp_backward_wait.gdb.txt"), 8809);
+  ASSERT_TRUE(backward.has_value());
+  EXPECT_EQ(backward->function, "c10d::Reducer::finalize_backward");
+  EXPECT_EQ(backward->file, "/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13");
+  std::optional<PyFrame> all_reduce =
+      NativeCollectiveWait(Fixture("ddp_allreduce_wait.gdb.txt"), 11147);
+  ASSERT_TRUE(all_reduce.has_value());
+  EXPECT_EQ(all_reduce->function, "c10d::Work::wait");
+  // The stopped rank's main thread sleeps in Python; its Gloo threads wait as they always do,
+  // and do not count.
+  EXPECT_FALSE(NativeCollectiveWait(Fixture("ddp_load_stall.gdb.txt"), 8810).has_value());
+  // Another pid's main thread is not in the text.
+  EXPECT_FALSE(NativeCollectiveWait(Fixture("ddp_backward_wait.gdb.txt"), 1).has_value());
+}
+
 }  // namespace
 }  // namespace dlaunch
