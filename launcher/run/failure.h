@@ -49,6 +49,9 @@ struct Failure {
   std::vector<std::string> log_tail;
   std::string detail;         // e.g. "no progress for 61.0 s (limit 60.0 s)"
   std::optional<StuckAt> stuck_at;  // a stall or hang whose rank's stacks named a frame
+  // A stall whose rank's stacks show it waiting on its peers in a collective: a victim of the
+  // rank that stopped, not a cause (stall_inquiry.h).
+  bool waits_on_peers = false;
 };
 
 // One line naming the failure: "worker crash: rank 3 (local 1, node 1, host h2) killed by

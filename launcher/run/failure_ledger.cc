@@ -28,13 +28,30 @@ void FailureLedger::Record(Failure failure, bool first_of_job, double now_s, int
 }
 
 void FailureLedger::AnnounceNew(double now_s, int round, JobActions& out) {
-  Announce(now_s, !PeerLike(Verdict().root), round, out);
+  Announce(now_s, !held_ && !PeerLike(Verdict().root), round, out);
+}
+
+void FailureLedger::HoldFor(double until_s) {
+  held_ = true;
+  announce_at_s_ = until_s;
+}
+
+void FailureLedger::Release(double now_s, int round, JobActions& out) {
+  held_ = false;
+  Announce(now_s, true, round, out);
+}
+
+void FailureLedger::MarkWaitsOnPeers(int rank) {
+  for (Failure& f : failures_) {
+    if (f.global_rank == rank && f.cls == FailureClass::kStall) f.waits_on_peers = true;
+  }
 }
 
 void FailureLedger::Announce(double now_s, bool force, int round, JobActions& out) {
   if (failures_.empty()) return;
   if (!force && announce_at_s_ && now_s < *announce_at_s_) return;
   announce_at_s_.reset();
+  held_ = false;
   const RootCauseVerdict verdict = Verdict();
   const std::string text = DescribeFailure(verdict.root);
   if (text == announced_) return;
@@ -63,6 +80,7 @@ void FailureLedger::NoteStuckAt(int rank, const StuckAt& at) {
 void FailureLedger::Clear() {
   failures_.clear();
   announced_.clear();
+  held_ = false;
   announce_at_s_.reset();
 }
 

@@ -28,6 +28,13 @@ class FailureLedger {
   // Rank `rank`'s stacks named where it is stuck: its stall or hang at exit says so from now on
   // (the final report, summary.json). The line already printed stays as it was.
   void NoteStuckAt(int rank, const StuckAt& at);
+  // Holds the root cause back until `until_s` (or Release): a stall's suspect is named only
+  // once every rank's stacks show which rank stopped (stall_inquiry.h).
+  void HoldFor(double until_s);
+  // Ends a hold and announces the root cause now.
+  void Release(double now_s, int round, JobActions& out);
+  // Rank `rank`'s stall is a wait on its peers: it comes after a failure of its own.
+  void MarkWaitsOnPeers(int rank);
   // A new round: its failures are its own.
   void Clear();
 
@@ -49,6 +56,7 @@ class FailureLedger {
  private:
   std::vector<Failure> failures_;        // every failure of the round, in order
   std::optional<double> announce_at_s_;  // a root cause held back until then
+  bool held_ = false;                    // HoldFor: nothing is announced before its time
   std::string announced_;                // the root cause as last printed
   std::string job_failure_;
   std::vector<std::string> job_failure_detail_;

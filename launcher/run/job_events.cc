@@ -183,6 +183,10 @@ v1::JobEvent StacksRecordedEvent(int round, const NodePlace& node, const v1::Ran
   r->set_stuck_function(stacks.stuck_at().function());
   r->set_stuck_file(stacks.stuck_at().file());
   r->set_stuck_line(stacks.stuck_at().line());
+  r->set_waiting_function(stacks.waiting_in().function());
+  r->set_waiting_file(stacks.waiting_in().file());
+  r->set_waiting_line(stacks.waiting_in().line());
+  r->set_why_none(stacks.why_none());
   return e;
 }
 

@@ -154,15 +154,7 @@ JobActions JobState::OnAgentMessage(int node, const v1::AgentMessage& msg, doubl
       break;
     case v1::AgentMessage::kStacks:
       out.push_back(AppendEvent{StacksRecordedEvent(current_round(), nodes_.PlaceOf(node), msg.stacks())});
-      if (msg.stacks().has_stuck_at()) {
-        const v1::StackFrame& frame = msg.stacks().stuck_at();
-        const StuckAt at{frame.function(), frame.file(), frame.line(), msg.stacks().source(),
-                         msg.stacks().path()};
-        ledger_.NoteStuckAt(msg.stacks().rank(), at);
-        out.push_back(PrintLine{true, absl::StrCat("[dlaunch] rank ", msg.stacks().rank(),
-                                                   " is stuck in ", DescribeStuckAt(at), " (",
-                                                   at.stacks, ", from ", at.source, ")")});
-      }
+      HandleStacks(msg.stacks(), now_s, out);
       break;
     case v1::AgentMessage::kLog: {
       // The agent's own notes on a rank ("[dlaunch] ... could not be written to its log") are
@@ -402,6 +394,7 @@ JobActions JobState::OnTick(double now_s, double loop_lag_s) {
     CheckLiveness(now_s, loop_lag_s, out);
     AdvanceRestart(now_s, out);
     CheckHealth(now_s, out);
+    if (inquiry_.open() && now_s >= inquiry_.due_s()) ResolveStall(now_s, out);
     ledger_.Announce(now_s, false, current_round(), out);
   }
   if (outcome_ == Outcome::kRunning && now_s - last_summary_s_ >= config_.summary_interval_s) {

@@ -34,6 +34,7 @@
 #include "launcher/run/progress_monitor.h"
 #include "launcher/run/restart_policy.h"
 #include "launcher/run/round_coordinator.h"
+#include "launcher/run/stall_inquiry.h"
 #include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
@@ -151,6 +152,13 @@ class JobState {
                 double now_s, JobActions& out);
   Failure RankFailure(FailureClass cls, int rank, double now_s) const;
   void CheckHealth(double now_s, JobActions& out);
+  // A stall: every rank's stacks are asked for, and its root cause waits for them.
+  void BeginStallInquiry(const Hang& h, double now_s, JobActions& out);
+  // A rank's stacks: said, and noted for the failure and the inquiry.
+  void HandleStacks(const v1::RankStacks& stacks, double now_s, JobActions& out);
+  // The stacks are in (or their time is up, or the job's end cannot wait): the ranks outside a
+  // collective are named as the stall's cause, and the root cause is announced.
+  void ResolveStall(double now_s, JobActions& out);
   void ArmHealth(JobActions& out);
   void StopAll(double grace_s, const std::string& reason, double now_s, JobActions& out);
   void MaybeFinish(double now_s, JobActions& out);
@@ -203,6 +211,7 @@ class JobState {
   Outcome outcome_ = Outcome::kRunning;
   double health_armed_at_s_ = -1;
   std::vector<int> dump_ranks_;             // hung ranks, for the stop command
+  StallInquiry inquiry_;                    // a stall's stacks, until its cause is named
   int signals_seen_ = 0;
   // Workers' output lines printed per second at most; the rest counted (line_budget.h).
   LineBudget output_budget_{10000};

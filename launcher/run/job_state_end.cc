@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +28,11 @@ std::string HangDetail(const Hang& h) {
       return absl::StrFormat("still running %.1f s after another rank exited 0 "
                              "(stop.exit_timeout %.1f s)", h.silent_s, h.limit_s);
     case HangKind::kStall:
+      // A script that sends no reports makes progress by its output lines: there is no step.
+      if (h.last_step < 0) {
+        return absl::StrFormat("no report or output line for %.1f s (limit %.1f s)", h.silent_s,
+                               h.limit_s);
+      }
       return absl::StrFormat("no progress for %.1f s (limit %.1f s), last step %d", h.silent_s,
                              h.limit_s, h.last_step);
     case HangKind::kStartup:
@@ -121,8 +128,10 @@ void JobState::FailWith(Outcome outcome, const std::string& reason,
   if (outcome_ != Outcome::kRunning) return;  // the first failure is the one reported
   outcome_ = outcome;
   ledger_.SetJobFailure(reason, std::move(detail));
+  // Before the round closed no worker runs: the node launchers are stopped, and the line says
+  // no more than the reason.
   out.push_back(PrintLine{true, absl::StrCat("[dlaunch] ", outcome == Outcome::kInterrupted ? "" : "error: ",
-                                             reason, "; stopping all workers")});
+                                             reason, round_ ? "; stopping all workers" : "")});
   StopAll(config_.stop_grace_s, reason, now_s, out);
 }
 
@@ -144,22 +153,145 @@ void JobState::CheckHealth(double now_s, JobActions& out) {
                                                         : FailureClass::kStall,
                           h.rank, now_s);
   f.detail = HangDetail(h);
-  if (hangs.size() > 1) {
-    absl::StrAppend(&f.detail, absl::StrFormat("; %d more rank(s) hung", hangs.size() - 1));
-  }
   std::vector<int> hung;
-  for (const Hang& other : hangs) {
-    hung.push_back(other.rank);
-    dump_ranks_.push_back(other.rank);
+  for (const Hang& other : hangs) hung.push_back(other.rank);
+  if (hangs.size() > 1) {
+    absl::StrAppend(&f.detail, "; ", RankList(std::vector<int>(hung.begin() + 1, hung.end())),
+                    " over the limit too");
   }
   out.push_back(AppendEvent{HangDetectedEvent(current_round(), f, h, now_s, hung)});
+  if (h.kind == HangKind::kExitHang) {
+    // Ranks still running after a peer finished: their own stacks say where each is held up.
+    dump_ranks_ = hung;
+  } else {
+    BeginStallInquiry(h, now_s, out);
+    // Its root cause waits for the stacks.
+    ledger_.HoldFor(inquiry_.due_s());
+  }
   Fail(Outcome::kFailed, std::move(f), now_s, out);
+}
+
+void JobState::BeginStallInquiry(const Hang& h, double now_s, JobActions& out) {
+  // The rank silent longest is only a suspect: a rank stopped in its own code stalls every
+  // peer in the next collective, and each of them falls silent too. Every rank's stacks, on
+  // every node, tell the ones that stopped from the ones that wait.
+  std::map<int, double> silences = monitor_.Silences(now_s);
+  dump_ranks_.clear();
+  std::set<int> nodes;
+  for (const auto& [rank, silent] : silences) {
+    dump_ranks_.push_back(rank);
+    auto it = ranks_.find(rank);
+    if (it != ranks_.end()) nodes.insert(it->second.node);
+  }
+  // Slack for the stacks' way up after the agents' budget.
+  constexpr double kStacksSlackS = 2;
+  inquiry_.Begin(dump_ranks_, h.rank, silences, now_s, now_s + config_.stack_dump_s + kStacksSlackS);
+  double least = HUGE_VAL;
+  for (const auto& [rank, silent] : silences) {
+    if (rank != h.rank) least = std::min(least, silent);
+  }
+  std::string others;
+  if (std::isfinite(least)) {
+    others = absl::StrFormat("; every other rank silent for at least %.1f s", least);
+  }
+  out.push_back(PrintLine{
+      true, absl::StrFormat("[dlaunch] stall: rank %d %s%s; taking the stacks of %d rank(s) on "
+                            "%d node(s) (up to %.0f s) to find the rank that stopped",
+                            h.rank, HangDetail(h), others, static_cast<int>(dump_ranks_.size()),
+                            static_cast<int>(nodes.size()), config_.stack_dump_s)});
+}
+
+void JobState::HandleStacks(const v1::RankStacks& stacks, double now_s, JobActions& out) {
+  const int rank = stacks.rank();
+  const bool inquiring = inquiry_.open();
+  const bool say = !inquiring || inquiry_.Note(stacks);
+  std::string line = absl::StrCat("[dlaunch] rank ", rank, ": ");
+  if (stacks.has_stuck_at()) {
+    const v1::StackFrame& frame = stacks.stuck_at();
+    const StuckAt at{frame.function(), frame.file(), frame.line(), stacks.source(), stacks.path()};
+    ledger_.NoteStuckAt(rank, at);
+  }
+  if (!say) {
+    // Said in the verdict's count; the file and the journal have it.
+  } else if (stacks.source().empty()) {
+    absl::StrAppend(&line, "no stacks could be taken (",
+                    stacks.why_none().empty() ? "no source answered" : stacks.why_none(), ")");
+  } else {
+    if (stacks.has_waiting_in()) {
+      absl::StrAppend(&line, "waits in ", DescribeWaitFrame(stacks.waiting_in()));
+      if (stacks.has_stuck_at()) {
+        absl::StrAppend(&line, ", called from ", DescribeWaitFrame(stacks.stuck_at()));
+      }
+    } else if (stacks.has_stuck_at()) {
+      absl::StrAppend(&line, "stopped in ", DescribeWaitFrame(stacks.stuck_at()),
+                      inquiring ? ", outside any collective" : "");
+    } else {
+      absl::StrAppend(&line, inquiring ? "outside any collective" : "stacks taken");
+    }
+    absl::StrAppend(&line, " (", stacks.path(), ", from ", stacks.source(), ")");
+  }
+  if (say) out.push_back(PrintLine{true, std::move(line)});
+  if (inquiring && inquiry_.complete()) ResolveStall(now_s, out);
+}
+
+void JobState::ResolveStall(double now_s, JobActions& out) {
+  if (!inquiry_.open()) return;
+  inquiry_.Close();
+  const std::vector<int> outside = inquiry_.Outside();
+  const std::vector<int> waiting = inquiry_.Waiting();
+  for (int rank : waiting) ledger_.MarkWaitsOnPeers(rank);
+  const bool suspect_waits =
+      std::binary_search(waiting.begin(), waiting.end(), inquiry_.suspect());
+  // Ranks outside a collective while the others wait in one stopped them. Where nobody waits
+  // in a collective (ranks that meet some other way), the stacks cannot tell: the suspect stays.
+  std::vector<int> stopped;
+  if (!waiting.empty()) {
+    for (int rank : outside) {
+      if (rank != inquiry_.suspect()) stopped.push_back(rank);
+    }
+  }
+  if (suspect_waits) {
+    // Each is a failure of its own, seen when the stall was: the root cause among them.
+    for (int rank : stopped) {
+      Failure f = RankFailure(FailureClass::kStall, rank, inquiry_.detected_at_s());
+      f.after_stop = false;
+      f.detail = absl::StrFormat("no progress for %.1f s, outside any collective",
+                                 inquiry_.SilentFor(rank));
+      if (const v1::RankStacks* s = inquiry_.StacksOf(rank); s && s->has_stuck_at()) {
+        f.stuck_at = StuckAt{s->stuck_at().function(), s->stuck_at().file(),
+                             s->stuck_at().line(), s->source(), s->path()};
+      }
+      ledger_.Record(std::move(f), false, now_s, current_round(), out);
+    }
+  }
+  if (outside.empty()) {
+    const std::vector<int> unknown = inquiry_.Unknown();
+    std::string why = unknown.empty()
+        ? "every rank's stacks show it waiting in a collective: none stopped in its own code "
+          "(a collective that never completes: the network, or a rank that left it)"
+        : absl::StrCat("no rank's stacks show it outside a collective; ", RankList(unknown),
+                       unknown.size() == 1 ? " has" : " have", " no stacks to tell");
+    out.push_back(PrintLine{true, "[dlaunch] " + why});
+  }
+  ledger_.Release(now_s, current_round(), out);
+  if (!suspect_waits && !stopped.empty()) {
+    out.push_back(PrintLine{true, absl::StrCat("[dlaunch] ", RankList(stopped),
+                                               " stopped outside a collective too")});
+  }
+  const std::string clause = inquiry_.WaitingClause();
+  if (!clause.empty() && !outside.empty()) {
+    const size_t culprits = suspect_waits ? stopped.size() : stopped.size() + 1;
+    out.push_back(PrintLine{true, absl::StrCat("[dlaunch] ", clause, " for ",
+                                               culprits == 1 ? "it" : "them")});
+  }
+  ArmHealth(out);
 }
 
 JobActions JobState::OnHealthCheck(double now_s) {
   JobActions out;
   if (finished_) return out;
   health_armed_at_s_ = -1;
+  if (inquiry_.open() && now_s >= inquiry_.due_s()) ResolveStall(now_s, out);
   AdvanceRestart(now_s, out);
   CheckHealth(now_s, out);
   ledger_.Announce(now_s, false, current_round(), out);
@@ -171,6 +303,7 @@ void JobState::ArmHealth(JobActions& out) {
   if (finished_) return;
   double next = outcome_ == Outcome::kRunning && !Restarting() ? monitor_.NextDeadline() : HUGE_VAL;
   if (auto at = ledger_.announce_at_s()) next = std::min(next, *at);
+  if (inquiry_.open()) next = std::min(next, inquiry_.due_s());
   if (auto at = rounds_.stop_deadline_s()) next = std::min(next, *at);
   if (auto at = rounds_.send_at_s()) next = std::min(next, *at);
   if (!std::isfinite(next) || next > 1e12 || next == health_armed_at_s_) return;
@@ -257,6 +390,7 @@ JobSummary JobState::Summarize(double now_s) const {
 
 void JobState::Finish(double now_s, JobActions& out) {
   if (finished_) return;
+  ResolveStall(now_s, out);
   ledger_.Announce(now_s, true, current_round(), out);
   finished_ = true;
   SayHeldBackOutput(now_s, true, out);

@@ -108,6 +108,7 @@ void JobState::AdvanceRestart(double now_s, JobActions& out) {
 }
 
 void JobState::DecideRestart(double now_s, JobActions& out) {
+  ResolveStall(now_s, out);
   const Failure root = ledger_.Verdict().root;
   ledger_.Announce(now_s, true, current_round(), out);
   // Members that did not end their round in time, or whose session broke, leave the job; the
@@ -182,6 +183,7 @@ void JobState::StartNextRound(std::vector<int> ids, double now_s, double workers
   nodes_.SetMembers(ids);
   ledger_.Clear();
   dump_ranks_.clear();
+  inquiry_.Clear();
   // The last round's reports still held (a lost node's ranks never ended) close its lines.
   JournalHeldMetrics(out);
   // The start limits count from when the workers may start.

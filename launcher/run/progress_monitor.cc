@@ -116,6 +116,12 @@ std::vector<Hang> ProgressMonitor::Check(double now) const {
   return out;
 }
 
+std::map<int, double> ProgressMonitor::Silences(double now) const {
+  std::map<int, double> out;
+  for (const auto& [rank, p] : running_) out[rank] = now - p.since;
+  return out;
+}
+
 double ProgressMonitor::NextDeadline() const {
   if (running_.empty()) return kNever;
   if (first_success_at_ >= 0 && settings_.exit_timeout_s > 0) {

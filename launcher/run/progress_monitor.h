@@ -55,6 +55,9 @@ class ProgressMonitor {
   // The earliest time at which Check could report something new (for arming a timer); a large
   // value when nothing is running. O(log ranks): the launcher asks after every heartbeat.
   double NextDeadline() const;
+  // Every running rank's silence at `now`: seconds since its last progress (or its round's
+  // start).
+  std::map<int, double> Silences(double now) const;
   // The silence limit a rank that has made progress gets now.
   double StallLimit() const;
 

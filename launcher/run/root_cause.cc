@@ -33,6 +33,7 @@ constexpr const char* kPeerFailureMarks[] = {
 
 // 0: a failure of its own; 1: a reaction to a peer.
 int Kind(const Failure& f) {
+  if (f.waits_on_peers) return 1;
   if (f.cls != FailureClass::kWorkerCrash) return 0;
   if (f.signal > 0 && f.signal != 15) return 0;   // SIGTERM is how a stop ends a rank
   return LooksLikePeerFailure(f.log_tail) ? 1 : 0;

@@ -23,7 +23,8 @@ bool LooksLikePeerFailure(const std::vector<std::string>& log_tail);
 // Picks the root cause among `failures` (at least one):
 //   1. failures seen before the job was told to stop come before those seen after;
 //   2. then a failure of its own (a signal such as SIGSEGV or SIGKILL, an error that is not a
-//      peer's death, a lost or silent node, a stall) comes before a rank that died of a peer;
+//      peer's death, a lost or silent node, a stall) comes before a rank that died of a peer
+//      or a stalled rank whose stacks show it waiting on its peers in a collective;
 //   3. then the earliest detected; ties go to the lower rank.
 RootCauseVerdict PickRootCause(const std::vector<Failure>& failures);
 

@@ -280,6 +280,8 @@ TEST_F(JobStateTest, RendezvousFailureIsALaunchErrorThatStopsTheLaunchers) {
   s.OnStarted({"a", "b"}, 0);
   JobActions a = s.OnRendezvousFailed(absl::DeadlineExceededError("rendezvous timed out after 2 s: 1 of 2 nodes joined"), 2);
   EXPECT_THAT(Printed(a, true), HasSubstr("error: rendezvous timed out after 2 s: 1 of 2 nodes joined"));
+  // No worker ever ran: there are none to stop.
+  EXPECT_THAT(Printed(a, true), Not(HasSubstr("stopping all workers")));
   EXPECT_TRUE(Has<StopLaunchers>(a));
   s.OnLauncherExited(0, kExited1, {}, 2.5);
   JobActions end = s.OnLauncherExited(1, kExited1, {}, 2.6);

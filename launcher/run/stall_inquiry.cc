@@ -1,0 +1,118 @@
+#include "launcher/run/stall_inquiry.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace dlaunch {
+
+void StallInquiry::Begin(const std::vector<int>& ranks, int suspect,
+                         std::map<int, double> silent_s, double now_s, double due_s) {
+  Clear();
+  open_ = true;
+  suspect_ = suspect;
+  asked_ = ranks;
+  std::sort(asked_.begin(), asked_.end());
+  asked_.erase(std::unique(asked_.begin(), asked_.end()), asked_.end());
+  silent_s_ = std::move(silent_s);
+  detected_at_s_ = now_s;
+  due_s_ = due_s;
+}
+
+bool StallInquiry::Note(const v1::RankStacks& stacks) {
+  if (!open_ || !std::binary_search(asked_.begin(), asked_.end(), stacks.rank())) return false;
+  if (!answered_.emplace(stacks.rank(), stacks).second) return false;
+  int& said = stacks.has_waiting_in() ? said_waiting_ : said_others_;
+  return said++ < (stacks.has_waiting_in() ? kSayWaiting : kSayOthers);
+}
+
+void StallInquiry::Clear() {
+  open_ = false;
+  asked_.clear();
+  silent_s_.clear();
+  answered_.clear();
+  said_waiting_ = 0;
+  said_others_ = 0;
+}
+
+std::vector<int> StallInquiry::Outside() const {
+  std::vector<int> out;
+  for (const auto& [rank, s] : answered_) {
+    if (!s.source().empty() && !s.has_waiting_in()) out.push_back(rank);
+  }
+  return out;
+}
+
+std::vector<int> StallInquiry::Waiting() const {
+  std::vector<int> out;
+  for (const auto& [rank, s] : answered_) {
+    if (s.has_waiting_in()) out.push_back(rank);
+  }
+  return out;
+}
+
+std::vector<int> StallInquiry::Unknown() const {
+  std::vector<int> out;
+  for (int rank : asked_) {
+    auto it = answered_.find(rank);
+    if (it == answered_.end() || (it->second.source().empty() && !it->second.has_waiting_in())) {
+      out.push_back(rank);
+    }
+  }
+  return out;
+}
+
+const v1::RankStacks* StallInquiry::StacksOf(int rank) const {
+  auto it = answered_.find(rank);
+  return it == answered_.end() ? nullptr : &it->second;
+}
+
+double StallInquiry::SilentFor(int rank) const {
+  auto it = silent_s_.find(rank);
+  return it == silent_s_.end() ? 0 : it->second;
+}
+
+std::string StallInquiry::WaitingClause() const {
+  const std::vector<int> waiting = Waiting();
+  if (waiting.empty()) return "";
+  // The frame most of them wait in; ties go to the lowest rank's.
+  std::map<std::string, int> count;
+  std::string common;
+  int best = 0;
+  for (int rank : waiting) {
+    const std::string frame = DescribeWaitFrame(answered_.at(rank).waiting_in());
+    if (++count[frame] > best) {
+      best = count[frame];
+      common = frame;
+    }
+  }
+  return absl::StrCat(RankList(waiting), waiting.size() == 1 ? " waits" : " wait", " in ",
+                      common, best < static_cast<int>(waiting.size()) ? " and elsewhere" : "");
+}
+
+std::string RankList(const std::vector<int>& ranks, size_t max) {
+  if (ranks.size() == 1) return absl::StrCat("rank ", ranks[0]);
+  if (ranks.size() > max) {
+    return absl::StrCat("ranks ", absl::StrJoin(ranks.begin(), ranks.begin() + max, ", "),
+                        ", ... (", ranks.size(), " in all)");
+  }
+  std::vector<int> head(ranks.begin(), ranks.end() - 1);
+  return absl::StrCat("ranks ", absl::StrJoin(head, ", "), " and ", ranks.back());
+}
+
+std::string DescribeWaitFrame(const v1::StackFrame& frame) {
+  std::string file = frame.file();
+  for (const char* root : {"site-packages/", "dist-packages/"}) {
+    const size_t at = file.rfind(root);
+    if (at != std::string::npos) {
+      file = file.substr(at + std::string(root).size());
+      break;
+    }
+  }
+  if (file.empty()) return frame.function();
+  if (frame.line() <= 0) return absl::StrCat(frame.function(), " (", file, ")");
+  return absl::StrCat(frame.function(), " (", file, ":", frame.line(), ")");
+}
+
+}  // namespace dlaunch
