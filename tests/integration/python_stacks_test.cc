@@ -144,5 +144,73 @@ TEST_F(PythonStacksTest, APyTorchRankServingItsStacksIsAskedThroughItsWorkerServ
   RunAndCheck(c);
 }
 
+// An unmodified DDP script (torch, gloo, 2 nodes x 2 ranks, no reports): one rank stops in its
+// own code while its peers block in the next collective. The rank the launcher heard from last
+// is the stopped one, so the rank silent longest is a waiting peer; every rank's stacks, on
+// both nodes, show which stopped. Once for a rank of each node.
+class StoppedRankTest : public PythonStacksTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(StoppedRankTest, TheRankOutsideTheCollectiveIsNamedNotAWaitingPeer) {
+  const int stopped = GetParam();
+  const std::string python = "/usr/bin/python3";
+  const std::string tmp = MakeTempDir();
+  {
+    ChildProcess probe({python, "-c", "import torch.distributed"}, tmp);
+    auto code = probe.Wait(seconds(120));
+    if (!code.has_value() || *code != 0) {
+      GTEST_SKIP() << "python3-torch is not installed (scripts/install-deps.sh installs it)";
+    }
+  }
+  const std::string script = std::string(DLAUNCH_SOURCE_DIR) + "/tests/integration/ddp_stopped_rank.py";
+  const std::string job_id = tmp.substr(tmp.rfind('/') + 1);
+  const std::string job_dir = tmp + "/" + job_id;
+  // No preflight: importing torch can take longer than its time on a busy machine.
+  ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2", "--job-dir",
+                    job_dir, "--heartbeat", "1", "--grace", "2", "--stall-timeout", "8",
+                    "--no-preflight", "--", python, script, std::to_string(stopped)},
+                   tmp);
+  auto code = run.Wait(seconds(240));
+  ASSERT_TRUE(code.has_value()) << run.Stderr();
+  EXPECT_EQ(*code, 1) << run.Stderr();
+  const std::string err = run.Stderr();
+
+  int line = 0, n = 0;
+  for (absl::string_view l : absl::StrSplit(ReadFile(script), '\n')) {
+    ++n;
+    if (absl::StrContains(l, "stuck here (load_batch)")) line = n;
+  }
+  ASSERT_GT(line, 0);
+  const std::string where = absl::StrCat("load_batch (", script, ":", line, ")");
+  // Named once, as the stopped rank: never a waiting peer first.
+  EXPECT_TRUE(absl::StrContains(err, absl::StrCat("[dlaunch] error: stall: rank ", stopped, " (local ",
+                                                  stopped % 2, ", node ", stopped / 2, ", host ")))
+      << err;
+  EXPECT_TRUE(absl::StrContains(err, absl::StrCat("outside any collective, in ", where, "; stopping all workers")))
+      << err;
+  EXPECT_FALSE(absl::StrContains(err, "(the failure reported above is a consequence)"))
+      << "no other rank was named first\n" << err;
+  EXPECT_TRUE(absl::StrContains(err, absl::StrCat("[dlaunch] root cause: stall: rank ", stopped, " "))) << err;
+  // Every other rank, on both nodes, waits for it in a collective.
+  for (int rank = 0; rank < 4; ++rank) {
+    if (rank == stopped) continue;
+    EXPECT_TRUE(absl::StrContains(err, absl::StrCat("[dlaunch] rank ", rank, ": waits in "))) << err;
+  }
+  EXPECT_TRUE(absl::StrContains(err, " for it\n")) << err;
+  const std::string summary = ReadFile(job_dir + "/summary.json");
+  EXPECT_TRUE(absl::StrContains(summary, absl::StrCat("\"root_cause\":{\"class\":\"stall\",\"rank\":", stopped)))
+      << summary;
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(access(absl::StrCat(job_dir, "/stacks/rank-", rank, ".txt").c_str(), R_OK), 0) << rank;
+  }
+  EXPECT_TRUE(WaitFor(
+      [&] { return FindProcesses("DLAUNCH_JOB_ID=" + job_id, job_dir + "/token").empty(); },
+      seconds(10)));
+}
+
+INSTANTIATE_TEST_SUITE_P(OnEachNode, StoppedRankTest, ::testing::Values(1, 2),
+                         [](const ::testing::TestParamInfo<int>& p) {
+                           return absl::StrCat("Rank", p.param);
+                         });
+
 }  // namespace
 }  // namespace dlaunch::testing
