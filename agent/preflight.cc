@@ -63,20 +63,44 @@ bool UsesTorch(const std::string& code) {
   return std::regex_search(code, kImport);
 }
 
+// Where a Python command names what it runs: the index of its script, or of -m / -c.
+std::optional<size_t> PythonTargetIndex(const std::vector<std::string>& argv) {
+  if (argv.empty() || !IsPythonProgram(argv[0])) return std::nullopt;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "-m" || a == "-c") return i + 1 < argv.size() ? std::optional<size_t>(i) : std::nullopt;
+    if (a == "-W" || a == "-X") {  // interpreter options with a value of their own
+      ++i;
+      continue;
+    }
+    if (a == "-") return std::nullopt;        // the program on standard input
+    if (a.empty() || a[0] == '-') continue;  // interpreter flags (-u, -O, ...)
+    return i;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::string PythonScriptPath(const std::vector<std::string>& argv, const std::string& workdir) {
+  std::optional<size_t> i = PythonTargetIndex(argv);
+  if (!i || argv[*i] == "-m" || argv[*i] == "-c") return "";
+  const std::string& a = argv[*i];
+  return a[0] == '/' || workdir.empty() ? a : workdir + "/" + a;
+}
 
 std::vector<std::string> PythonImportsFor(const std::vector<std::string>& argv,
                                           const std::string& workdir) {
-  if (argv.empty() || !IsPythonProgram(argv[0])) return {};
-  for (size_t i = 1; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    if ((a == "-m" || a == "-c") && i + 1 < argv.size()) {
-      const std::string& what = argv[i + 1];
-      const bool torch = a == "-m" ? absl::StartsWith(what, "torch") : UsesTorch(what);
-      return torch ? std::vector<std::string>{"torch"} : std::vector<std::string>{};
-    }
-    if (a.empty() || a[0] == '-') continue;  // interpreter flags (-u, -O, ...)
-    std::string path = a[0] == '/' || workdir.empty() ? a : workdir + "/" + a;
+  std::optional<size_t> i = PythonTargetIndex(argv);
+  if (!i) return {};
+  const std::string& a = argv[*i];
+  if (a == "-m" || a == "-c") {
+    const std::string& what = argv[*i + 1];
+    const bool torch = a == "-m" ? absl::StartsWith(what, "torch") : UsesTorch(what);
+    return torch ? std::vector<std::string>{"torch"} : std::vector<std::string>{};
+  }
+  {
+    std::string path = PythonScriptPath(argv, workdir);
     std::ifstream in(path);
     std::string head(64 * 1024, '\0');
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
@@ -181,6 +205,18 @@ v1::CheckResult CheckCommand(const v1::PreflightPlan& plan, const EnvMap& agent_
   if (!IsPythonProgram(program)) {
     return Result("command", v1::CheckResult::PASSED, found);
   }
+  // The interpreter is there; so must the script be, or every rank fails at once.
+  const std::vector<std::string> argv(worker.argv().begin(), worker.argv().end());
+  if (const std::string script = PythonScriptPath(argv, worker.workdir()); !script.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(script, ec)) {
+      return Result("command", v1::CheckResult::FAILED,
+                    absl::StrCat(found, " ", argv[*PythonTargetIndex(argv)], ": ",
+                                 std::filesystem::exists(script, ec) ? "not a regular file"
+                                                                     : "no such file",
+                                 worker.workdir().empty() ? "" : absl::StrCat(" in ", worker.workdir())));
+    }
+  }
   std::vector<std::string> imports(plan.python_imports().begin(), plan.python_imports().end());
   if (plan.python_imports_auto()) {
     imports = PythonImportsFor({worker.argv().begin(), worker.argv().end()}, worker.workdir());
@@ -197,8 +233,9 @@ v1::CheckResult CheckCommand(const v1::PreflightPlan& plan, const EnvMap& agent_
   const Clock::time_point start = Clock::now();
   absl::StatusOr<CommandResult> ran = RunCommandWith(options, timeout_s);
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  // The interpreter as it was found on PATH: the one the ranks will run.
   const std::string what =
-      imports.empty() ? program : absl::StrCat(program, " -c 'import ", absl::StrJoin(imports, ", "), "'");
+      imports.empty() ? found : absl::StrCat(found, " -c 'import ", absl::StrJoin(imports, ", "), "'");
   if (!ran.ok()) return Result("command", v1::CheckResult::FAILED, absl::StrCat(what, ": ", ran.status().message()));
   if (ran->exit_code != 0) {
     return Result("command", v1::CheckResult::FAILED,

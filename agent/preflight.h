@@ -71,6 +71,9 @@ v1::CheckResult CheckClock(int64_t launcher_ms, int64_t asked_ms, int64_t answer
 // else torch when the command is Python and its script (or -m module, or -c code) uses torch.
 std::vector<std::string> PythonImportsFor(const std::vector<std::string>& argv,
                                           const std::string& workdir);
+// The script a Python command runs (`python3 -u train.py`: train.py), under `workdir` when
+// relative; "" for -m, -c, standard input, or a command that is not Python.
+std::string PythonScriptPath(const std::vector<std::string>& argv, const std::string& workdir);
 // True for python, python3, python3.11 and such, by the program's base name.
 bool IsPythonProgram(const std::string& program);
 

@@ -140,10 +140,13 @@ TEST(PreflightCommandTest, AMissingWorkingDirectoryFails) {
 
 TEST(PreflightCommandTest, PythonThatCannotImportAModuleFailsWithTheException) {
   const std::string dir = TempDir();
+  WriteFile(dir + "/train.py", "\n");
   v1::CheckResult r = CheckCommand(CommandPlan({"python3", "train.py"}, dir, {"no_such_mod_xyz"}),
                                    {{"PATH", "/usr/bin:/bin"}});
   EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
   EXPECT_THAT(r.detail(), HasSubstr("import no_such_mod_xyz"));
+  // Named as the interpreter the ranks will run, not as the spec spelled it.
+  EXPECT_THAT(r.detail(), ::testing::StartsWith("/usr/bin/python3 -c 'import no_such_mod_xyz'"));
   EXPECT_THAT(r.detail(), HasSubstr("ModuleNotFoundError: No module named 'no_such_mod_xyz'"));
   std::filesystem::remove_all(dir);
 }
@@ -151,6 +154,7 @@ TEST(PreflightCommandTest, PythonThatCannotImportAModuleFailsWithTheException) {
 TEST(PreflightCommandTest, PythonImportsRunInTheJobsWorkdirAndEnvironment) {
   const std::string dir = TempDir();
   WriteFile(dir + "/site_mod.py", "VALUE = 1\n");
+  WriteFile(dir + "/train.py", "\n");
   v1::CheckResult r = CheckCommand(CommandPlan({"python3", "train.py"}, dir, {"site_mod"}),
                                    {{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", dir}});
   EXPECT_EQ(r.verdict(), v1::CheckResult::PASSED) << r.detail();
@@ -159,9 +163,28 @@ TEST(PreflightCommandTest, PythonImportsRunInTheJobsWorkdirAndEnvironment) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(PreflightCommandTest, APythonScriptThatIsNotThereFails) {
+  const std::string dir = TempDir();
+  v1::CheckResult r = CheckCommand(CommandPlan({"python3", "-u", "train.py", "--epochs", "3"}, dir),
+                                   {{"PATH", "/usr/bin:/bin"}});
+  EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
+  EXPECT_EQ(r.detail(), "/usr/bin/python3 train.py: no such file in " + dir);
+  std::filesystem::create_directory(dir + "/train.py");
+  EXPECT_THAT(CheckCommand(CommandPlan({"python3", "train.py"}, dir), {{"PATH", "/usr/bin:/bin"}}).detail(),
+              HasSubstr("train.py: not a regular file"));
+  // -m and -c name no file; -W takes a value of its own.
+  EXPECT_EQ(PythonScriptPath({"python3", "-m", "torch.distributed.run"}, dir), "");
+  EXPECT_EQ(PythonScriptPath({"python3", "-c", "print(1)"}, dir), "");
+  EXPECT_EQ(PythonScriptPath({"python3", "-W", "ignore", "t.py"}, dir), dir + "/t.py");
+  EXPECT_EQ(PythonScriptPath({"python3", "/abs/t.py"}, dir), "/abs/t.py");
+  EXPECT_EQ(PythonScriptPath({"bash", "t.sh"}, dir), "");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PreflightCommandTest, AnImportThatHangsIsCutAtTheTimeout) {
   const std::string dir = TempDir();
   WriteFile(dir + "/slow_mod.py", "import time\ntime.sleep(60)\n");
+  WriteFile(dir + "/train.py", "\n");
   v1::PreflightPlan plan = CommandPlan({"python3", "train.py"}, dir, {"slow_mod"});
   plan.set_timeout_ms(1000);
   const auto start = std::chrono::steady_clock::now();
