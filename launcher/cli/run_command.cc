@@ -132,7 +132,8 @@ struct PreparedJob {
 // InvalidArgument: the hosts asked for are wrong (a usage error); else a launch error.
 absl::StatusOr<PreparedJob> PrepareJob(const RunFlags& flags, const JobSpec& spec) {
   const std::string self_host = LocalHostName();
-  auto alloc = DetectAllocation();
+  // --standalone: this machine, whatever allocation the shell is in.
+  auto alloc = flags.standalone ? absl::StatusOr<Allocation>(Allocation{}) : DetectAllocation();
   if (!alloc.ok()) return absl::UnavailableError(alloc.status().message());
   auto plan = ResolveHosts(spec, flags.hosts, *alloc, ShortHostName(self_host));
   if (!plan.ok()) return plan.status();
@@ -299,8 +300,13 @@ int RunRunCommand(const std::vector<std::string>& args) {
     std::cout << kRunUsage;
     return kExitOk;
   }
+  if (args.empty()) {
+    std::cerr << kRunUsage;
+    return kExitUsage;
+  }
+  // One line that names the problem; `dlaunch run --help` has the rest.
   auto flags = ParseRunFlags(args);
-  if (!flags.ok()) return Fail(kExitUsage, absl::StrCat(flags.status().message(), "\n", kRunUsage));
+  if (!flags.ok()) return Fail(kExitUsage, flags.status().message());
   auto spec = BuildRunSpec(*flags);
   if (!spec.ok()) {
     std::cerr << spec.status().message() << std::endl;
