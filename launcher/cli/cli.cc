@@ -114,10 +114,12 @@ std::vector<std::string> CommandNames() {
 }
 
 std::string VersionText() {
-  return absl::StrCat("dlaunch ", kDlaunchVersion, "\ncommit: ", kBuildCommit, "\nLibTorch: ",
-                      kBuildLibTorch[0] != '\0' ? kBuildLibTorch : "none",
-                      kBuildLibTorch[0] != '\0' ? " (dlaunch-worker)\n"
-                                                 : " (dlaunch-worker was not built)\n");
+  // One line: benchmarks and bug reports quote it within a line of their own.
+  return absl::StrCat("dlaunch ", kDlaunchVersion, " (commit ", kBuildCommit, ", ",
+                      kBuildLibTorch[0] != '\0'
+                          ? absl::StrCat("dlaunch-worker on LibTorch ", kBuildLibTorch)
+                          : std::string("dlaunch-worker not built"),
+                      ")\n");
 }
 
 int RunCli(int argc, char** argv) {

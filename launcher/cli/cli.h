@@ -12,8 +12,8 @@ int RunCli(int argc, char** argv);
 // Every subcommand's first name, in the order `dlaunch help` lists them.
 std::vector<std::string> CommandNames();
 
-// What `dlaunch --version` prints: the version, the commit it was built from and the LibTorch
-// dlaunch-worker was built on.
+// What `dlaunch --version` prints, one line: the version, the commit it was built from and the
+// LibTorch dlaunch-worker was built on.
 std::string VersionText();
 
 }  // namespace dlaunch

@@ -2,6 +2,7 @@
 // COMMAND`, a suggestion for a mistyped command, and what --version says of the build.
 #include "launcher/cli/cli.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -91,9 +92,12 @@ TEST(CliDispatchTest, VersionNamesTheCommitAndTheLibTorch) {
   Result r = Dlaunch({"--version"});
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out, VersionText());
-  EXPECT_THAT(r.out, StartsWith(std::string("dlaunch ") + kDlaunchVersion + "\n"));
-  EXPECT_THAT(r.out, HasSubstr(std::string("commit: ") + kBuildCommit + "\n"));
-  EXPECT_THAT(r.out, HasSubstr("LibTorch: "));
+  EXPECT_THAT(r.out, StartsWith(std::string("dlaunch ") + kDlaunchVersion + " (commit " +
+                                kBuildCommit + ", dlaunch-worker "));
+  EXPECT_THAT(r.out, kBuildLibTorch[0] != '\0'
+                         ? HasSubstr(std::string("on LibTorch ") + kBuildLibTorch + ")\n")
+                         : HasSubstr("not built)\n"));
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
   EXPECT_NE(std::string(kBuildCommit), "");
   // Built from a git checkout, the commit is known.
   if (std::filesystem::exists(std::string(DLAUNCH_SOURCE_DIR) + "/.git")) {
