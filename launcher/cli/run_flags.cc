@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "common/flags.h"
 #include "launcher/cli/run_target.h"
+#include "launcher/cli/torchrun_flags.h"
 #include "launcher/spec/hostlist.h"
 #include "launcher/spec/job_spec_parser.h"
 #include "launcher/spec/spec_scalars.h"
@@ -66,22 +67,6 @@ Flag::Setter Text(std::string* out) {
   };
 }
 
-// A duration as job.yaml reads it (spec_scalars.h), not negative; `words` such as "off" name
-// values of their own.
-Flag::Setter Duration(const std::string& name, double* out,
-                      std::function<bool(const std::string&)> word = nullptr) {
-  return [name, out, word](const std::string& v) {
-    if (word && word(v)) return absl::OkStatus();
-    absl::StatusOr<double> seconds = ParseDuration(v);
-    if (!seconds.ok() || *seconds < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ": expected a duration (seconds, or e.g. 20s, 5m, 1h30m), got '", v, "'"));
-    }
-    *out = *seconds;
-    return absl::OkStatus();
-  };
-}
-
 Flag::Setter Count(const std::string& name, int* out) {
   return [name, out](const std::string& v) {
     if (!absl::SimpleAtoi(v, out) || *out < 0) {
@@ -112,78 +97,6 @@ Flag::Setter ProcsPerNode(int* out) {
   };
 }
 
-Flag::Setter Port(const std::string& name, int* out) {
-  return [name, out](const std::string& v) {
-    if (!absl::SimpleAtoi(v, out) || *out < 0 || *out > 65535) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": expected 0..65535, got '", v, "'"));
-    }
-    return absl::OkStatus();
-  };
-}
-
-bool IsLoopback(absl::string_view host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || absl::StartsWith(host, "127.");
-}
-
-// torchrun's --rdzv-endpoint HOST[:PORT]: where agents reach the rendezvous, which here is the
-// launcher's control endpoint. A loopback host means every node is on this machine.
-Flag::Setter RendezvousEndpoint(RunFlags* f) {
-  return [f](const std::string& v) -> absl::Status {
-    std::string host = v, port;
-    const size_t colon = v.rfind(':');
-    const bool bracketed = !v.empty() && v[0] == '[';
-    if (colon != std::string::npos && (bracketed ? colon > 0 && v[colon - 1] == ']'
-                                                 : v.find(':') == colon)) {
-      host = v.substr(0, colon);
-      port = v.substr(colon + 1);
-    }
-    if (host.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--rdzv-endpoint: expected HOST or HOST:PORT, got '", v, "'"));
-    }
-    if (!port.empty()) {
-      if (absl::Status st = Port("--rdzv-endpoint", &f->port)(port); !st.ok()) return st;
-    }
-    if (IsLoopback(host)) {
-      f->standalone = true;
-    } else {
-      f->control_addr = host;
-    }
-    return absl::OkStatus();
-  };
-}
-
-// torchrun's --rdzv-conf key=value,...: the keys dlaunch's rendezvous has.
-Flag::Setter RendezvousConf(RunFlags* f) {
-  return [f](const std::string& v) -> absl::Status {
-    for (absl::string_view item : absl::StrSplit(v, ',', absl::SkipEmpty())) {
-      std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-      double* out = kv.first == "join_timeout"        ? &f->join_timeout_s
-                    : kv.first == "last_call_timeout" ? &f->last_call_s
-                                                      : nullptr;
-      if (out == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--rdzv-conf: '", kv.first,
-            "' has no meaning in dlaunch; it takes join_timeout and last_call_timeout"));
-      }
-      if (absl::Status st = Duration(absl::StrCat("--rdzv-conf ", kv.first), out)(kv.second);
-          !st.ok()) {
-        return st;
-      }
-    }
-    return absl::OkStatus();
-  };
-}
-
-// A torchrun flag that has no meaning here: refused, saying why and what does the job instead.
-Flag Meaningless(std::vector<std::string> names, bool takes_value, std::string why) {
-  const std::string shown = names[0];
-  return {std::move(names), takes_value, [shown, why](const std::string&) {
-            return absl::InvalidArgumentError(
-                absl::StrCat(shown, " has no meaning in dlaunch: ", why));
-          }};
-}
-
 std::vector<Flag> RunFlagTable(RunFlags* f) {
   auto exit_off = [f](const std::string& v) {
     if (v != "off") return false;
@@ -196,7 +109,7 @@ std::vector<Flag> RunFlagTable(RunFlags* f) {
     f->stall_timeout_s = 0;
     return true;
   };
-  return {
+  std::vector<Flag> table = {
       {{"--hosts"}, true, Hosts(&f->hosts)},
       {{"--nnodes"}, true, Text(&f->nnodes)},
       {{"--nproc-per-node", "--nproc_per_node"}, true, ProcsPerNode(&f->nproc_per_node)},
@@ -206,17 +119,17 @@ std::vector<Flag> RunFlagTable(RunFlags* f) {
       {{"--job-root"}, true, Text(&f->job_root)},
       {{"--name"}, true, Text(&f->name)},
       {{"--control-addr"}, true, Text(&f->control_addr)},
-      {{"--port"}, true, Port("--port", &f->port)},
+      {{"--port"}, true, PortFlag("--port", &f->port)},
       {{"--show-ranks"}, true, Text(&f->show_ranks)},
-      {{"--grace"}, true, Duration("--grace", &f->grace_s)},
-      {{"--heartbeat"}, true, Duration("--heartbeat", &f->heartbeat_s)},
-      {{"--exit-timeout"}, true, Duration("--exit-timeout", &f->exit_timeout_s, exit_off)},
+      {{"--grace"}, true, DurationFlag("--grace", &f->grace_s)},
+      {{"--heartbeat"}, true, DurationFlag("--heartbeat", &f->heartbeat_s)},
+      {{"--exit-timeout"}, true, DurationFlag("--exit-timeout", &f->exit_timeout_s, exit_off)},
       {{"--stall-timeout"}, true,
        [f, stall_word](const std::string& v) {
          f->stall_off = false;
-         return Duration("--stall-timeout", &f->stall_timeout_s, stall_word)(v);
+         return DurationFlag("--stall-timeout", &f->stall_timeout_s, stall_word)(v);
        }},
-      {{"--join-timeout"}, true, Duration("--join-timeout", &f->join_timeout_s)},
+      {{"--join-timeout"}, true, DurationFlag("--join-timeout", &f->join_timeout_s)},
       {{"--max-restarts", "--max_restarts"}, true, Count("--max-restarts", &f->max_restarts)},
       {{"--spares"}, true, Count("--spares", &f->spares)},
       {{"--relay-fanout"}, true,
@@ -230,52 +143,9 @@ std::vector<Flag> RunFlagTable(RunFlags* f) {
        }},
       {{"--no-preflight"}, false, SwitchFlag(&f->no_preflight)},
       {{"--no-tls"}, false, SwitchFlag(&f->no_tls)},
-      // torchrun's flags, where they mean something here.
-      {{"--standalone"}, false, SwitchFlag(&f->standalone)},
-      {{"--master-port", "--master_port"}, true, Port("--master-port", &f->master_port)},
-      {{"--master-addr", "--master_addr"}, true,
-       [f](const std::string& v) {
-         if (!IsLoopback(v)) {
-           return absl::InvalidArgumentError(absl::StrCat(
-               "--master-addr ", v, " has no meaning in dlaunch: every rank gets node 0's address "
-               "as MASTER_ADDR (docs/environment.md); give --hosts or run in the allocation"));
-         }
-         f->standalone = true;
-         return absl::OkStatus();
-       }},
-      {{"--rdzv-endpoint", "--rdzv_endpoint"}, true, RendezvousEndpoint(f)},
-      {{"--rdzv-backend", "--rdzv_backend"}, true,
-       [](const std::string& v) {
-         if (v == "c10d" || v == "static") return absl::OkStatus();
-         return absl::InvalidArgumentError(absl::StrCat(
-             "--rdzv-backend ", v, " has no meaning in dlaunch: the launcher is the rendezvous "
-             "(c10d and static are accepted)"));
-       }},
-      {{"--rdzv-id", "--rdzv_id"}, true, Text(&f->name)},
-      {{"--rdzv-conf", "--rdzv_conf"}, true, RendezvousConf(f)},
-      {{"-m", "--module"}, false, SwitchFlag(&f->python_module)},
-      {{"--no-python", "--no_python"}, false, SwitchFlag(&f->no_python)},
-      // torchrun's flags that mean nothing here.
-      Meaningless({"--node-rank", "--node_rank"}, true,
-                  "run dlaunch once, not once per node: it starts every node's agent and numbers "
-                  "the nodes itself"),
-      Meaningless({"--monitor-interval", "--monitor_interval"}, true,
-                  "agents watch their workers continuously and report every --heartbeat"),
-      Meaningless({"--start-method", "--start_method"}, true,
-                  "every worker is a process of its own, started by the node's agent"),
-      Meaningless({"--role"}, true, "every worker runs the one command"),
-      Meaningless({"--log-dir", "--log_dir", "--logs-specs", "--logs_specs"}, true,
-                  "every rank's output goes to <job dir>/logs/rank-N.log (--job-root, --job-dir)"),
-      Meaningless({"--redirects", "-r", "--tee", "-t"}, true,
-                  "every rank's output is logged and shown live (--show-ranks chooses the ranks)"),
-      Meaningless({"--local-ranks-filter", "--local_ranks_filter"}, true,
-                  "--show-ranks chooses the ranks whose output is shown (global ranks)"),
-      Meaningless({"--local-addr", "--local_addr"}, true,
-                  "each agent finds its own address; --control-addr is where agents reach the "
-                  "launcher"),
-      Meaningless({"--run-path", "--run_path"}, false,
-                  "a script runs in its own interpreter: give train.py"),
   };
+  for (Flag& flag : TorchrunFlagTable(f)) table.push_back(std::move(flag));
+  return table;
 }
 
 absl::Status ApplyNodeCount(const std::string& nnodes, JobSpec* spec) {
@@ -308,6 +178,29 @@ absl::Status ApplyShowRanks(const std::string& show, JobSpec* spec) {
 }
 
 }  // namespace
+
+Flag::Setter PortFlag(const std::string& name, int* out) {
+  return [name, out](const std::string& v) {
+    if (!absl::SimpleAtoi(v, out) || *out < 0 || *out > 65535) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": expected 0..65535, got '", v, "'"));
+    }
+    return absl::OkStatus();
+  };
+}
+
+Flag::Setter DurationFlag(const std::string& name, double* out,
+                          std::function<bool(const std::string&)> word) {
+  return [name, out, word](const std::string& v) {
+    if (word && word(v)) return absl::OkStatus();
+    absl::StatusOr<double> seconds = ParseDuration(v);
+    if (!seconds.ok() || *seconds < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": expected a duration (seconds, or e.g. 20s, 5m, 1h30m), got '", v, "'"));
+    }
+    *out = *seconds;
+    return absl::OkStatus();
+  };
+}
 
 bool WantsRunHelp(const std::vector<std::string>& args) {
   RunFlags ignored;

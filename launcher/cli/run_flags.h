@@ -2,10 +2,12 @@
 // the job spec. Pure; unit-tested in tests/launcher/cli/run_flags_test.cc.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/flags.h"
 #include "launcher/spec/job_spec.h"
 
 namespace dlaunch {
@@ -47,6 +49,13 @@ struct RunFlags {
   bool no_preflight = false;              // --no-preflight (preflight: off)
   bool no_tls = false;                    // --no-tls (rendezvous.tls: off)
 };
+
+// Setters shared by run's own flags and torchrun's (torchrun_flags.h). A duration is written
+// as job.yaml writes it (ParseDuration: 20s, 5m, 1h30m, or seconds), never negative; `word`,
+// when given, first takes the words that flag has ("off"), returning true when it did.
+Flag::Setter DurationFlag(const std::string& name, double* out,
+                          std::function<bool(const std::string&)> word = nullptr);
+Flag::Setter PortFlag(const std::string& name, int* out);
 
 // The interpreter a Python script target runs with, as `-- python3 train.py` would.
 inline constexpr char kPythonInterpreter[] = "python3";
