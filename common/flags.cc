@@ -22,10 +22,11 @@ absl::Status Unknown(const std::string& name, const std::vector<Flag>& table) {
       "unknown flag ", name, near.empty() ? "" : absl::StrCat(" (did you mean ", near, "?)")));
 }
 
-}  // namespace
-
-absl::Status ParseFlags(const std::vector<std::string>& args, const std::vector<Flag>& table,
-                        ParsedArgs* out) {
+// The one parsing loop. With `stop_at_positional`, *stop is the index of the first positional
+// argument (args.size() when there is none) and parsing ends there.
+absl::Status Parse(const std::vector<std::string>& args, const std::vector<Flag>& table,
+                   bool stop_at_positional, ParsedArgs* out, size_t* stop) {
+  if (stop != nullptr) *stop = args.size();
   std::map<std::string, const Flag*> by_name;
   for (const Flag& f : table) {
     for (const std::string& n : f.names) by_name[n] = &f;
@@ -38,6 +39,10 @@ absl::Status ParseFlags(const std::vector<std::string>& args, const std::vector<
       return absl::OkStatus();
     }
     if (arg.size() < 2 || arg[0] != '-') {
+      if (stop_at_positional) {
+        *stop = i;
+        return absl::OkStatus();
+      }
       out->positional.push_back(arg);
       continue;
     }
@@ -60,6 +65,19 @@ absl::Status ParseFlags(const std::vector<std::string>& args, const std::vector<
     if (absl::Status st = flag.set(value); !st.ok()) return st;
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ParseFlags(const std::vector<std::string>& args, const std::vector<Flag>& table,
+                        ParsedArgs* out) {
+  return Parse(args, table, /*stop_at_positional=*/false, out, nullptr);
+}
+
+absl::Status ParseFlagsUntilPositional(const std::vector<std::string>& args,
+                                       const std::vector<Flag>& table, ParsedArgs* out,
+                                       size_t* first_positional) {
+  return Parse(args, table, /*stop_at_positional=*/true, out, first_positional);
 }
 
 Flag::Setter StringFlag(const std::string& name, std::string* out) {

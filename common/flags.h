@@ -29,6 +29,14 @@ struct ParsedArgs {
 absl::Status ParseFlags(const std::vector<std::string>& args, const std::vector<Flag>& table,
                         ParsedArgs* out);
 
+// As ParseFlags, but stops at the first positional argument, as torchrun and env(1) do: what
+// follows it belongs to a program, not to us. *first_positional is its index in `args`, or
+// args.size() when there is none (after "--", out->after_dashes holds the rest as ParseFlags
+// does). out->positional stays empty.
+absl::Status ParseFlagsUntilPositional(const std::vector<std::string>& args,
+                                       const std::vector<Flag>& table, ParsedArgs* out,
+                                       size_t* first_positional);
+
 // Setters for the common kinds of value. Each error names the flag and what it wants.
 Flag::Setter StringFlag(const std::string& name, std::string* out);
 Flag::Setter IntFlag(const std::string& name, int* out, int min, int max);

@@ -5,7 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/did_you_mean.h"
 #include "common/exit_codes.h"
+#include "launcher/cli/build_info.h"
 #include "launcher/cli/job_commands.h"
 #include "launcher/cli/run_command.h"
 #include "launcher/cli/scale_command.h"
@@ -20,7 +23,7 @@ constexpr char kUsage[] =
     "dlaunch: launch and watch distributed training jobs\n"
     "\n"
     "usage: dlaunch <command> [args]\n"
-    "  run [job.yaml] [options] [-- cmd args]  run a job now: in this allocation, or on this machine\n"
+    "  run [options] job.yaml|train.py|-- cmd  run a job now: in this allocation, or on this machine\n"
     "  scale job.yaml [--nodes L] [--procs L]  scaling study: runs at each size, table, plots\n"
     "  validate job.yaml                        check a spec and print the resolved job\n"
     "  doctor [job.yaml] [options]              check every node of the job (preflight), as a table\n"
@@ -31,22 +34,20 @@ constexpr char kUsage[] =
     "  logs JOB [--rank N] [--follow]           per-rank logs of a job\n"
     "  cancel JOB                               stop a job (scheduler and launcher)\n"
     "  trace JOB [--rebuild]                    the job's timeline (trace.json) and time per rank\n"
-    "  version                                  print the version\n"
+    "  version                                  print the version, commit and LibTorch\n"
+    "  help [COMMAND]                           this text, or a command's own help\n"
     "\n"
-    "`dlaunch run --help` lists the run options. Exit codes: 0 success, 1 job failed,\n"
+    "`dlaunch help run` lists the run options. Exit codes: 0 success, 1 job failed,\n"
     "2 bad usage or invalid job.yaml, 3 scheduler or launch error, 130 interrupted.\n";
 
 using Command = std::function<int(const std::vector<std::string>& args)>;
 
 int PrintVersion(const std::vector<std::string>&) {
-  std::cout << "dlaunch 0.1.0\n";
+  std::cout << VersionText();
   return kExitOk;
 }
 
-int PrintUsage(const std::vector<std::string>&) {
-  std::cout << kUsage;
-  return kExitOk;
-}
+int PrintHelp(const std::vector<std::string>& args);
 
 // Every command, under each of its names.
 struct CommandEntry {
@@ -68,12 +69,58 @@ const std::vector<CommandEntry>& Commands() {
       {{"cancel"}, RunCancelCommand},
       {{"trace"}, RunTraceCommand},
       {{"version", "--version"}, PrintVersion},
-      {{"help", "-h", "--help"}, PrintUsage},
+      {{"help", "-h", "--help"}, PrintHelp},
   };
   return *commands;
 }
 
+const CommandEntry* FindCommand(const std::string& name) {
+  for (const CommandEntry& entry : Commands()) {
+    for (const std::string& n : entry.names) {
+      if (n == name) return &entry;
+    }
+  }
+  return nullptr;
+}
+
+// `dlaunch help` is the list of commands; `dlaunch help run` is what `dlaunch run --help` says.
+int PrintHelp(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  const CommandEntry* entry = FindCommand(args[0]);
+  if (entry == nullptr || args.size() > 1) {
+    std::string near = ClosestMatch(args[0], CommandNames());
+    std::cerr << "dlaunch help: " << (entry == nullptr ? "no command '" + args[0] + "'"
+                                                       : "give one command")
+              << (entry == nullptr && !near.empty() ? " (did you mean '" + near + "'?)" : "")
+              << "\n\n" << kUsage;
+    return kExitUsage;
+  }
+  if (entry->names[0] == "help") {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  return entry->run({"--help"});
+}
+
 }  // namespace
+
+std::vector<std::string> CommandNames() {
+  std::vector<std::string> names;
+  for (const CommandEntry& entry : Commands()) names.push_back(entry.names[0]);
+  return names;
+}
+
+std::string VersionText() {
+  // One line: benchmarks and bug reports quote it within a line of their own.
+  return absl::StrCat("dlaunch ", kDlaunchVersion, " (commit ", kBuildCommit, ", ",
+                      kBuildLibTorch[0] != '\0'
+                          ? absl::StrCat("dlaunch-worker on LibTorch ", kBuildLibTorch)
+                          : std::string("dlaunch-worker not built"),
+                      ")\n");
+}
 
 int RunCli(int argc, char** argv) {
   if (argc < 2) {
@@ -82,12 +129,13 @@ int RunCli(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
-  for (const CommandEntry& entry : Commands()) {
-    for (const std::string& name : entry.names) {
-      if (name == cmd) return entry.run(args);
-    }
+  if (const CommandEntry* entry = FindCommand(cmd)) return entry->run(args);
+  if (std::string near = ClosestMatch(cmd, CommandNames()); !near.empty()) {
+    std::cerr << "dlaunch: unknown command '" << cmd << "' (did you mean '" << near
+              << "'?); `dlaunch help` lists the commands\n";
+  } else {
+    std::cerr << "dlaunch: unknown command '" << cmd << "'\n\n" << kUsage;
   }
-  std::cerr << "dlaunch: unknown command '" << cmd << "'\n\n" << kUsage;
   return kExitUsage;
 }
 

@@ -19,6 +19,7 @@
 #include "common/exit_codes.h"
 #include "common/host_identity.h"
 #include "common/process.h"
+#include "launcher/cli/cli_support.h"
 #include "launcher/jobdir/job_directory.h"
 #include "launcher/run/allocation.h"
 #include "launcher/run/control_service.h"
@@ -132,7 +133,8 @@ struct PreparedJob {
 // InvalidArgument: the hosts asked for are wrong (a usage error); else a launch error.
 absl::StatusOr<PreparedJob> PrepareJob(const RunFlags& flags, const JobSpec& spec) {
   const std::string self_host = LocalHostName();
-  auto alloc = DetectAllocation();
+  // --standalone: this machine, whatever allocation the shell is in.
+  auto alloc = flags.standalone ? absl::StatusOr<Allocation>(Allocation{}) : DetectAllocation();
   if (!alloc.ok()) return absl::UnavailableError(alloc.status().message());
   auto plan = ResolveHosts(spec, flags.hosts, *alloc, ShortHostName(self_host));
   if (!plan.ok()) return plan.status();
@@ -271,9 +273,20 @@ const char kDoctorUsage[] =
     "the command and its Python imports, ports, clock) and prints a table; nothing else runs.\n"
     "Exit code 0 when every node answered and passed, 1 otherwise. Options as `dlaunch run`.\n";
 
+const char kValidateUsage[] =
+    "usage: dlaunch validate job.yaml\n"
+    "Checks the job spec (every problem as job.yaml:LINE:COL: message, exit code 2) and prints\n"
+    "the resolved job, every key with its default filled in; inside an allocation, also the\n"
+    "hosts it would run on.\n";
+
 int RunValidateCommand(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::cout << kValidateUsage;
+    return kExitOk;
+  }
   if (args.size() != 1 || args[0].rfind("-", 0) == 0) {
-    return Fail(kExitUsage, "usage: dlaunch validate job.yaml");
+    std::cerr << kValidateUsage;
+    return kExitUsage;
   }
   auto spec = LoadJobSpec(args[0]);
   if (!spec.ok()) {
@@ -299,8 +312,13 @@ int RunRunCommand(const std::vector<std::string>& args) {
     std::cout << kRunUsage;
     return kExitOk;
   }
+  if (args.empty()) {
+    std::cerr << kRunUsage;
+    return kExitUsage;
+  }
+  // One line that names the problem; `dlaunch run --help` has the rest.
   auto flags = ParseRunFlags(args);
-  if (!flags.ok()) return Fail(kExitUsage, absl::StrCat(flags.status().message(), "\n", kRunUsage));
+  if (!flags.ok()) return Fail(kExitUsage, flags.status().message());
   auto spec = BuildRunSpec(*flags);
   if (!spec.ok()) {
     std::cerr << spec.status().message() << std::endl;

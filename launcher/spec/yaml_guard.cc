@@ -139,4 +139,13 @@ absl::Status CheckYamlDocument(const std::string& yaml_text, const std::string& 
   return absl::OkStatus();
 }
 
+bool IsYamlMapping(const std::string& yaml_text) {
+  if (!CheckYamlDocument(yaml_text, "").ok()) return false;
+  try {
+    return YAML::Load(yaml_text).IsMap();
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
 }  // namespace dlaunch

@@ -33,6 +33,10 @@ inline constexpr size_t kMaxYamlValues = 100000;
 absl::Status CheckYamlDocument(const std::string& yaml_text, const std::string& file_name,
                                const std::string& what = "a job file");
 
+// True when `yaml_text` is one YAML document, within the bounds above, whose top level is a
+// mapping: what a job.yaml is, and what a Python or shell script almost never is. Never throws.
+bool IsYamlMapping(const std::string& yaml_text);
+
 // A yaml-cpp exception as InvalidArgument at its position (syntax errors say so).
 absl::Status YamlExceptionStatus(const std::string& file_name, const YAML::Exception& e);
 

@@ -2,6 +2,7 @@
 // directories, stand-in scheduler programs and a real background job. The fixture changes the
 // process's cwd and environment, so these run as the integration label (one process per test).
 #include "launcher/cli/job_commands.h"
+#include "launcher/cli/run_command.h"
 #include "launcher/cli/submit_command.h"
 
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -379,6 +381,37 @@ TEST_F(CliProcessTest, CancelSignalsALauncherOnThisHost) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGTERM);
+}
+
+// The first command a torchrun user types: a script, its own arguments after it, a duration.
+// Runs a real job on this machine (dlaunch-agent from the build, python3 from PATH).
+TEST_F(CliProcessTest, RunTakesAScriptAsTorchrunDoes) {
+  WriteFile(dir_ + "/train.py",
+            "import os, sys\n"
+            "with open('argv-' + os.environ['RANK'], 'w') as f:\n"
+            "    f.write(' '.join(sys.argv[1:]) + ' ' + os.environ['WORLD_SIZE'])\n");
+  std::string out, err;
+  ASSERT_EQ(Run(RunRunCommand,
+                {"--nproc-per-node", "2", "--stall-timeout", "20s", "--job-root", dir_ + "/runs",
+                 "train.py", "--epochs", "1", "--nnodes", "x"},
+                &out, &err),
+            0)
+      << out << err;
+  EXPECT_EQ(ReadFile(dir_ + "/argv-0"), "--epochs 1 --nnodes x 2");
+  EXPECT_EQ(ReadFile(dir_ + "/argv-1"), "--epochs 1 --nnodes x 2");
+}
+
+TEST_F(CliProcessTest, RunRefusesWhatItCannotTellInOneLine) {
+  WriteFile(dir_ + "/train", "import torch\nprint(1)\n");
+  std::string out, err;
+  EXPECT_EQ(Run(RunRunCommand, {"--nproc-per-node", "2", "train"}, &out, &err), 2);
+  EXPECT_EQ(err, "dlaunch: train is neither a job.yaml (it holds no YAML mapping), a Python script "
+                 "(.py) nor an executable: say what runs it, e.g. `dlaunch run [options] -- "
+                 "python3 train`\n");
+  EXPECT_EQ(Run(RunRunCommand, {"--node_rank=0", "train.py"}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("--node-rank has no meaning in dlaunch"));
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_FALSE(fs::exists(dir_ + "/runs"));
 }
 
 }  // namespace

@@ -51,15 +51,15 @@ TEST(RunFlagsTest, BadValuesNameTheFlag) {
   } cases[] = {
       {{"--nproc-per-node", "0", "--", "t"}, "--nproc-per-node: expected a positive integer or 'gpu', got '0'"},
       {{"--port", "70000", "--", "t"}, "--port: expected 0..65535, got '70000'"},
-      {{"--grace", "-1", "--", "t"}, "--grace: not a non-negative number: '-1'"},
-      {{"--heartbeat", "x", "--", "t"}, "--heartbeat: not a non-negative number: 'x'"},
+      {{"--grace", "-1", "--", "t"}, "--grace: expected a duration (seconds, or e.g. 20s, 5m, 1h30m), got '-1'"},
+      {{"--heartbeat", "x", "--", "t"}, "--heartbeat: expected a duration (seconds, or e.g. 20s, 5m, 1h30m), got 'x'"},
       {{"--hosts", "n[2-1]", "--", "t"}, "--hosts: "},
       {{"--grace"}, "--grace needs a value"},
       {{"--max-restarts", "-1", "--", "t"}, "--max-restarts: not a non-negative integer: '-1'"},
       {{"--max-restart", "1", "--", "t"}, "unknown flag --max-restart (did you mean --max-restarts?)"},
       {{"--nnode", "2", "--", "t"}, "unknown flag --nnode (did you mean --nnodes?)"},
       {{"a.yaml", "b.yaml"}, "unexpected argument 'b.yaml' (put the worker command after `--`)"},
-      {{}, "give a job.yaml or a command after `--`"},
+      {{}, "give a job.yaml, a script (train.py) or a command after `--`"},
   };
   for (const Case& c : cases) {
     auto f = ParseRunFlags(c.args);
