@@ -40,6 +40,11 @@ struct GoldenCase {
   std::function<void(JobSpec*, SiteProfile*)> adjust;
 };
 
+// For ctest's names and failure messages (gtest would print the bytes).
+void PrintTo(const GoldenCase& c, std::ostream* os) {
+  *os << c.site << (c.variant.empty() ? "" : "-") << c.variant;
+}
+
 void AskForFourGpus(JobSpec* spec, SiteProfile*) { spec->gpus_per_node = 4; }
 void PythonSetupOff(JobSpec*, SiteProfile* profile) { profile->python_setup.clear(); }
 
