@@ -3,7 +3,9 @@
 #include <kainjow/mustache.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -85,7 +87,9 @@ absl::StatusOr<std::string> RenderMustache(const std::string& text, const data& 
 int RequestedGpusPerNode(const JobSpec& spec, const SiteProfile& profile) {
   if (spec.gpus_per_node > 0) return spec.gpus_per_node;
   if (spec.gpus_per_proc > 0 && spec.nproc_per_node > 0) {
-    return spec.gpus_per_proc * spec.nproc_per_node;
+    // In 64 bits: two large counts must reach the scheduler (which refuses them), not wrap.
+    const int64_t product = int64_t{spec.gpus_per_proc} * spec.nproc_per_node;
+    return static_cast<int>(std::min<int64_t>(product, std::numeric_limits<int>::max()));
   }
   return profile.gpus_per_node;
 }
