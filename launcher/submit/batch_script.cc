@@ -3,6 +3,9 @@
 #include <kainjow/mustache.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -80,6 +83,22 @@ absl::StatusOr<std::string> RenderMustache(const std::string& text, const data& 
 }
 
 }  // namespace
+
+int RequestedGpusPerNode(const JobSpec& spec, const SiteProfile& profile) {
+  if (spec.gpus_per_node > 0) return spec.gpus_per_node;
+  if (spec.gpus_per_proc > 0 && spec.nproc_per_node > 0) {
+    // In 64 bits: two large counts must reach the scheduler (which refuses them), not wrap.
+    const int64_t product = int64_t{spec.gpus_per_proc} * spec.nproc_per_node;
+    return static_cast<int>(std::min<int64_t>(product, std::numeric_limits<int>::max()));
+  }
+  return profile.gpus_per_node;
+}
+
+bool IsPythonCommand(const JobSpec& spec) {
+  if (spec.command.empty()) return false;
+  const std::string base = std::filesystem::path(spec.command[0]).filename().string();
+  return base == "python" || absl::StartsWith(base, "python3");
+}
 
 absl::StatusOr<ResolvedSchedulerSettings> ResolveSchedulerSettings(const JobSpec& spec,
                                                                    const SiteProfile& profile) {
@@ -186,8 +205,10 @@ absl::StatusOr<data> DirectiveValues(const JobSpec& spec, const SiteProfile& pro
   SetOptional(&values, "account", sched.account);
   SetOptional(&values, "filesystems",
               absl::StrJoin(sched.filesystems, profile.filesystems_separator));
-  SetOptional(&values, "gpus_per_node",
-              profile.gpus_per_node > 0 ? std::to_string(profile.gpus_per_node) : "");
+  // The job's own GPU count first: on a cluster that allots GPUs as a resource (Slurm GRES,
+  // PBS ngpus) a job that asks for none gets nodes without any.
+  const int gpus = RequestedGpusPerNode(spec, profile);
+  SetOptional(&values, "gpus_per_node", gpus > 0 ? std::to_string(gpus) : "");
   const bool directives_use_job_dir =
       std::any_of(profile.directives.begin(), profile.directives.end(),
                   [](const std::string& d) { return absl::StrContains(d, "job_dir"); });
@@ -248,7 +269,13 @@ void AddScriptValues(const JobSpec& spec, const SiteProfile& profile, const Rend
   values->set("site", profile.name);
   values->set("scheduler", profile.scheduler);
   values->set("modules", StringList(modules));
-  values->set("site_setup", StringList(profile.setup));
+  // A Python worker needs the site's Python (on Polaris ALCF's conda PyTorch) on every node;
+  // the job's own setup lines come after, so they can still switch to another environment.
+  std::vector<std::string> site_setup = profile.setup;
+  if (IsPythonCommand(spec)) {
+    site_setup.insert(site_setup.end(), profile.python_setup.begin(), profile.python_setup.end());
+  }
+  values->set("site_setup", StringList(site_setup));
   values->set("setup", StringList(spec.scheduler.setup));
   SetOptional(values, "nodefile_var", profile.nodefile_var);
   values->set("launcher", profile.launcher);

@@ -34,6 +34,15 @@ struct ResolvedSchedulerSettings {
 absl::StatusOr<ResolvedSchedulerSettings> ResolveSchedulerSettings(const JobSpec& spec,
                                                                    const SiteProfile& profile);
 
+// GPUs per node the batch job asks the scheduler for (the `gpus_per_node` value of directive
+// templates): `gpus.per_node`, else `gpus.per_proc` times a numeric `nproc_per_node`, else the
+// site's `defaults.gpus_per_node`; 0 = no GPU request (a CPU job, or a count nobody gave).
+int RequestedGpusPerNode(const JobSpec& spec, const SiteProfile& profile);
+
+// Whether the worker program is a Python interpreter (python, python3, python3.11, a path to
+// one): the site's `python_setup` lines run for such jobs.
+bool IsPythonCommand(const JobSpec& spec);
+
 // Renders profile.template_text with the job's values. Every spec value that reaches the
 // script is either checked against a directive-safe character set (name, queue, account,
 // filesystems, modules, extra directives, the job directory when a directive names it) or

@@ -42,6 +42,9 @@ struct SiteProfile {
 
   std::vector<std::string> modules; // `module load` each, before the job's own modules
   std::vector<std::string> setup;   // site shell lines, verbatim, before the job's own setup
+  // More site lines, after `setup`, only for jobs whose worker is Python (IsPythonCommand):
+  // the environment that provides it, e.g. Polaris' conda PyTorch. An empty list turns it off.
+  std::vector<std::string> python_setup;
 
   // Scheduler programs; "" = the scheduler's usual name. Environment variables
   // (DLAUNCH_QSUB, DLAUNCH_SBATCH, ...) override these.

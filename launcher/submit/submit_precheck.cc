@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/match.h"
@@ -58,7 +59,8 @@ void CheckCommand(const JobSpec& spec, const SiteProfile& profile, const std::st
     }
     if (!found) {
       bool job_changes_path = !spec.scheduler.modules.empty() || !spec.scheduler.setup.empty() ||
-                              !profile.modules.empty() || !profile.setup.empty();
+                              !profile.modules.empty() || !profile.setup.empty() ||
+                              (IsPythonCommand(spec) && !profile.python_setup.empty());
       std::string msg = absl::StrCat("command: '", program, "' is not on PATH");
       if (job_changes_path) {
         report->warnings.push_back(absl::StrCat(
@@ -93,6 +95,21 @@ void CheckLimits(const JobSpec& spec, const SiteProfile& profile, const SiteLimi
                                           " requested, ", scope, " allows at most ",
                                           FormatWalltimeHms(limits.max_walltime_s)));
   }
+}
+
+// A site whose directives can ask for GPUs, and a GPU job that gives no count: the job would
+// ask for none, and a cluster that allots GPUs (Slurm GRES) would start it without any.
+void CheckGpuRequest(const JobSpec& spec, const SiteProfile& profile, PrecheckReport* report) {
+  const bool site_asks_for_gpus =
+      std::any_of(profile.directives.begin(), profile.directives.end(),
+                  [](const std::string& d) { return absl::StrContains(d, "gpus_per_node"); });
+  if (!site_asks_for_gpus || spec.nproc_per_node != 0 || RequestedGpusPerNode(spec, profile) > 0) {
+    return;
+  }
+  report->warnings.push_back(absl::StrCat(
+      "nproc_per_node: gpu, but no GPU count is known (gpus.per_node in job.yaml, or "
+      "defaults.gpus_per_node in site ", profile.name, "): the job asks the scheduler for no "
+      "GPUs, and a cluster that allots them as a resource starts it on nodes without any"));
 }
 
 }  // namespace
@@ -145,6 +162,7 @@ PrecheckReport PrecheckSubmit(const JobSpec& spec, const SiteProfile& profile,
   if (profile.requires_queue && sched->queue.empty()) {
     report.errors.push_back(absl::StrCat("scheduler.queue: ", site, " requires a queue"));
   }
+  CheckGpuRequest(spec, profile, &report);
   return report;
 }
 

@@ -35,7 +35,10 @@ struct PrecheckReport {
 //    (python train.py, bash run.sh) must exist.
 //  - walltime parses and is within the site's and the queue's maximum;
 //  - the node range is within the site's and the queue's limits;
-//  - account and queue are present (after the profile's defaults) where the site requires them.
+//  - account and queue are present (after the profile's defaults) where the site requires them;
+//  - a GPU job (nproc_per_node: gpu) on a site whose directives can ask for GPUs gives a GPU
+//    count, else a warning: the job would ask for none.
+// The site's python_setup lines count as lines that may put a Python worker on PATH.
 PrecheckReport PrecheckSubmit(const JobSpec& spec, const SiteProfile& profile,
                               const std::string& cwd, const std::string& path_env,
                               const FileLookup& files);

@@ -248,14 +248,14 @@ absl::Status NetnsCluster::HealLink(const std::string& host) {
   return absl::OkStatus();
 }
 
-absl::Status NetnsCluster::StartSlurm() {
+absl::Status NetnsCluster::StartSlurm(int gpus_per_node) {
   for (const char* daemon : {"/usr/sbin/munged", "/usr/sbin/slurmctld", "/usr/sbin/slurmd"}) {
     if (access(daemon, X_OK) != 0) {
       return absl::FailedPreconditionError(
           absl::StrCat(daemon, " is missing (scripts/install-deps.sh cluster)"));
     }
   }
-  RunResult r = Tool({"slurm-up"}, absl::Seconds(90));
+  RunResult r = Tool({"slurm-up", std::to_string(gpus_per_node)}, absl::Seconds(90));
   if (!r.ok()) {
     return absl::UnavailableError(absl::StrCat("netns-cluster slurm-up failed (exit ",
                                                r.exit_code, "): ", r.output));

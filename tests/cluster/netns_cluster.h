@@ -64,7 +64,9 @@ class NetnsCluster {
 
   // munged, slurmctld on head, one slurmd per compute host; returns when all nodes are idle.
   // Clients then run on head with SLURM_CONF=SlurmConf() (or through BinDir()/sbatch ...).
-  absl::Status StartSlurm();
+  // With gpus_per_node > 0 each node offers that many GPUs as a GRES (fake devices: Slurm
+  // grants and refuses GPU requests by them, nothing uses them).
+  absl::Status StartSlurm(int gpus_per_node = 0);
 
   // Tears everything down (Slurm, processes, namespaces, links, routes). Idempotent. Keeps
   // the run directory when the current test has failed, for the logs in it.

@@ -26,12 +26,13 @@ constexpr char kSlurmScheduler[] =
 
 class SlurmSubmitTest : public DlaunchClusterTest {
  protected:
-  SlurmSubmitTest() : DlaunchClusterTest(kNodes) {}
+  explicit SlurmSubmitTest(int nodes = kNodes, int gpus_per_node = 0)
+      : DlaunchClusterTest(nodes), gpus_per_node_(gpus_per_node) {}
 
   void SetUp() override {
     DlaunchClusterTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    absl::Status slurm = cluster_->StartSlurm();
+    absl::Status slurm = cluster_->StartSlurm(gpus_per_node_);
     if (absl::IsFailedPrecondition(slurm)) GTEST_SKIP() << slurm.message();
     ASSERT_TRUE(slurm.ok()) << slurm;
     submit_dir_ = MakeDir("submit");
@@ -64,6 +65,7 @@ class SlurmSubmitTest : public DlaunchClusterTest {
     return tail.output;
   }
 
+  const int gpus_per_node_;
   std::string submit_dir_;
 };
 
@@ -172,6 +174,86 @@ TEST_F(SlurmSubmitTest, CancelStopsEveryProcessOnEveryHost) {
       << "dlaunch status after cancel:\n" << status.output;
   EXPECT_FALSE(std::regex_search(view.dlaunch_view, std::regex("succe")))
       << "dlaunch status after cancel:\n" << status.output;
+}
+
+
+// A cluster whose nodes offer GPUs as GRES (2 each), as most GPU clusters run Slurm: a job gets
+// GPUs only by asking, so the batch script must carry the job's count.
+constexpr int kGresNodes = 2;
+constexpr int kGresGpus = 2;
+
+class SlurmGresSubmitTest : public SlurmSubmitTest {
+ protected:
+  SlurmGresSubmitTest() : SlurmSubmitTest(kGresNodes, kGresGpus) {}
+
+  // A job that asks for `gpus` per node the way the issue's user wrote it (nproc_per_node
+  // counts ranks here, as the fake GPUs cannot be opened; preflight is off for the same reason).
+  std::string GpuJobYaml(const std::string& name, int gpus) {
+    return BarrierJobYaml(name, kGresNodes, kProcsPerNode, {},
+                          absl::StrCat(kSlurmScheduler, "gpus:\n  per_node: ", gpus,
+                                       "\npreflight: off\n"));
+  }
+
+  // Slurm's record of a job (`scontrol show job -o`), one line of KEY=VALUE words.
+  std::string SlurmJobRecord(const std::string& job_dir) {
+    std::smatch m;
+    const std::string record = ReadFileOrEmpty(job_dir + "/submit.json");
+    if (!std::regex_search(record, m, std::regex("\"scheduler_job_id\": *\"([0-9]+)"))) {
+      return "no scheduler job id in submit.json: " + record;
+    }
+    return cluster_
+        ->RunOn("head", absl::StrCat("scontrol show job -o ", m[1].str()), absl::Seconds(30),
+                {{"SLURM_CONF", cluster_->SlurmConf()}})
+        .output;
+  }
+};
+
+TEST_F(SlurmGresSubmitTest, GpuJobIsGrantedItsGpusAndRuns) {
+  std::string job_id = Submit(GpuJobYaml("cluster-gpus", kGresGpus));
+  ASSERT_FALSE(job_id.empty());
+  const std::string job_dir = job_root_ + "/" + job_id;
+  const std::string script = ReadFileOrEmpty(job_dir + "/job.sh");
+  EXPECT_TRUE(absl::StrContains(script, absl::StrCat("#SBATCH --gpus-per-node=", kGresGpus, "\n")))
+      << script;
+
+  RunResult status;
+  StatusView view;
+  for (absl::Time deadline = absl::Now() + absl::Seconds(120); absl::Now() < deadline;) {
+    status = Dlaunch("status " + job_id, absl::Seconds(30));
+    view = ParseStatus(status.output);
+    if (SchedulerDone(view) && !absl::StartsWith(view.dlaunch_view, "running") &&
+        !absl::StrContains(view.dlaunch_view, "started")) {
+      break;
+    }
+    usleep(300000);
+  }
+  ASSERT_EQ(view.scheduler_state, "finished")
+      << status.output << "\nSlurm logs:\n" << SlurmLogs() << "\nscheduler.out:\n"
+      << ReadFileOrEmpty(job_dir + "/scheduler.out");
+  ExpectBarrierJobSucceeded(job_dir, kGresNodes, kProcsPerNode, cluster_->hosts());
+  // Slurm's own record: the job held the GPUs it asked for on every node.
+  const std::string record = SlurmJobRecord(job_dir);
+  EXPECT_TRUE(absl::StrContains(record, absl::StrCat("TresPerNode=gres:gpu:", kGresGpus)))
+      << record;
+}
+
+TEST_F(SlurmGresSubmitTest, GpuJobAskingForMoreThanANodeHasIsRefused) {
+  WriteFileOrDie(submit_dir_ + "/job.yaml", GpuJobYaml("cluster-too-many", kGresGpus + 1));
+  RunResult submit = Dlaunch("submit job.yaml");
+  // sbatch refuses it outright; dlaunch says so with exit 3 and keeps the directory.
+  EXPECT_EQ(submit.exit_code, 3) << submit.output;
+  EXPECT_TRUE(absl::StrContains(submit.output, "Requested node configuration is not available"))
+      << submit.output;
+  const std::string job_dir = OnlyJobDir(job_root_);
+  ASSERT_FALSE(job_dir.empty()) << submit.output;
+  const std::string script = ReadFileOrEmpty(job_dir + "/job.sh");
+  EXPECT_TRUE(absl::StrContains(script, absl::StrCat("#SBATCH --gpus-per-node=", kGresGpus + 1)))
+      << script;
+  RunResult queue = cluster_->RunOn("head", "squeue -h -o %i", absl::Seconds(30),
+                                    {{"SLURM_CONF", cluster_->SlurmConf()}});
+  EXPECT_EQ(queue.exit_code, 0) << queue.output;
+  EXPECT_EQ(absl::StripAsciiWhitespace(queue.output), "") << "Slurm queued the job:\n"
+                                                          << queue.output;
 }
 
 }  // namespace

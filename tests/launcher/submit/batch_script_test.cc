@@ -12,6 +12,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "launcher/submit/site_profile.h"
@@ -34,7 +35,18 @@ using ::testing::Not;
 struct GoldenCase {
   std::string site;
   std::string queue;
+  // A variant of the training job or the profile, and the golden file's suffix naming it.
+  std::string variant;
+  std::function<void(JobSpec*, SiteProfile*)> adjust;
 };
+
+// For ctest's names and failure messages (gtest would print the bytes).
+void PrintTo(const GoldenCase& c, std::ostream* os) {
+  *os << c.site << (c.variant.empty() ? "" : "-") << c.variant;
+}
+
+void AskForFourGpus(JobSpec* spec, SiteProfile*) { spec->gpus_per_node = 4; }
+void PythonSetupOff(JobSpec*, SiteProfile* profile) { profile->python_setup.clear(); }
 
 class GoldenTest : public ::testing::TestWithParam<GoldenCase> {};
 
@@ -44,11 +56,13 @@ TEST_P(GoldenTest, MatchesGoldenFile) {
   JobSpec spec = TrainingJob();
   spec.scheduler.queue = c.queue;
   if (profile.scheduler == "local") spec.scheduler.account.clear();
+  if (c.adjust) c.adjust(&spec, &profile);
   absl::StatusOr<std::string> script = RenderBatchScript(spec, profile, GoldenContext());
   ASSERT_TRUE(script.ok()) << script.status();
 
-  const std::string golden = absl::StrCat(DLAUNCH_SOURCE_DIR, "/tests/launcher/submit/golden/", c.site,
-                                          ".sh");
+  const std::string golden =
+      absl::StrCat(DLAUNCH_SOURCE_DIR, "/tests/launcher/submit/golden/", c.site,
+                   c.variant.empty() ? "" : "-", c.variant, ".sh");
   const char* update = std::getenv("DLAUNCH_UPDATE_GOLDEN");
   if (update != nullptr && std::string(update) == "1") {
     WriteFile(golden, *script, 0755);
@@ -61,13 +75,18 @@ TEST_P(GoldenTest, MatchesGoldenFile) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sites, GoldenTest,
-                         ::testing::Values(GoldenCase{"polaris", "debug"},
-                                           GoldenCase{"thetagpu", "full-node"},
-                                           GoldenCase{"generic-pbs", "workq"},
-                                           GoldenCase{"generic-slurm", "gpu"},
-                                           GoldenCase{"local", ""}),
+                         ::testing::Values(
+                             GoldenCase{"polaris", "debug", "", nullptr},
+                             GoldenCase{"polaris", "debug", "python-setup-off", PythonSetupOff},
+                             GoldenCase{"thetagpu", "full-node", "", nullptr},
+                             GoldenCase{"generic-pbs", "workq", "", nullptr},
+                             GoldenCase{"generic-pbs", "workq", "gpus", AskForFourGpus},
+                             GoldenCase{"generic-slurm", "gpu", "", nullptr},
+                             GoldenCase{"generic-slurm", "gpu", "gpus", AskForFourGpus},
+                             GoldenCase{"local", "", "", nullptr}),
                          [](const auto& info) {
                            std::string n = info.param.site;
+                           if (!info.param.variant.empty()) n += "_" + info.param.variant;
                            for (char& ch : n) {
                              if (ch == '-') ch = '_';
                            }
@@ -135,6 +154,126 @@ TEST(RenderBatchScript, SlurmDirectivesAndNodeRange) {
                            "#SBATCH -t 0:30:00\n", "#SBATCH -p gpu\n", "#SBATCH -A MyProject\n",
                            "#SBATCH --mail-type=END\n", "#SBATCH --exclusive\n"}) {
     EXPECT_THAT(*s, HasSubstr(line));
+  }
+}
+
+// --- GPU requests ------------------------------------------------------------------------------
+
+// The script's directive lines, in order, without the prefix.
+std::vector<std::string> DirectivesOf(const std::string& script, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (absl::string_view line : absl::StrSplit(script, '\n')) {
+    if (absl::StartsWith(line, prefix)) out.emplace_back(line.substr(prefix.size()));
+  }
+  return out;
+}
+
+// A GPU job on a GRES-managed Slurm cluster gets GPUs only if it asks: one GPU line, the count
+// from the job (gpus.per_node, else gpus.per_proc x nproc_per_node), else the site's.
+TEST(RenderBatchScript, SlurmAsksForTheJobsGpusPerNode) {
+  struct Case {
+    std::string what;
+    int nproc_per_node, gpus_per_node, gpus_per_proc, site_gpus;
+    std::string want;  // the GPU directive, "" = none
+  };
+  for (const Case& c : std::vector<Case>{
+           {"gpus.per_node with nproc_per_node: gpu", 0, 4, 0, 0, "--gpus-per-node=4"},
+           {"gpus.per_node wins over the site", 0, 2, 0, 4, "--gpus-per-node=2"},
+           {"gpus.per_proc x nproc_per_node", 2, 0, 2, 0, "--gpus-per-node=4"},
+           {"the site's count", 0, 0, 0, 8, "--gpus-per-node=8"},
+           {"a CPU job on a CPU site", 4, 0, 0, 0, ""},
+           {"no count anywhere", 0, 0, 0, 0, ""}}) {
+    JobSpec spec = TrainingJob();
+    spec.nproc_per_node = c.nproc_per_node;
+    spec.gpus_per_node = c.gpus_per_node;
+    spec.gpus_per_proc = c.gpus_per_proc;
+    SiteProfile profile = Profile("generic-slurm");
+    profile.gpus_per_node = c.site_gpus;
+    absl::StatusOr<std::string> s = RenderBatchScript(spec, profile, GoldenContext());
+    ASSERT_TRUE(s.ok()) << c.what << ": " << s.status();
+    std::vector<std::string> gpu_lines;
+    for (const std::string& d : DirectivesOf(*s, "#SBATCH ")) {
+      if (absl::StrContains(d, "gpu")) gpu_lines.push_back(d);
+    }
+    EXPECT_EQ(gpu_lines, c.want.empty() ? std::vector<std::string>{}
+                                        : std::vector<std::string>{c.want})
+        << c.what << "\n" << *s;
+  }
+}
+
+// A site whose Slurm counts GPUs with select/cons_res asks in GRES form; the profile says so.
+TEST(RenderBatchScript, SlurmGresFormWhereTheProfileSaysSo) {
+  absl::StatusOr<SiteProfile> profile = ParseSiteProfile(
+      "scheduler: slurm\n"
+      "directives:\n"
+      "  - \"-N {{nodes}}\"\n"
+      "  - \"{{#gpus_per_node}}--gres=gpu:{{gpus_per_node}}{{/gpus_per_node}}\"\n"
+      "launch: \"srun -N ${NNODES}\"\n",
+      "gres-site", "gres-site.yaml");
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  profile->template_text = Profile("generic-slurm").template_text;
+  JobSpec spec = TrainingJob();
+  spec.gpus_per_node = 4;
+  absl::StatusOr<std::string> s = RenderBatchScript(spec, *profile, GoldenContext());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(DirectivesOf(*s, "#SBATCH "), (std::vector<std::string>{"-N 2", "--gres=gpu:4"}));
+}
+
+// PBS: generic sites may share nodes, so a GPU count becomes ngpus in the select statement;
+// Polaris gives whole nodes and ALCF selects by system, so its select has none.
+TEST(RenderBatchScript, PbsNgpusOnlyWhereNodesAreShared) {
+  JobSpec spec = TrainingJob();
+  spec.scheduler.queue = "debug";
+  spec.gpus_per_node = 4;
+  absl::StatusOr<std::string> generic =
+      RenderBatchScript(spec, Profile("generic-pbs"), GoldenContext());
+  ASSERT_TRUE(generic.ok()) << generic.status();
+  EXPECT_THAT(*generic, HasSubstr("#PBS -l select=2:ncpus=1:ngpus=4\n"));
+  absl::StatusOr<std::string> polaris = RenderBatchScript(spec, Profile("polaris"), GoldenContext());
+  ASSERT_TRUE(polaris.ok()) << polaris.status();
+  EXPECT_THAT(*polaris, HasSubstr("#PBS -l select=2:system=polaris\n"));
+  EXPECT_THAT(*polaris, Not(HasSubstr("ngpus")));
+}
+
+// --- Polaris' Python environment ----------------------------------------------------------------
+
+constexpr char kPolarisConda[] =
+    "module use /soft/modulefiles\nmodule load conda\nconda activate\n";
+
+// A Python worker gets ALCF's conda PyTorch without copying lines into job.yaml: after the
+// site's own lines, before the job's (which may switch environments), before `set -u`.
+TEST(RenderBatchScript, PolarisPythonJobGetsAlcfConda) {
+  for (const char* python : {"python3", "python", "/usr/bin/python3.11"}) {
+    JobSpec spec = TrainingJob();
+    spec.scheduler.queue = "debug";
+    spec.command = {python, "train.py"};
+    absl::StatusOr<std::string> s = RenderBatchScript(spec, Profile("polaris"), GoldenContext());
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_THAT(*s, HasSubstr(absl::StrCat("export NCCL_CROSS_NIC=1\n", kPolarisConda,
+                                           "source /home/user/venv/bin/activate\nset -u\n")))
+        << python << "\n" << *s;
+  }
+}
+
+TEST(RenderBatchScript, PolarisNonPythonJobGetsNoConda) {
+  JobSpec spec = TrainingJob();
+  spec.scheduler.queue = "debug";
+  spec.command = {"dlaunch-worker", "--model", "cnn"};
+  absl::StatusOr<std::string> s = RenderBatchScript(spec, Profile("polaris"), GoldenContext());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(*s, Not(HasSubstr("conda")));
+}
+
+// `python_setup: []` in a profile turns it off; other sites have none.
+TEST(RenderBatchScript, PythonSetupOffOrAbsentAddsNothing) {
+  JobSpec spec = TrainingJob();
+  spec.scheduler.queue = "debug";
+  SiteProfile off = Profile("polaris");
+  off.python_setup.clear();
+  for (const SiteProfile& profile : {off, Profile("generic-pbs"), Profile("generic-slurm")}) {
+    absl::StatusOr<std::string> s = RenderBatchScript(spec, profile, GoldenContext());
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_THAT(*s, Not(HasSubstr("conda"))) << profile.name;
   }
 }
 

@@ -34,6 +34,23 @@ TEST(SiteProfile, EveryBuiltinProfileLoads) {
   }
 }
 
+// Polaris sets up ALCF's conda PyTorch for Python workers (ALCF's own job-script lines).
+TEST(SiteProfile, PolarisPythonSetupIsAlcfConda) {
+  absl::StatusOr<SiteProfile> polaris = LoadSiteProfile("polaris", BuiltinOnly());
+  ASSERT_TRUE(polaris.ok()) << polaris.status();
+  EXPECT_THAT(polaris->python_setup,
+              ElementsAre("module use /soft/modulefiles", "module load conda", "conda activate"));
+  absl::StatusOr<SiteProfile> off = ParseSiteProfile(
+      "scheduler: slurm\nlaunch: srun\npython_setup: []\n", "mine", "mine.yaml");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_TRUE(off->python_setup.empty());
+  absl::StatusOr<SiteProfile> bad = ParseSiteProfile(
+      "scheduler: slurm\nlaunch: srun\npython_setup: conda activate\n", "mine", "mine.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("mine.yaml:3:15: 'python_setup' must be a list of strings"));
+}
+
 TEST(SiteProfile, PolarisAndThetaGpuFacts) {
   absl::StatusOr<SiteProfile> polaris = LoadSiteProfile("polaris", BuiltinOnly());
   ASSERT_TRUE(polaris.ok()) << polaris.status();

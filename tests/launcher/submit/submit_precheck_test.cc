@@ -11,6 +11,7 @@
 namespace dlaunch {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -116,6 +117,41 @@ TEST(PrecheckSubmit, ModulesMakeAnUnfoundProgramAWarning) {
       PrecheckSubmit(spec, Profile("polaris"), "/home/u/proj", "/usr/bin", kPythonAndScript);
   EXPECT_TRUE(r.ok()) << ::testing::PrintToString(r.errors);
   EXPECT_THAT(r.warnings, ElementsAre(HasSubstr("assuming the job's modules or setup")));
+}
+
+// nproc_per_node: gpu on a site whose directives ask for GPUs, with no count anywhere: the job
+// would ask for none, so the user hears of it before the queue.
+TEST(PrecheckSubmit, GpuJobWithoutAGpuCountIsWarned) {
+  JobSpec spec = GoodPolarisJob();
+  spec.scheduler.account.clear();
+  spec.scheduler.queue = "gpu";
+  spec.nproc_per_node = 0;  // gpu
+  PrecheckReport r = PrecheckSubmit(spec, Profile("generic-slurm"), "/home/u/proj", "/usr/bin",
+                                    kPythonAndScript);
+  EXPECT_TRUE(r.ok()) << ::testing::PrintToString(r.errors);
+  EXPECT_THAT(r.warnings, ElementsAre(AllOf(HasSubstr("nproc_per_node: gpu"),
+                                            HasSubstr("gpus.per_node"),
+                                            HasSubstr("site generic-slurm"))));
+  spec.gpus_per_node = 4;
+  r = PrecheckSubmit(spec, Profile("generic-slurm"), "/home/u/proj", "/usr/bin", kPythonAndScript);
+  EXPECT_THAT(r.warnings, IsEmpty());
+  spec.gpus_per_node = 0;
+  spec.nproc_per_node = 2;  // a CPU job asks for no GPU on purpose
+  r = PrecheckSubmit(spec, Profile("generic-slurm"), "/home/u/proj", "/usr/bin", kPythonAndScript);
+  EXPECT_THAT(r.warnings, IsEmpty());
+}
+
+// Polaris' python_setup loads the conda module, which puts python on PATH in the job.
+TEST(PrecheckSubmit, PythonSetupMakesAnUnfoundPythonAWarning) {
+  JobSpec spec = GoodPolarisJob();
+  PrecheckReport r =
+      PrecheckSubmit(spec, Profile("polaris"), "/home/u/proj", "/opt/none", kPythonAndScript);
+  EXPECT_TRUE(r.ok()) << ::testing::PrintToString(r.errors);
+  SiteProfile off = Profile("polaris");
+  off.python_setup.clear();
+  off.setup.clear();
+  r = PrecheckSubmit(spec, off, "/home/u/proj", "/opt/none", kPythonAndScript);
+  EXPECT_THAT(r.errors, ElementsAre(HasSubstr("'python3' is not on PATH")));
 }
 
 TEST(PrecheckSubmit, EmptyCommandAndBadWalltimeAndMissingQueue) {

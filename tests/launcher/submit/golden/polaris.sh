@@ -19,6 +19,9 @@ cd /home/user/proj
 # Setup: module loads, the site's lines, then the job's own scheduler.setup lines (verbatim).
 export NCCL_NET_GDR_LEVEL=PHB
 export NCCL_CROSS_NIC=1
+module use /soft/modulefiles
+module load conda
+conda activate
 source /home/user/venv/bin/activate
 set -u
 
