@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -105,8 +106,9 @@ JobFiles ReadJobFiles(const std::string& job_dir) {
   return files;
 }
 
-// The jobs under `root` and those in the user's job index, each once, doctor runs left out,
-// newest first.
+// The most recent jobs under `root` and in the user's job index, each once, doctor runs left
+// out, newest first by their start. The index keeps every job the user ever started, so only
+// the kRecentJobs most recently changed directories have their files read.
 struct ListedJob {
   std::string id;
   std::string dir;
@@ -118,28 +120,37 @@ struct ListedJob {
 std::vector<ListedJob> RecentJobs(const std::string& root) {
   std::vector<std::string> dirs = ListJobDirs(root);
   for (std::string& dir : JobIndex(JobIndex::DefaultRoot()).List()) dirs.push_back(std::move(dir));
+  struct Candidate {
+    std::string dir;
+    int64_t mtime = 0;
+  };
   std::set<std::string> seen;
-  std::vector<ListedJob> jobs;
+  std::vector<Candidate> candidates;
   for (const std::string& dir : dirs) {
     std::error_code ec;
     fs::path canonical = fs::canonical(dir, ec);
-    if (ec || !seen.insert(canonical.string()).second) continue;
-    ListedJob job{fs::path(dir).filename().string(), dir, "", LoadRecord(dir), ReadJobFiles(dir)};
+    struct stat st;
+    if (ec || !seen.insert(canonical.string()).second || ::stat(dir.c_str(), &st) != 0) continue;
+    candidates.push_back({dir, static_cast<int64_t>(st.st_mtime)});
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.mtime > b.mtime; });
+  std::vector<ListedJob> jobs;
+  for (const Candidate& c : candidates) {
+    if (jobs.size() == kRecentJobs) break;
+    ListedJob job{fs::path(c.dir).filename().string(), c.dir, "", LoadRecord(c.dir),
+                  ReadJobFiles(c.dir)};
     if (IsDoctorRun(job.id, job.record, job.files)) continue;
     job.started = JobStartTime(job.record, job.files);
     if (job.started.empty()) {
-      struct stat st;
-      if (::stat(dir.c_str(), &st) == 0) {
-        job.started = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromTimeT(st.st_mtime),
-                                       absl::UTCTimeZone());
-      }
+      job.started = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromTimeT(c.mtime),
+                                     absl::UTCTimeZone());
     }
     jobs.push_back(std::move(job));
   }
   std::stable_sort(jobs.begin(), jobs.end(), [](const ListedJob& a, const ListedJob& b) {
     return ShortTime(a.started) > ShortTime(b.started);
   });
-  if (jobs.size() > kRecentJobs) jobs.resize(kRecentJobs);
   return jobs;
 }
 

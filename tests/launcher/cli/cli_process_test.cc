@@ -3,6 +3,8 @@
 // process's cwd and environment, so these run as the integration label (one process per test).
 #include "launcher/cli/job_commands.h"
 #include "launcher/cli/submit_command.h"
+#include "launcher/cli/trace_command.h"
+#include "launcher/cli/watch_command.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -400,6 +402,11 @@ TEST_F(CliProcessTest, ASubmittedJobIsFoundFromAnotherDirectory) {
   EXPECT_THAT(out, HasSubstr("directory  " + dir_ + "/runs/" + id + "\n"));
   ASSERT_EQ(Run(RunLogsCommand, {id, "--rank", "0"}, &out, &err), 0) << err;
   EXPECT_EQ(out, "step 1\n");
+  // watch and trace find it too: what they say is about the job, not "no job".
+  EXPECT_EQ(Run(RunWatchCommand, {id}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("no " + dir_ + "/runs/" + id + "/launcher.json"));
+  EXPECT_EQ(Run(RunTraceCommand, {id}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("no timeline for " + dir_ + "/runs/" + id + ":"));
   // The list shows it too, with where it is.
   ASSERT_EQ(Run(RunStatusCommand, {}, &out, &err), 0) << err;
   EXPECT_THAT(out, HasSubstr(id + "\t"));
