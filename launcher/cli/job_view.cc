@@ -71,6 +71,34 @@ std::string RanksLine(const JobFiles& files) {
   return world > 0 ? absl::StrCat(world) : "";
 }
 
+// Nested values in the events list (a node's preflight checks, a failure) in a few words, not
+// their JSON: a failure by the sentence dlaunch printed for it, a list by its length.
+// events.jsonl keeps them whole.
+constexpr size_t kMaxEventValue = 60;
+
+std::string EventValueText(const std::string& v) {
+  if (v.size() <= kMaxEventValue || (v[0] != '[' && v[0] != '{')) return v;
+  if (v[0] == '{') {
+    absl::StatusOr<Fields> fields = ParseJsonObjectFields(v);
+    const std::string description = fields.ok() ? FieldOr(*fields, "description", "") : "";
+    return description.empty() ? "{...}" : absl::StrCat("\"", description, "\"");
+  }
+  int depth = 0, entries = 1;
+  bool in_string = false, escaped = false;
+  for (char c : v) {
+    if (in_string) {
+      escaped = !escaped && c == '\\';
+      if (!escaped && c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '[' || c == '{') ++depth;
+    if (c == ']' || c == '}') --depth;
+    if (c == ',' && depth == 1) ++entries;
+  }
+  return absl::StrCat("[", entries, " entries]");
+}
+
 // The summary in words; its nested failures by the line dlaunch printed for them.
 std::string SummaryLines(const Fields& summary) {
   std::string out = "summary:\n";
@@ -186,7 +214,9 @@ std::string FormatJobStatus(const std::string& job_dir,
     for (size_t i = n > max_events ? n - max_events : 0; i < n; ++i) {
       const v1::JobEvent& e = files.events[i];
       absl::StrAppend(&out, "  ", e.time(), "  ", EventName(e));
-      for (const auto& [k, v] : EventFields(e)) absl::StrAppend(&out, " ", k, "=", v);
+      for (const auto& [k, v] : EventFields(e)) {
+        absl::StrAppend(&out, " ", k, "=", EventValueText(v));
+      }
       out += "\n";
     }
   }

@@ -206,6 +206,25 @@ TEST(FormatJobStatusTest, ThroughputShownOnceARankReportedEvenWhenZero) {
       << text;
 }
 
+TEST(FormatJobStatusTest, NestedEventValuesInWordsNotJson) {
+  JobFiles files;
+  files.events_present = true;
+  files.events = {
+      Event("2.0", "node_joined",
+            R"({"host":"n0","checks":[{"name":"gpus","verdict":"PASSED","detail":"sees 4, \"ok\", 4"},)"
+            R"({"name":"disk","verdict":"PASSED","detail":"74 GiB free"},)"
+            R"({"name":"clock","verdict":"SKIPPED","detail":"none"}]})"),
+      Event("9.0", "failure_detected",
+            R"({"failure":{"failure_class":"worker crash","rank":3,"host":"n1",)"
+            R"("description":"rank 3 on n1 exited with code 1","log_tail":"Traceback ..."}})")};
+  const std::string text = FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 10);
+  EXPECT_NE(text.find("node_joined round=0 host=n0 slots=0 joined=0 checks=[3 entries]\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("failure=\"rank 3 on n1 exited with code 1\""), std::string::npos) << text;
+  EXPECT_EQ(text.find('{'), std::string::npos) << text;
+}
+
 TEST(FormatJobStatusJsonTest, TheFilesAsWrittenForScripts) {
   JobFiles files = FailedJob();
   files.events_present = true;
