@@ -119,7 +119,9 @@ std::string SummaryLines(const Fields& summary) {
     absl::StrAppend(&out, "  samples: ", FieldOr(summary, "samples", "0"), " at ",
                     FieldOr(summary, "samples_per_sec", "0"), " samples/s\n");
   }
-  if (summary.count("final_loss")) absl::StrAppend(&out, "  final loss: ", summary.at("final_loss"), "\n");
+  if (summary.count("final_loss")) {
+    absl::StrAppend(&out, "  final loss: ", summary.at("final_loss"), "\n");
+  }
   if (summary.count("test_accuracy")) {
     absl::StrAppend(&out, "  test accuracy: ", summary.at("test_accuracy"), "\n");
   }

@@ -29,7 +29,9 @@ std::string JobLine(const v1::JobSnapshot& s) {
                                      workers, s.world_size());
   // Nothing where no rank reported (a script that sends no reports); a reported 0 is shown.
   if (s.has_step()) absl::StrAppend(&line, "  step ", s.step());
-  if (s.has_samples_per_sec()) absl::StrAppendFormat(&line, "  %.1f samples/s", s.samples_per_sec());
+  if (s.has_samples_per_sec()) {
+    absl::StrAppendFormat(&line, "  %.1f samples/s", s.samples_per_sec());
+  }
   if (!s.phase().empty()) absl::StrAppend(&line, "  ", s.phase());
   if (s.round() > 0) absl::StrAppend(&line, "  round ", s.round());
   if (s.ended()) absl::StrAppend(&line, "  ended (exit ", s.exit_code(), ")");

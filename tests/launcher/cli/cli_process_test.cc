@@ -453,7 +453,8 @@ TEST_F(CliProcessTest, StatusJsonIsForScripts) {
   ASSERT_EQ(Run(RunStatusCommand, {"done-1", "--json"}, &out, &err), 0) << err;
   EXPECT_EQ(out, "{\"job_id\":\"done-1\",\"directory\":\"" + job_dir +
                      "\",\"state\":\"succeeded (exit 0)\",\"started\":\"\",\"ended\":true,"
-                     "\"submit\":null,\"summary\":{\"result\": \"succeeded\", \"exit_code\": 0}}\n");
+                     "\"submit\":null,"
+                     "\"summary\":{\"result\": \"succeeded\", \"exit_code\": 0}}\n");
   ASSERT_EQ(Run(RunStatusCommand, {"--json"}, &out, &err), 0) << err;
   EXPECT_THAT(out, ::testing::StartsWith("[{\"job_id\":\"done-1\",\"directory\":\"" + job_dir));
   EXPECT_EQ(Run(RunStatusCommand, {"done-1", "--jsn"}, &out, &err), 2);

@@ -211,7 +211,8 @@ TEST(FormatJobStatusTest, NestedEventValuesInWordsNotJson) {
   files.events_present = true;
   files.events = {
       Event("2.0", "node_joined",
-            R"({"host":"n0","checks":[{"name":"gpus","verdict":"PASSED","detail":"sees 4, \"ok\", 4"},)"
+            R"({"host":"n0","checks":[)"
+            R"({"name":"gpus","verdict":"PASSED","detail":"sees 4, \"ok\", 4"},)"
             R"({"name":"disk","verdict":"PASSED","detail":"74 GiB free"},)"
             R"({"name":"clock","verdict":"SKIPPED","detail":"none"}]})"),
       Event("9.0", "failure_detected",

@@ -65,7 +65,8 @@ TEST_F(JobIndexTest, DefaultRootIsUnderXdgStateHomeElseHome) {
   ::unsetenv("XDG_STATE_HOME");
   ::unsetenv("HOME");
   EXPECT_EQ(JobIndex::DefaultRoot(), "");
-  EXPECT_THAT(JobIndex("").Record("j", "/tmp").message(), HasSubstr("neither XDG_STATE_HOME nor HOME"));
+  EXPECT_THAT(JobIndex("").Record("j", "/tmp").message(),
+              HasSubstr("neither XDG_STATE_HOME nor HOME"));
   if (home) ::setenv("HOME", saved_home.c_str(), 1);
 }
 

@@ -73,7 +73,8 @@ TEST(LiveTableTest, NothingReportedShowsDashesAReportedZeroShowsZero) {
   EXPECT_THAT(lines[3], AllOf(HasSubstr("host1"), HasSubstr(" 4/4        0        0.0 ")));
   s.set_step(0);
   s.set_samples_per_sec(0);
-  EXPECT_THAT(RenderLiveTable(s, 120, 40)[0], AllOf(HasSubstr("step 0"), HasSubstr("0.0 samples/s")));
+  EXPECT_THAT(RenderLiveTable(s, 120, 40)[0],
+              AllOf(HasSubstr("step 0"), HasSubstr("0.0 samples/s")));
   // Collapsed, nodes without reports are named apart, not as the slowest at 0.0/s.
   v1::JobSnapshot wide;
   for (int i = 0; i < 40; ++i) {
