@@ -1,9 +1,11 @@
 #include "launcher/cli/job_commands.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -12,17 +14,22 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "common/environment.h"
 #include "common/exit_codes.h"
 #include "common/file_io.h"
+#include "common/json_line.h"
 #include "launcher/cli/cli_support.h"
 #include "launcher/cli/job_view.h"
 #include "launcher/cli/watch_command.h"
+#include "launcher/jobdir/job_directory.h"
+#include "launcher/jobdir/job_index.h"
 #include "launcher/jobdir/job_record.h"
 #include "launcher/jobdir/journal.h"
 #include "launcher/submit/scheduler_client.h"
@@ -32,16 +39,19 @@ namespace dlaunch {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr int kRecentJobs = 20;
+constexpr size_t kRecentJobs = 20;
 constexpr size_t kStatusEvents = 10;
 // How often `logs --follow` looks for new lines and for the job's end.
 constexpr std::chrono::milliseconds kFollowPoll(250);
 
 constexpr char kStatusUsage[] =
-    "usage: dlaunch status [JOB]\n"
-    "  JOB is a job id under $DLAUNCH_JOB_ROOT (default runs/) or a job directory.\n"
-    "  Without JOB, lists recent jobs. Of a running job, also one live table from its\n"
-    "  launcher (see `dlaunch watch`).\n";
+    "usage: dlaunch status [JOB] [--json]\n"
+    "  JOB is a job id or a job directory. An id is looked for under $DLAUNCH_JOB_ROOT\n"
+    "  (default runs/), then among the jobs you started anywhere (the job index in\n"
+    "  $XDG_STATE_HOME/dlaunch, default ~/.local/state/dlaunch).\n"
+    "  Without JOB, lists your recent jobs, newest first (`dlaunch doctor` runs left out).\n"
+    "  Of a running job, also one live table from its launcher (see `dlaunch watch`).\n"
+    "  --json   the job (or the list) as JSON, for scripts\n";
 constexpr char kLogsUsage[] =
     "usage: dlaunch logs JOB [--rank N] [--follow]\n"
     "  Prints runs/JOB/logs/rank-N.log; all ranks, each line prefixed, without --rank.\n"
@@ -86,39 +96,110 @@ JobFiles ReadJobFiles(const std::string& job_dir) {
   if (summary_text.ok()) {
     absl::StatusOr<std::map<std::string, std::string>> summary =
         ParseJsonObjectFields(*summary_text);
-    if (summary.ok()) files.summary = *std::move(summary);
+    if (summary.ok()) {
+      files.summary = *std::move(summary);
+      files.summary_json = *std::move(summary_text);
+    }
   }
+  absl::StatusOr<std::string> kind = ReadFile(job_dir + "/" + kJobKindFile);
+  if (kind.ok()) files.kind = std::string(absl::StripAsciiWhitespace(*kind));
   return files;
 }
 
-int ListRecentJobs(const std::string& root) {
+// The most recent jobs under `root` and in the user's job index, each once, doctor runs left
+// out, newest first by their start. The index keeps every job the user ever started, so only
+// the kRecentJobs most recently changed directories have their files read.
+struct ListedJob {
+  std::string id;
+  std::string dir;
+  std::string started;
+  absl::StatusOr<SubmitRecord> record;
+  JobFiles files;
+};
+
+std::vector<ListedJob> RecentJobs(const std::string& root) {
   std::vector<std::string> dirs = ListJobDirs(root);
-  if (dirs.empty()) {
-    std::cout << "no jobs in " << root << "\n";
+  for (std::string& dir : JobIndex(JobIndex::DefaultRoot()).List()) dirs.push_back(std::move(dir));
+  struct Candidate {
+    std::string dir;
+    int64_t mtime = 0;
+  };
+  std::set<std::string> seen;
+  std::vector<Candidate> candidates;
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    fs::path canonical = fs::canonical(dir, ec);
+    struct stat st;
+    if (ec || !seen.insert(canonical.string()).second || ::stat(dir.c_str(), &st) != 0) continue;
+    candidates.push_back({dir, static_cast<int64_t>(st.st_mtime)});
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.mtime > b.mtime; });
+  std::vector<ListedJob> jobs;
+  for (const Candidate& c : candidates) {
+    if (jobs.size() == kRecentJobs) break;
+    ListedJob job{fs::path(c.dir).filename().string(), c.dir, "", LoadRecord(c.dir),
+                  ReadJobFiles(c.dir)};
+    if (IsDoctorRun(job.id, job.record, job.files)) continue;
+    job.started = JobStartTime(job.record, job.files);
+    if (job.started.empty()) {
+      job.started = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromTimeT(c.mtime),
+                                     absl::UTCTimeZone());
+    }
+    jobs.push_back(std::move(job));
+  }
+  std::stable_sort(jobs.begin(), jobs.end(), [](const ListedJob& a, const ListedJob& b) {
+    return ShortTime(a.started) > ShortTime(b.started);
+  });
+  return jobs;
+}
+
+int ListRecentJobs(const std::string& root, bool json) {
+  std::vector<ListedJob> jobs = RecentJobs(root);
+  if (json) {
+    std::string list;
+    for (const ListedJob& job : jobs) {
+      absl::StrAppend(&list, list.empty() ? "" : ",",
+                      JsonLine()
+                          .Add("job_id", job.id)
+                          .Add("directory", AbsolutePath(job.dir))
+                          .Add("started", job.started)
+                          .Add("state", LauncherView(job.files))
+                          .Add("ended", JobEnded(job.files))
+                          .str());
+    }
+    std::cout << "[" << list << "]\n";
     return kExitOk;
   }
-  std::cout << "JOB\tSITE\tSCHEDULER JOB\tSUBMITTED\tSTATE\n";
-  int shown = 0;
-  for (const auto& dir : dirs) {
-    if (shown++ == kRecentJobs) break;
-    std::cout << FormatJobListRow(fs::path(dir).filename().string(), LoadRecord(dir),
-                                  ReadJobFiles(dir));
+  if (jobs.empty()) {
+    std::cout << "no jobs in " << root << " or in the job index\n";
+    return kExitOk;
+  }
+  std::cout << kJobListHeader;
+  for (const ListedJob& job : jobs) {
+    std::cout << FormatJobListRow(job.id, job.dir, job.started, job.record, job.files);
   }
   return kExitOk;
 }
 
-int ShowJob(const std::string& job_arg, const std::string& root) {
+int ShowJob(const std::string& job_arg, const std::string& root, bool json) {
   absl::StatusOr<std::string> dir = ResolveJobDir(job_arg, root);
   if (!dir.ok()) {
     std::cerr << "dlaunch: " << dir.status().message() << "\n";
     return kExitUsage;
   }
   absl::StatusOr<SubmitRecord> rec = LoadRecord(*dir);
+  JobFiles files = ReadJobFiles(*dir);
+  if (json) {
+    absl::StatusOr<std::string> submit_text = ReadFile(*dir + "/submit.json");
+    const bool submitted = rec.ok() && submit_text.ok();
+    std::cout << FormatJobStatusJson(*dir, rec, submitted ? *submit_text : "", files);
+    return kExitOk;
+  }
   SchedulerAnswer answer;
   if (rec.ok() && !rec->dry_run && !rec->scheduler_job_id.empty()) {
     answer = ClientFor(*rec).Query(rec->scheduler_job_id, *dir);
   }
-  JobFiles files = ReadJobFiles(*dir);
   std::cout << FormatJobStatus(*dir, rec, answer, files, kStatusEvents);
   if (!JobEnded(files)) PrintLiveStatus(*dir, std::cout);
   return answer.has_value() && !answer->ok() ? kExitLaunchError : kExitOk;
@@ -174,11 +255,14 @@ int RunStatusCommand(const std::vector<std::string>& args) {
     std::cout << kStatusUsage;
     return kExitOk;
   }
+  bool json = false;
+  const std::vector<Flag> table = {{{"--json"}, false, SwitchFlag(&json)}};
   ParsedArgs parsed;
   int rc = kExitOk;
-  if (!ParseCommandFlags(args, {}, 1, kStatusUsage, &parsed, &rc)) return rc;
+  if (!ParseCommandFlags(args, table, 1, kStatusUsage, &parsed, &rc)) return rc;
   const std::string root = DefaultJobRoot();
-  return parsed.positional.empty() ? ListRecentJobs(root) : ShowJob(parsed.positional[0], root);
+  return parsed.positional.empty() ? ListRecentJobs(root, json)
+                                   : ShowJob(parsed.positional[0], root, json);
 }
 
 int RunLogsCommand(const std::vector<std::string>& args) {

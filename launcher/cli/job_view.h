@@ -22,7 +22,18 @@ struct JobFiles {
   int schema_version = kJournalSchemaVersion;  // of events.jsonl as found
   std::string events_error;     // why events.jsonl could not be read (a newer schema)
   std::optional<std::map<std::string, std::string>> summary;  // summary.json, when it parses
+  std::string summary_json;     // summary.json as written, when it parses (for --json)
+  std::string kind;             // the `kind` file: "doctor" for a `dlaunch doctor` run
 };
+
+// When the job started, RFC 3339 as recorded: its job_started event, else its first event,
+// else its submission; "" when none of these is known.
+std::string JobStartTime(const absl::StatusOr<SubmitRecord>& record, const JobFiles& files);
+
+// A `dlaunch doctor` run: its `kind` file says so, or (written before there was one) its id is
+// "<name>-doctor-<time>-<hex>" and it has no journal and no submit.json.
+bool IsDoctorRun(const std::string& job_id, const absl::StatusOr<SubmitRecord>& record,
+                 const JobFiles& files);
 
 // "failed (exit 1)", "finished", "running: 2 node(s) joined, 1 worker failure(s)",
 // "started, no events yet", "not started".
@@ -38,14 +49,28 @@ bool JobEnded(const JobFiles& files);
 using SchedulerAnswer = std::optional<absl::StatusOr<SchedulerJobStatus>>;
 
 // The text of `dlaunch status JOB`: job, directory, submission and scheduler lines (when
-// submit.json was read), dlaunch's view, the last `max_events` events and the summary.
+// submit.json was read), dlaunch's view, when it started, its wall time, nodes and ranks, the
+// last `max_events` events, the summary in words (result, root cause, throughput when ranks
+// reported any) and where its files are.
 std::string FormatJobStatus(const std::string& job_dir,
                             const absl::StatusOr<SubmitRecord>& record,
                             const SchedulerAnswer& scheduler, const JobFiles& files,
                             size_t max_events);
 
-// One row of `dlaunch status` without a job: JOB, SITE, SCHEDULER JOB, SUBMITTED, STATE.
-std::string FormatJobListRow(const std::string& job_id,
+// `dlaunch status JOB --json`: one object with the job's id, directory, state and start, and
+// submit.json and summary.json as written (null when absent), for scripts.
+std::string FormatJobStatusJson(const std::string& job_dir,
+                                const absl::StatusOr<SubmitRecord>& record,
+                                const std::string& submit_json, const JobFiles& files);
+
+// The header and one row of `dlaunch status` without a job: JOB, STARTED, STATE, SITE,
+// SCHEDULER JOB, DIRECTORY. `started` is JobStartTime's, or the directory's time.
+inline constexpr char kJobListHeader[] = "JOB\tSTARTED\tSTATE\tSITE\tSCHEDULER JOB\tDIRECTORY\n";
+std::string FormatJobListRow(const std::string& job_id, const std::string& job_dir,
+                             const std::string& started,
                              const absl::StatusOr<SubmitRecord>& record, const JobFiles& files);
+
+// "2026-11-21 10:15:30Z" of an RFC 3339 time (fractions dropped); "-" for "".
+std::string ShortTime(const std::string& rfc3339);
 
 }  // namespace dlaunch

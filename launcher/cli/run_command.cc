@@ -438,6 +438,7 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
   const std::string& self_host = prepared->self_host;
   const HostPlan* plan = &prepared->plan;
   JobDirectory* dir = &prepared->dir;
+  if (absl::Status st = dir->WriteKind(kDoctorKind); !st.ok()) return Fail(kExitLaunchError, st.message());
   const JobPlacement& placement = prepared->placement;
 
   boost::asio::io_context io;

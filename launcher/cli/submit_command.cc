@@ -12,6 +12,7 @@
 #include "common/exit_codes.h"
 #include "common/file_io.h"
 #include "launcher/cli/cli_support.h"
+#include "launcher/jobdir/job_index.h"
 #include "launcher/jobdir/job_record.h"
 #include "launcher/spec/job_spec_parser.h"
 #include "launcher/submit/batch_script.h"
@@ -163,6 +164,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
     std::cerr << "dlaunch: cannot create " << job.ctx.job_dir << ": " << ec.message() << "\n";
     return kExitLaunchError;
   }
+  (void)JobIndex(JobIndex::DefaultRoot()).Record(job.ctx.job_id, job.ctx.job_dir);
   const std::string script_path = job.ctx.job_dir + "/job.sh";
   for (const auto& [path, text, mode] :
        std::vector<std::tuple<std::string, std::string, int>>{

@@ -18,7 +18,8 @@ constexpr char kTraceUsage[] =
     "usage: dlaunch trace JOB [--rebuild]\n"
     "  Prints where the job's trace.json is (Chrome trace format: open it in\n"
     "  https://ui.perfetto.dev or chrome://tracing) and where time went per rank.\n"
-    "  JOB is a job id under $DLAUNCH_JOB_ROOT (default runs/) or a job directory.\n"
+    "  JOB is a job id (under $DLAUNCH_JOB_ROOT, default runs/, else any job you started:\n"
+    "  see `dlaunch status --help`) or a job directory.\n"
     "  The trace is built from the job directory when it is missing or older than the\n"
     "  journal (a running job, or one whose launcher was killed).\n"
     "  --rebuild   build trace.json again in any case\n";

@@ -31,7 +31,9 @@ constexpr char kWatchUsage[] =
     "usage: dlaunch watch JOB\n"
     "  Shows the live table of a running job (redrawn in place on a terminal, plain tables\n"
     "  every 5 s otherwise) until it ends, then its summary. Works from any host that sees the\n"
-    "  job directory and reaches the launcher; needs the job token in the directory.\n";
+    "  job directory and reaches the launcher; needs the job token in the directory.\n"
+    "  JOB is a job id (under $DLAUNCH_JOB_ROOT, default runs/, else any job you started:\n"
+    "  see `dlaunch status --help`) or a job directory.\n";
 // Not on a terminal, a table is printed this often.
 constexpr std::chrono::seconds kPlainPeriod(5);
 // `dlaunch status` waits this long for its one snapshot.

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_io.h"
 #include "common/json_line.h"
+#include "launcher/jobdir/job_index.h"
 #include "launcher/jobdir/journal.h"
 
 namespace dlaunch {
@@ -47,7 +48,10 @@ absl::StatusOr<JobDirectory> JobDirectory::Create(const std::string& path) {
   for (const std::string& dir : {path, path + "/logs"}) {
     fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
   }
-  return JobDirectory(fs::absolute(path).lexically_normal().string());
+  JobDirectory dir(fs::absolute(path).lexically_normal().string());
+  const std::string id = fs::path(dir.path()).filename().string();
+  (void)JobIndex(JobIndex::DefaultRoot()).Record(id, dir.path());
+  return dir;
 }
 
 absl::Status JobDirectory::WriteCredentials(const std::string& token,
@@ -85,6 +89,10 @@ absl::Status JobDirectory::WriteLauncherInfo(const LauncherInfo& info) const {
 absl::Status JobDirectory::WriteSummary(const std::string& json) const {
   // Synced: `dlaunch logs --follow` and `status` rely on it as the job's last word.
   return WriteFileAtomically(path_ + "/summary.json", json + "\n");
+}
+
+absl::Status JobDirectory::WriteKind(const std::string& kind) const {
+  return WriteFileAtomically(path_ + "/" + kJobKindFile, kind + "\n", kStartupFile);
 }
 
 absl::Status JobJournal::Open(const JobDirectory& dir) {

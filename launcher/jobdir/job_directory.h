@@ -19,9 +19,16 @@
 
 namespace dlaunch {
 
+// The `kind` file of a job directory that `dlaunch doctor` wrote.
+inline constexpr char kJobKindFile[] = "kind";
+inline constexpr char kDoctorKind[] = "doctor";
+
 class JobDirectory {
  public:
-  // Creates `path` and its logs/ folder; the directory is then named by its absolute path.
+  // Creates `path` and its logs/ folder; the directory is then named by its absolute path. It
+  // is recorded in the user's job index (job_index.h) under its name, so its id works from any
+  // directory; that record is a convenience: a home that cannot take it fails nothing, and the
+  // job is still found by its path or under the job root.
   static absl::StatusOr<JobDirectory> Create(const std::string& path);
 
   const std::string& path() const { return path_; }
@@ -41,6 +48,9 @@ class JobDirectory {
   absl::Status WriteLauncherInfo(const LauncherInfo& info) const;
   // The job's result; `dlaunch logs --follow` stops when it appears.
   absl::Status WriteSummary(const std::string& json) const;
+  // What started the job when it is not a training run (kDoctorKind): `dlaunch status` leaves
+  // such jobs out of its list.
+  absl::Status WriteKind(const std::string& kind) const;
 
  private:
   explicit JobDirectory(std::string path) : path_(std::move(path)) {}

@@ -1,10 +1,14 @@
 #include "launcher/jobdir/job_record.h"
 
+#include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -15,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/file_io.h"
+#include "launcher/jobdir/job_index.h"
 
 namespace dlaunch {
 namespace fs = std::filesystem;
@@ -141,23 +146,80 @@ std::string DefaultJobRoot() {
   return (root != nullptr && root[0] != '\0') ? root : "runs";
 }
 
+namespace {
+
+// What a path given for a job holds, as far as this user can tell.
+enum class JobDirProbe { kJob, kNone, kDenied };
+
+JobDirProbe ProbeJobDir(const fs::path& p) {
+  struct stat st;
+  // A path this user cannot even look up says nothing of whether the job exists.
+  if (::stat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return JobDirProbe::kNone;
+  // A directory this user may not list or enter: whether it holds a job cannot be seen, and
+  // saying "no job" would send its user looking elsewhere.
+  if (::access(p.c_str(), R_OK | X_OK) != 0 && errno == EACCES) return JobDirProbe::kDenied;
+  for (const char* name : {"submit.json", "job.yaml"}) {
+    if (::stat((p / name).c_str(), &st) == 0) return JobDirProbe::kJob;
+    if (errno == EACCES) return JobDirProbe::kDenied;
+  }
+  return JobDirProbe::kNone;
+}
+
+// "user alice, drwx------" for the refusal, or what of it can be found.
+std::string OwnerAndMode(const fs::path& p) {
+  struct stat st;
+  if (::stat(p.c_str(), &st) != 0) return "its owner only";
+  std::string owner = absl::StrCat("uid ", st.st_uid);
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  char buf[1024];
+  if (::getpwuid_r(st.st_uid, &pw, buf, sizeof(buf), &found) == 0 && found != nullptr) {
+    owner = absl::StrCat("user ", found->pw_name);
+  }
+  std::string mode = "d";
+  const char* rwx = "rwxrwxrwx";
+  for (int bit = 0; bit < 9; ++bit) mode += (st.st_mode & (0400 >> bit)) ? rwx[bit] : '-';
+  return absl::StrCat(owner, ", ", mode);
+}
+
+absl::Status Denied(const std::string& job, const fs::path& p) {
+  return absl::PermissionDeniedError(absl::StrCat(
+      "job '", job, "' exists but you may not read it: ", p.string(), " belongs to ",
+      OwnerAndMode(p), " (ask its owner, or pass a job of yours)"));
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> ResolveJobDir(const std::string& job, const std::string& job_root) {
   std::error_code ec;
-  auto is_job_dir = [&](const fs::path& p) {
-    return fs::is_directory(p, ec) &&
-           (fs::exists(p / "submit.json", ec) || fs::exists(p / "job.yaml", ec));
-  };
   if (job.empty()) return absl::InvalidArgumentError("no job given");
+  // The first place that holds the job, or refuses this user, answers.
+  auto resolve = [&](const fs::path& p) -> std::optional<absl::StatusOr<std::string>> {
+    switch (ProbeJobDir(p)) {
+      case JobDirProbe::kJob:
+        return fs::absolute(p, ec).lexically_normal().string();
+      case JobDirProbe::kDenied:
+        return Denied(job, p);
+      case JobDirProbe::kNone:
+        break;
+    }
+    return std::nullopt;
+  };
   if (job.find('/') != std::string::npos || job == "." || job == "..") {
-    if (is_job_dir(job)) return fs::absolute(job, ec).lexically_normal().string();
+    if (auto found = resolve(job)) return *found;
     return absl::NotFoundError(
         absl::StrCat("'", job, "' is not a job directory (no submit.json or job.yaml)"));
   }
-  fs::path under_root = fs::path(job_root) / job;
-  if (is_job_dir(under_root)) return fs::absolute(under_root, ec).lexically_normal().string();
-  if (is_job_dir(job)) return fs::absolute(job, ec).lexically_normal().string();
-  return absl::NotFoundError(absl::StrCat("no job '", job, "' in ", job_root,
-                                          " (set DLAUNCH_JOB_ROOT or pass the job directory)"));
+  if (auto found = resolve(fs::path(job_root) / job)) return *found;
+  if (auto found = resolve(job)) return *found;
+  const JobIndex index(JobIndex::DefaultRoot());
+  if (absl::StatusOr<std::string> dir = index.Find(job); dir.ok()) {
+    if (auto found = resolve(*dir)) return *found;
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "no job '", job, "' in ", job_root,
+      index.root().empty() ? "" : absl::StrCat(" or in the job index ", index.root()),
+      " (set DLAUNCH_JOB_ROOT or pass the job directory)"));
 }
 
 std::vector<std::string> ListJobDirs(const std::string& job_root) {

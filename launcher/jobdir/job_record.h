@@ -53,7 +53,9 @@ absl::StatusOr<LauncherInfo> ParseLauncherInfo(const std::string& json);
 std::string DefaultJobRoot();
 
 // JOB on the command line: a path to an existing job directory (it holds submit.json or
-// job.yaml), else a job id under `job_root`. NotFound says where it looked.
+// job.yaml), else a job id: under `job_root`, in the current directory, then in the user's job
+// index (job_index.h), whose entries for directories since removed are skipped. NotFound says
+// where it looked; PermissionDenied, that the job is there but this user may not read it.
 absl::StatusOr<std::string> ResolveJobDir(const std::string& job, const std::string& job_root);
 
 // Job directories under `job_root`, newest first (by submit.json time, else directory mtime).

@@ -8,6 +8,8 @@ namespace {
 // The node's ranks, as its row shows them.
 struct NodeRanks {
   bool any = false;
+  bool reported_step = false;  // a rank sent any report (a phase report carries its step)
+  bool reported_rate = false;  // a rank sent a report with samples
   bool all_succeeded = true;
   bool failed = false;
   int64_t step = 0;
@@ -24,6 +26,9 @@ std::map<int, NodeRanks> RanksByNode(const std::map<int, RankProgress>& ranks) {
     out.all_succeeded = out.all_succeeded && r.state == v1::WorkerEvent::SUCCEEDED;
     out.failed = out.failed || r.state == v1::WorkerEvent::FAILED;
     out.step = std::max(out.step, r.step);
+    out.reported_rate = out.reported_rate || r.has_loss;
+    out.reported_step = out.reported_step || out.reported_rate || r.step > 0 ||
+                        r.phase != v1::WorkerReport::PHASE_UNSPECIFIED;
     if (WorkerEnded(r.state)) continue;
     out.rate += r.recent_rate;
     // A rank away from training (evaluating, checkpointing) is what the row shows.
@@ -74,8 +79,10 @@ v1::JobSnapshot BuildJobSnapshot(const SnapshotInputs& in, double now_s) {
   s.set_world_size(in.round ? in.round->world_size : 0);
   s.set_round(in.round ? in.round->round : 0);
   s.set_total_steps(in.steps->total_steps());
-  s.set_step(in.steps->step());
   const std::map<int, NodeRanks> by_node = RanksByNode(*in.ranks);
+  for (const auto& [id, r] : by_node) {
+    if (r.reported_step) s.set_step(in.steps->step());
+  }
   for (const auto& [id, n] : in.nodes->all()) {
     auto found = by_node.find(id);
     const NodeRanks r = found == by_node.end() ? NodeRanks{} : found->second;
@@ -92,10 +99,13 @@ v1::JobSnapshot BuildJobSnapshot(const SnapshotInputs& in, double now_s) {
     ns->set_since_heartbeat_s(since);
     for (const v1::GpuSample& g : n.gpus) *ns->add_gpus() = g;
     if (n.health.mem_total_kb() > 0) *ns->mutable_health() = n.health;
-    ns->set_step(r.step);
-    ns->set_samples_per_sec(r.rate);
+    // Left unset, not 0, while nothing was reported: the table shows "-" for them.
+    if (r.reported_step) ns->set_step(r.step);
+    if (r.reported_rate) {
+      ns->set_samples_per_sec(r.rate);
+      s.set_samples_per_sec(s.samples_per_sec() + r.rate);
+    }
     ns->set_phase(PhaseName(r.phase));
-    s.set_samples_per_sec(s.samples_per_sec() + r.rate);
   }
   s.set_phase(JobPhase(*in.ranks));
   for (const auto& [rank, r] : *in.ranks) s.set_samples(s.samples() + r.samples);

@@ -27,8 +27,11 @@ std::string JobLine(const v1::JobSnapshot& s) {
   std::string line = absl::StrFormat("job %s  %s  nodes %d/%d up  workers %d/%d", s.job_id(),
                                      FormatClock(s.elapsed_s()), up, s.nodes_expected(),
                                      workers, s.world_size());
-  if (s.step() > 0) absl::StrAppend(&line, "  step ", s.step());
-  if (s.samples_per_sec() > 0) absl::StrAppendFormat(&line, "  %.1f samples/s", s.samples_per_sec());
+  // Nothing where no rank reported (a script that sends no reports); a reported 0 is shown.
+  if (s.has_step()) absl::StrAppend(&line, "  step ", s.step());
+  if (s.has_samples_per_sec()) {
+    absl::StrAppendFormat(&line, "  %.1f samples/s", s.samples_per_sec());
+  }
   if (!s.phase().empty()) absl::StrAppend(&line, "  ", s.phase());
   if (s.round() > 0) absl::StrAppend(&line, "  round ", s.round());
   if (s.ended()) absl::StrAppend(&line, "  ended (exit ", s.exit_code(), ")");
@@ -63,6 +66,14 @@ GpuTotals SumGpus(const v1::NodeSnapshot& n) {
   }
   if (t.count > 0) t.util_pct /= t.count;
   return t;
+}
+
+// A node's step and rate, "-" while none of its ranks reported one.
+std::string StepText(const v1::NodeSnapshot& n) {
+  return n.has_step() ? absl::StrCat(n.step()) : "-";
+}
+std::string RateText(const v1::NodeSnapshot& n) {
+  return n.has_samples_per_sec() ? absl::StrFormat("%.1f", n.samples_per_sec()) : "-";
 }
 
 std::string HeartbeatAge(const v1::NodeSnapshot& n) {
@@ -100,8 +111,8 @@ void NodeRows(const v1::JobSnapshot& s, bool gpus, std::vector<std::string>* out
   out->push_back(header);
   for (const v1::NodeSnapshot& n : s.nodes()) {
     std::string row = absl::StrFormat(
-        "%4d  %-16s %-13s %7s %8d %10.1f %9s", n.node(), n.host().substr(0, 16), ShownState(n),
-        absl::StrCat(n.workers_running(), "/", n.slots()), n.step(), n.samples_per_sec(),
+        "%4d  %-16s %-13s %7s %8s %10s %9s", n.node(), n.host().substr(0, 16), ShownState(n),
+        absl::StrCat(n.workers_running(), "/", n.slots()), StepText(n), RateText(n),
         HeartbeatAge(n));
     if (hosts) row += HostColumns(n);
     GpuTotals g = SumGpus(n);
@@ -161,16 +172,23 @@ void CollapsedRows(const v1::JobSnapshot& s, std::vector<std::string>* out) {
                                    gpus.count, gpus.util_pct / gpus.count, gpus.used_gib,
                                    gpus.total_gib));
   }
-  // Slowest first; a node that has not reported a rate yet is no slower than one that has.
-  std::stable_sort(running.begin(), running.end(), [](const auto* a, const auto* b) {
+  // Slowest first, of the nodes that reported a rate; those that reported none are listed
+  // apart (a script that sends no reports is not slow).
+  std::vector<const v1::NodeSnapshot*> rated, unreported;
+  for (const auto* n : running) (n->has_samples_per_sec() ? rated : unreported).push_back(n);
+  std::stable_sort(rated.begin(), rated.end(), [](const auto* a, const auto* b) {
     return a->samples_per_sec() < b->samples_per_sec() ||
            (a->samples_per_sec() == b->samples_per_sec() && a->step() < b->step());
   });
   std::vector<std::string> names;
-  for (const auto* n : running) {
-    names.push_back(absl::StrFormat("%s %.1f/s step %d", NodeName(*n), n->samples_per_sec(), n->step()));
+  for (const auto* n : rated) {
+    names.push_back(
+        absl::StrFormat("%s %.1f/s step %s", NodeName(*n), n->samples_per_sec(), StepText(*n)));
   }
   if (!names.empty()) out->push_back("slowest: " + NameList(names));
+  names.clear();
+  for (const auto* n : unreported) names.push_back(NodeName(*n));
+  if (!names.empty()) out->push_back("no reports yet: " + NameList(names));
   std::stable_sort(silent.begin(), silent.end(), [](const auto* a, const auto* b) {
     return a->since_heartbeat_s() > b->since_heartbeat_s();
   });

@@ -4,6 +4,8 @@
 #include "launcher/cli/job_commands.h"
 #include "launcher/cli/run_command.h"
 #include "launcher/cli/submit_command.h"
+#include "launcher/cli/trace_command.h"
+#include "launcher/cli/watch_command.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -51,6 +53,7 @@ class CliProcessTest : public ::testing::Test {
     SetEnv("DLAUNCH_JOB_ROOT", dir_ + "/runs");
     SetEnv("DLAUNCH_SITE_PATH", dir_ + "/sites");
     SetEnv("DLAUNCH_BIN", dir_ + "/bin/dlaunch");
+    SetEnv("XDG_STATE_HOME", dir_ + "/state");  // the job index
     fs::create_directories(dir_ + "/bin");
     fs::create_directories(dir_ + "/sites");
     // Stand-in dlaunch: the job script execs it; it stays up until signalled.
@@ -154,7 +157,8 @@ TEST_F(CliProcessTest, DryRunWritesTheJobDirectory) {
   EXPECT_EQ(rec->cwd, dir_);
   // status lists it; status JOB says it was not submitted.
   ASSERT_EQ(Run(RunStatusCommand, {}, &out), 0);
-  EXPECT_THAT(out, HasSubstr(id + "\tgeneric-slurm\t(dry run)"));
+  EXPECT_THAT(out,
+              HasSubstr("\tnot started\tgeneric-slurm\t(dry run)\t" + dir_ + "/runs/" + id + "\n"));
   ASSERT_EQ(Run(RunStatusCommand, {id}, &out), 0);
   EXPECT_THAT(out, HasSubstr("not submitted (dry run)"));
   EXPECT_THAT(out, HasSubstr("dlaunch    not started"));
@@ -255,7 +259,7 @@ TEST_F(CliProcessTest, StatusAndLogsReadTheJobDirectory) {
   WriteFile(job_dir + "/summary.json", "{\"result\": \"failed\", \"exit_code\": 1}");
   ASSERT_EQ(Run(RunStatusCommand, {rec.job_id}, &out), 0);
   EXPECT_THAT(out, HasSubstr("dlaunch    failed (exit 1)"));
-  EXPECT_THAT(out, HasSubstr("summary:\n  exit_code: 1\n  result: failed\n"));
+  EXPECT_THAT(out, HasSubstr("summary:\n  result: failed (exit 1)\n"));
 
   ASSERT_EQ(Run(RunLogsCommand, {rec.job_id}, &out), 0);
   EXPECT_EQ(out,
@@ -412,6 +416,82 @@ TEST_F(CliProcessTest, RunRefusesWhatItCannotTellInOneLine) {
   EXPECT_THAT(err, HasSubstr("--node-rank has no meaning in dlaunch"));
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_FALSE(fs::exists(dir_ + "/runs"));
+}
+
+// --- Finding jobs from anywhere ----------------------------------------------------------------
+
+TEST_F(CliProcessTest, ASubmittedJobIsFoundFromAnotherDirectory) {
+  std::string out, err;
+  ASSERT_EQ(Run(RunSubmitCommand, {"job.yaml", "--site", "generic-slurm", "--dry-run"}, &out, &err),
+            0)
+      << err;
+  const std::string id(absl::StripAsciiWhitespace(out));
+  WriteFile(dir_ + "/runs/" + id + "/logs/rank-0.log", "step 1\n");
+  // Elsewhere: no runs/ here, and DLAUNCH_JOB_ROOT as a new user has it, unset.
+  fs::create_directories(dir_ + "/elsewhere");
+  fs::current_path(dir_ + "/elsewhere");
+  ::unsetenv("DLAUNCH_JOB_ROOT");
+  ASSERT_EQ(Run(RunStatusCommand, {id}, &out, &err), 0) << err;
+  EXPECT_THAT(out, HasSubstr("directory  " + dir_ + "/runs/" + id + "\n"));
+  ASSERT_EQ(Run(RunLogsCommand, {id, "--rank", "0"}, &out, &err), 0) << err;
+  EXPECT_EQ(out, "step 1\n");
+  // watch and trace find it too: what they say is about the job, not "no job".
+  EXPECT_EQ(Run(RunWatchCommand, {id}, &out, &err), 3);
+  EXPECT_THAT(err, HasSubstr("no " + dir_ + "/runs/" + id + "/launcher.json"));
+  EXPECT_EQ(Run(RunTraceCommand, {id}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("no timeline for " + dir_ + "/runs/" + id + ":"));
+  // The list shows it too, with where it is.
+  ASSERT_EQ(Run(RunStatusCommand, {}, &out, &err), 0) << err;
+  EXPECT_THAT(out, HasSubstr(id + "\t"));
+  EXPECT_THAT(out, HasSubstr("\t" + dir_ + "/runs/" + id + "\n"));
+  // Its directory removed, the index entry is stale: "no job", not a broken path.
+  fs::remove_all(dir_ + "/runs/" + id);
+  EXPECT_EQ(Run(RunStatusCommand, {id}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("no job '" + id + "' in runs or in the job index"));
+}
+
+TEST_F(CliProcessTest, TheListShowsStartTimesNewestFirstAndLeavesOutDoctorRuns) {
+  const std::string runs = dir_ + "/runs/";
+  auto job = [&](const std::string& id, const std::string& started) {
+    fs::create_directories(runs + id + "/logs");
+    WriteFile(runs + id + "/job.yaml", "name: x\n");
+    WriteFile(runs + id + "/events.jsonl",
+              "{\"time\":\"" + started + "\",\"round\":0,\"job_started\":{\"nodes\":1}}\n");
+  };
+  job("older-20261120-080000-0001", "2026-11-20T08:00:00.125Z");
+  job("newer-20261121-090000-0002", "2026-11-21T09:00:00.500Z");
+  job("check-20261122-100000-0003", "2026-11-22T10:00:00.000Z");
+  WriteFile(runs + "check-20261122-100000-0003/kind", "doctor\n");
+  // A doctor run of an earlier dlaunch: no kind file, no journal.
+  fs::create_directories(runs + "smoke-doctor-20261122-110000-0004/logs");
+  WriteFile(runs + "smoke-doctor-20261122-110000-0004/job.yaml", "name: smoke-doctor\n");
+  std::string out;
+  ASSERT_EQ(Run(RunStatusCommand, {}, &out), 0);
+  EXPECT_THAT(out, ::testing::StartsWith("JOB\tSTARTED\tSTATE\tSITE\tSCHEDULER JOB\tDIRECTORY\n"
+                                         "newer-20261121-090000-0002\t2026-11-21 09:00:00Z\t"));
+  EXPECT_THAT(out, HasSubstr("\nolder-20261120-080000-0001\t2026-11-20 08:00:00Z\t"));
+  EXPECT_THAT(out, Not(HasSubstr("check-")));
+  EXPECT_THAT(out, Not(HasSubstr("doctor")));
+  // A doctor run is still there to look at by its id.
+  ASSERT_EQ(Run(RunStatusCommand, {"check-20261122-100000-0003"}, &out), 0);
+  EXPECT_THAT(out, HasSubstr("started    2026-11-22 10:00:00Z\n"));
+}
+
+TEST_F(CliProcessTest, StatusJsonIsForScripts) {
+  const std::string job_dir = dir_ + "/runs/done-1";
+  fs::create_directories(job_dir + "/logs");
+  WriteFile(job_dir + "/job.yaml", "name: done\n");
+  WriteFile(job_dir + "/summary.json", "{\"result\": \"succeeded\", \"exit_code\": 0}\n");
+  std::string out, err;
+  ASSERT_EQ(Run(RunStatusCommand, {"done-1", "--json"}, &out, &err), 0) << err;
+  EXPECT_EQ(out, "{\"job_id\":\"done-1\",\"directory\":\"" + job_dir +
+                     "\",\"state\":\"succeeded (exit 0)\",\"started\":\"\",\"ended\":true,"
+                     "\"submit\":null,"
+                     "\"summary\":{\"result\": \"succeeded\", \"exit_code\": 0}}\n");
+  ASSERT_EQ(Run(RunStatusCommand, {"--json"}, &out, &err), 0) << err;
+  EXPECT_THAT(out, ::testing::StartsWith("[{\"job_id\":\"done-1\",\"directory\":\"" + job_dir));
+  EXPECT_EQ(Run(RunStatusCommand, {"done-1", "--jsn"}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("unknown flag --jsn"));
 }
 
 }  // namespace

@@ -78,12 +78,17 @@ TEST(FormatJobStatusTest, SubmittedJobWithSchedulerAnswerEventsAndSummary) {
             "submitted  2026-11-21T10:15:30Z from /home/u/proj\n"
             "scheduler  job 901.pbs: finished (F), exit status 1\n"
             "dlaunch    failed (exit 1)\n"
+            "started    1.5\n"
+            "nodes      2 asked for\n"
             "events:\n"
             "  2.1  node_joined round=0 host=n1 slots=1 joined=2\n"
             "  9.0  worker_failed round=0 rank=3 node_id=1 node_rank=0 exit_code=1 signal=0\n"
             "summary:\n"
-            "  exit_code: 1\n"
-            "  result: failed\n");
+            "  result: failed (exit 1)\n"
+            "files:\n"
+            "  logs     /runs/fmnist-20261121-101530-a3f9/logs\n"
+            "  events   /runs/fmnist-20261121-101530-a3f9/events.jsonl\n"
+            "  summary  /runs/fmnist-20261121-101530-a3f9/summary.json\n");
 }
 
 TEST(FormatJobStatusTest, SaysWhenTheJournalIsOfAnotherSchema) {
@@ -98,7 +103,8 @@ TEST(FormatJobStatusTest, SaysWhenTheJournalIsOfAnotherSchema) {
   refused.events_error = "j/events.jsonl: journal schema version 3 is newer than this dlaunch reads";
   EXPECT_EQ(FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, refused, 1),
             "job        j\ndirectory  j\ndlaunch    started, no events yet\n"
-            "journal    j/events.jsonl: journal schema version 3 is newer than this dlaunch reads\n");
+            "journal    j/events.jsonl: journal schema version 3 is newer than this dlaunch reads\n"
+            "files:\n  logs     j/logs\n  events   j/events.jsonl\n");
 }
 
 TEST(FormatJobStatusTest, SchedulerLineForEachCase) {
@@ -116,19 +122,118 @@ TEST(FormatJobStatusTest, SchedulerLineForEachCase) {
   EXPECT_NE(text.find("scheduler  not submitted (dry run)\n"), std::string::npos) << text;
   // No submit.json (an interactive run): only dlaunch's own lines.
   EXPECT_EQ(FormatJobStatus("j", absl::NotFoundError("no submit.json"), std::nullopt, none, 10),
-            "job        j\ndirectory  j\ndlaunch    not started\n");
+            "job        j\ndirectory  j\ndlaunch    not started\nfiles:\n  logs     j/logs\n");
 }
 
-TEST(FormatJobListRowTest, RecordOrDashes) {
+TEST(FormatJobListRowTest, StartTimeStateAndWhere) {
   SubmitRecord rec = Record();
-  EXPECT_EQ(FormatJobListRow("j1", rec, JobFiles{}),
-            "j1\tpolaris\t901.pbs\t2026-11-21T10:15:30Z\tnot started\n");
+  EXPECT_EQ(FormatJobListRow("j1", "runs/j1", "2026-11-21T10:15:30Z", rec, JobFiles{}),
+            "j1\t2026-11-21 10:15:30Z\tnot started\tpolaris\t901.pbs\truns/j1\n");
   rec.scheduler_job_id.clear();
   rec.dry_run = true;
-  EXPECT_EQ(FormatJobListRow("j1", rec, JobFiles{}),
-            "j1\tpolaris\t(dry run)\t2026-11-21T10:15:30Z\tnot started\n");
-  EXPECT_EQ(FormatJobListRow("j2", absl::NotFoundError("x"), RunningJob()),
-            "j2\t-\t-\t-\trunning: 2 node(s) joined, 1 worker failure(s)\n");
+  EXPECT_EQ(FormatJobListRow("j1", "runs/j1", "2026-11-21T10:15:30Z", rec, JobFiles{}),
+            "j1\t2026-11-21 10:15:30Z\tnot started\tpolaris\t(dry run)\truns/j1\n");
+  EXPECT_EQ(FormatJobListRow("j2", "/p/runs/j2", "", absl::NotFoundError("x"), RunningJob()),
+            "j2\t-\trunning: 2 node(s) joined, 1 worker failure(s)\t-\t-\t/p/runs/j2\n");
+}
+
+TEST(JobStartTimeTest, JobStartedElseFirstEventElseSubmission) {
+  JobFiles files;
+  EXPECT_EQ(JobStartTime(absl::NotFoundError("x"), files), "");
+  EXPECT_EQ(JobStartTime(Record(), files), "2026-11-21T10:15:30Z");
+  files.events = {Event("2026-11-21T10:16:01.250Z", "journal_opened"),
+                  Event("2026-11-21T10:16:02.500Z", "job_started", R"({"nodes":2})")};
+  EXPECT_EQ(JobStartTime(Record(), files), "2026-11-21T10:16:02.500Z");
+  files.events.pop_back();
+  EXPECT_EQ(JobStartTime(Record(), files), "2026-11-21T10:16:01.250Z");
+  EXPECT_EQ(ShortTime("2026-11-21T10:16:01.250Z"), "2026-11-21 10:16:01Z");
+  EXPECT_EQ(ShortTime(""), "-");
+}
+
+TEST(IsDoctorRunTest, ByItsKindFileOrAnOldDoctorsIdWithoutAJournal) {
+  JobFiles doctor;
+  doctor.kind = "doctor";
+  EXPECT_TRUE(IsDoctorRun("anything", absl::NotFoundError("x"), doctor));
+  JobFiles none;
+  EXPECT_TRUE(IsDoctorRun("train-doctor-20261121-101530-a3f9", absl::NotFoundError("x"), none));
+  EXPECT_FALSE(IsDoctorRun("train-20261121-101530-a3f9", absl::NotFoundError("x"), none));
+  // A training job someone named "...-doctor" has a journal.
+  JobFiles ran = RunningJob();
+  ran.events_present = true;
+  EXPECT_FALSE(IsDoctorRun("train-doctor-20261121-101530-a3f9", absl::NotFoundError("x"), ran));
+  JobFiles other;
+  other.kind = "train";
+  EXPECT_FALSE(IsDoctorRun("train-doctor-20261121-101530-a3f9", absl::NotFoundError("x"), other));
+}
+
+// A finished job as summary.json has it: nested failures as dlaunch wrote them.
+JobFiles FailedJob() {
+  JobFiles files = RunningJob();
+  files.events.push_back(Event("9.9", "job_finished", R"({"result":"failed","exit_code":1})"));
+  absl::StatusOr<std::map<std::string, std::string>> summary = ParseJsonObjectFields(
+      R"({"job_id":"j","result":"failed","exit_code":1,"wall_time_s":185.2,"nodes":2,)"
+      R"("world_size":8,"samples":0,"samples_per_sec":0,"restarts":1,"max_restarts":3,)"
+      R"("root_cause":{"class":"worker crash","rank":3,"description":"rank 3 on n1 exited )"
+      R"(with code 1"},"consequences":[],"ranks_succeeded":7})");
+  EXPECT_TRUE(summary.ok()) << summary.status();
+  files.summary = summary.ok() ? *summary : std::map<std::string, std::string>();
+  return files;
+}
+
+TEST(FormatJobStatusTest, AFinishedJobInWordsNotJson) {
+  const std::string text =
+      FormatJobStatus("/p/runs/j", absl::NotFoundError("x"), std::nullopt, FailedJob(), 0);
+  EXPECT_NE(text.find("wall time  3m05s\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("nodes      2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("ranks      8, 7 succeeded\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("summary:\n  result: failed (exit 1)\n"
+                      "  root cause: rank 3 on n1 exited with code 1\n"
+                      "  restarts: 1 of 3\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find('{'), std::string::npos) << text;
+  // No rank reported: the throughput is not known, so it is not shown as 0.
+  EXPECT_EQ(text.find("samples"), std::string::npos) << text;
+  EXPECT_NE(text.find("  summary  /p/runs/j/summary.json\n"), std::string::npos) << text;
+}
+
+TEST(FormatJobStatusTest, ThroughputShownOnceARankReportedEvenWhenZero) {
+  JobFiles files = FailedJob();
+  (*files.summary)["final_loss"] = "2.3";
+  const std::string text =
+      FormatJobStatus("/p/runs/j", absl::NotFoundError("x"), std::nullopt, files, 0);
+  EXPECT_NE(text.find("  samples: 0 at 0 samples/s\n  final loss: 2.3\n"), std::string::npos)
+      << text;
+}
+
+TEST(FormatJobStatusTest, NestedEventValuesInWordsNotJson) {
+  JobFiles files;
+  files.events_present = true;
+  files.events = {
+      Event("2.0", "node_joined",
+            R"({"host":"n0","checks":[)"
+            R"({"name":"gpus","verdict":"PASSED","detail":"sees 4, \"ok\", 4"},)"
+            R"({"name":"disk","verdict":"PASSED","detail":"74 GiB free"},)"
+            R"({"name":"clock","verdict":"SKIPPED","detail":"none"}]})"),
+      Event("9.0", "failure_detected",
+            R"({"failure":{"failure_class":"worker crash","rank":3,"host":"n1",)"
+            R"("description":"rank 3 on n1 exited with code 1","log_tail":"Traceback ..."}})")};
+  const std::string text = FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 10);
+  EXPECT_NE(text.find("node_joined round=0 host=n0 slots=0 joined=0 checks=[3 entries]\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("failure=\"rank 3 on n1 exited with code 1\""), std::string::npos) << text;
+  EXPECT_EQ(text.find('{'), std::string::npos) << text;
+}
+
+TEST(FormatJobStatusJsonTest, TheFilesAsWrittenForScripts) {
+  JobFiles files = FailedJob();
+  files.events_present = true;
+  files.summary_json = "{\"result\":\"failed\",\"exit_code\":1}\n";
+  EXPECT_EQ(FormatJobStatusJson("/p/runs/j", absl::NotFoundError("x"), "", files),
+            "{\"job_id\":\"j\",\"directory\":\"/p/runs/j\",\"state\":\"failed (exit 1)\","
+            "\"started\":\"1.5\",\"ended\":true,\"submit\":null,"
+            "\"summary\":{\"result\":\"failed\",\"exit_code\":1}}\n");
 }
 
 }  // namespace

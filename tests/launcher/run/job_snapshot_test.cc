@@ -81,6 +81,34 @@ TEST_F(JobSnapshotTest, JoinedNodesWaitForTheirSessions) {
   EXPECT_FALSE(s.ended());
 }
 
+// A script that sends no reports: its step and rate are unknown, not 0; a report that says 0
+// is kept as 0.
+TEST_F(JobSnapshotTest, NoReportsLeaveStepAndRateUnsetAReportedZeroIsKept) {
+  state_->OnSessionOpened(0, 10, 1);
+  state_->OnSessionOpened(1, 11, 1);
+  state_->OnAgentMessage(0, Heartbeat(0, 2, {}), 2);
+  state_->OnAgentMessage(1, Heartbeat(0, 2, {}), 2);
+  v1::JobSnapshot s = state_->Snapshot(3);
+  ASSERT_EQ(s.nodes_size(), 2);
+  EXPECT_EQ(s.nodes(0).state(), "running");
+  EXPECT_FALSE(s.nodes(0).has_step());
+  EXPECT_FALSE(s.nodes(0).has_samples_per_sec());
+  EXPECT_FALSE(s.has_step());
+  EXPECT_FALSE(s.has_samples_per_sec());
+
+  v1::AgentMessage zero = Heartbeat(0, 2, {{2, 0}});
+  zero.mutable_heartbeat()->mutable_reports(0)->set_samples(0);
+  state_->OnAgentMessage(1, zero, 3);
+  s = state_->Snapshot(4);
+  EXPECT_FALSE(s.nodes(0).has_step());
+  ASSERT_TRUE(s.nodes(1).has_step());
+  EXPECT_EQ(s.nodes(1).step(), 0);
+  ASSERT_TRUE(s.nodes(1).has_samples_per_sec());
+  EXPECT_DOUBLE_EQ(s.nodes(1).samples_per_sec(), 0);
+  EXPECT_TRUE(s.has_step());
+  EXPECT_TRUE(s.has_samples_per_sec());
+}
+
 TEST_F(JobSnapshotTest, HeartbeatsGiveStepsRatesAndGpus) {
   state_->OnSessionOpened(0, 10, 1);
   state_->OnSessionOpened(1, 11, 1);

@@ -56,6 +56,36 @@ TEST(LiveTableTest, OneRowPerNodeUnderTheJobLine) {
   EXPECT_THAT(lines[3], AllOf(HasSubstr("host1"), HasSubstr("39"), HasSubstr("1.2s")));
 }
 
+// A node none of whose ranks reported (a script that sends no reports) shows "-" for its step
+// and rate, and the job line shows neither; a reported 0 stays 0.
+TEST(LiveTableTest, NothingReportedShowsDashesAReportedZeroShowsZero) {
+  v1::JobSnapshot s;
+  s.set_job_id("script-1");
+  s.set_nodes_expected(2);
+  s.set_world_size(8);
+  AddNode(&s, 0, "running", 0, 0)->clear_step();
+  s.mutable_nodes(0)->clear_samples_per_sec();
+  AddNode(&s, 1, "running", 0, 0);
+  std::vector<std::string> lines = RenderLiveTable(s, 120, 40);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_THAT(lines[0], AllOf(Not(HasSubstr("step")), Not(HasSubstr("samples/s"))));
+  EXPECT_THAT(lines[2], AllOf(HasSubstr("host0"), HasSubstr(" 4/4        -          - ")));
+  EXPECT_THAT(lines[3], AllOf(HasSubstr("host1"), HasSubstr(" 4/4        0        0.0 ")));
+  s.set_step(0);
+  s.set_samples_per_sec(0);
+  EXPECT_THAT(RenderLiveTable(s, 120, 40)[0],
+              AllOf(HasSubstr("step 0"), HasSubstr("0.0 samples/s")));
+  // Collapsed, nodes without reports are named apart, not as the slowest at 0.0/s.
+  v1::JobSnapshot wide;
+  for (int i = 0; i < 40; ++i) {
+    AddNode(&wide, i, "running", 0, 0)->clear_step();
+    wide.mutable_nodes(i)->clear_samples_per_sec();
+  }
+  std::string text = Text(RenderLiveTable(wide, 200, 20));
+  EXPECT_THAT(text, AllOf(HasSubstr("no reports yet: host0 (n0), host1 (n1)"),
+                          Not(HasSubstr("slowest:")), Not(HasSubstr("0.0/s"))));
+}
+
 TEST(LiveTableTest, GpuColumnsOnlyWhenANodeHasGpus) {
   v1::JobSnapshot s = TwoNodes();
   for (int i = 0; i < 2; ++i) {
