@@ -19,6 +19,7 @@
 #include "launcher/submit/scheduler_client.h"
 #include "launcher/submit/site_profile.h"
 #include "launcher/submit/submit_precheck.h"
+#include "launcher/submit/submitted_job_directory.h"
 
 namespace dlaunch {
 namespace fs = std::filesystem;
@@ -158,24 +159,17 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
   int rc = PrepareJob(parsed, &job, /*run_prechecks=*/true);
   if (rc != kExitOk) return rc;
 
-  std::error_code ec;
-  fs::create_directories(job.ctx.job_dir + "/logs", ec);
-  if (ec) {
-    std::cerr << "dlaunch: cannot create " << job.ctx.job_dir << ": " << ec.message() << "\n";
+  absl::StatusOr<SubmittedJobDirectory> dir = SubmittedJobDirectory::Create(job.ctx.job_dir);
+  if (!dir.ok()) {
+    std::cerr << "dlaunch: " << dir.status().message() << "\n";
     return kExitLaunchError;
   }
   (void)JobIndex(JobIndex::DefaultRoot()).Record(job.ctx.job_id, job.ctx.job_dir);
-  const std::string script_path = job.ctx.job_dir + "/job.sh";
-  for (const auto& [path, text, mode] :
-       std::vector<std::tuple<std::string, std::string, int>>{
-           {job.ctx.resolved_spec_path, ResolvedJobYaml(job.spec), 0644},
-           {script_path, job.script, 0755}}) {
-    absl::Status st = WriteFileAtomically(path, text, {.mode = mode});
-    if (!st.ok()) {
-      std::cerr << "dlaunch: " << st.message() << "\n";
-      return kExitLaunchError;
-    }
+  if (absl::Status st = dir->WriteJob(ResolvedJobYaml(job.spec), job.script); !st.ok()) {
+    std::cerr << "dlaunch: " << st.message() << "\n";
+    return kExitLaunchError;
   }
+  const std::string script_path = dir->script_path();
   SubmitRecord record;
   record.job_id = job.ctx.job_id;
   record.scheduler = job.profile.scheduler;
@@ -200,7 +194,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
       record.scheduler_job_id = *id;
     }
   }
-  absl::Status st = WriteFileAtomically(job.ctx.job_dir + "/submit.json", SubmitRecordToJson(record));
+  absl::Status st = dir->WriteSubmitRecord(SubmitRecordToJson(record));
   if (!st.ok()) {
     std::cerr << "dlaunch: " << st.message() << "\n";
     return kExitLaunchError;

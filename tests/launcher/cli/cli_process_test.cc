@@ -164,6 +164,23 @@ TEST_F(CliProcessTest, DryRunWritesTheJobDirectory) {
   EXPECT_THAT(out, HasSubstr("dlaunch    not started"));
 }
 
+// The submit directory is its user's alone, as `dlaunch run`'s is, under a sharing umask.
+TEST_F(CliProcessTest, SubmitDirectoryIsOwnerOnly) {
+  const mode_t old_umask = ::umask(022);
+  std::string out, err;
+  const int rc = Run(RunSubmitCommand, {"job.yaml", "--site", "local", "--dry-run"}, &out, &err);
+  ::umask(old_umask);
+  ASSERT_EQ(rc, 0) << err;
+  const std::string job_dir = dir_ + "/runs/" + std::string(absl::StripAsciiWhitespace(out));
+  for (const auto& [path, mode] : std::vector<std::pair<std::string, int>>{
+           {job_dir, 0700}, {job_dir + "/logs", 0700}, {job_dir + "/job.yaml", 0600},
+           {job_dir + "/submit.json", 0600}, {job_dir + "/job.sh", 0700}}) {
+    struct stat st;
+    ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_mode & 07777, mode) << path;
+  }
+}
+
 // Polaris and ThetaGPU give each rank only its own GPU unless job.yaml chose a binding.
 TEST_F(CliProcessTest, SiteGpuBindingAppliesOnlyWhenTheJobSetsNone) {
   const std::string sched = "scheduler:\n  account: a\n  queue: debug\n  walltime: \"0:10:00\"\n";
