@@ -11,8 +11,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <regex>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -58,57 +56,7 @@ std::string LastLine(const std::string& text) {
   return lines.empty() ? "" : std::string(absl::StripAsciiWhitespace(lines.back()));
 }
 
-bool UsesTorch(const std::string& code) {
-  static const std::regex kImport(R"((^|\n)\s*(import|from)\s+torch\b)");
-  return std::regex_search(code, kImport);
-}
-
-// Where a Python command names what it runs: the index of its script, or of -m / -c.
-std::optional<size_t> PythonTargetIndex(const std::vector<std::string>& argv) {
-  if (argv.empty() || !IsPythonProgram(argv[0])) return std::nullopt;
-  for (size_t i = 1; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    if (a == "-m" || a == "-c") return i + 1 < argv.size() ? std::optional<size_t>(i) : std::nullopt;
-    if (a == "-W" || a == "-X") {  // interpreter options with a value of their own
-      ++i;
-      continue;
-    }
-    if (a == "-") return std::nullopt;        // the program on standard input
-    if (a.empty() || a[0] == '-') continue;  // interpreter flags (-u, -O, ...)
-    return i;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
-
-std::string PythonScriptPath(const std::vector<std::string>& argv, const std::string& workdir) {
-  std::optional<size_t> i = PythonTargetIndex(argv);
-  if (!i || argv[*i] == "-m" || argv[*i] == "-c") return "";
-  const std::string& a = argv[*i];
-  return a[0] == '/' || workdir.empty() ? a : workdir + "/" + a;
-}
-
-std::vector<std::string> PythonImportsFor(const std::vector<std::string>& argv,
-                                          const std::string& workdir) {
-  std::optional<size_t> i = PythonTargetIndex(argv);
-  if (!i) return {};
-  const std::string& a = argv[*i];
-  if (a == "-m" || a == "-c") {
-    const std::string& what = argv[*i + 1];
-    const bool torch = a == "-m" ? absl::StartsWith(what, "torch") : UsesTorch(what);
-    return torch ? std::vector<std::string>{"torch"} : std::vector<std::string>{};
-  }
-  {
-    std::string path = PythonScriptPath(argv, workdir);
-    std::ifstream in(path);
-    std::string head(64 * 1024, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<size_t>(in.gcount()));
-    return UsesTorch(head) ? std::vector<std::string>{"torch"} : std::vector<std::string>{};
-  }
-  return {};
-}
 
 absl::StatusOr<DiskFree> StatDiskFree(const std::string& path) {
   std::filesystem::path p = std::filesystem::absolute(path);
@@ -211,10 +159,9 @@ v1::CheckResult CheckCommand(const v1::PreflightPlan& plan, const EnvMap& agent_
     std::error_code ec;
     if (!std::filesystem::is_regular_file(script, ec)) {
       return Result("command", v1::CheckResult::FAILED,
-                    absl::StrCat(found, " ", argv[*PythonTargetIndex(argv)], ": ",
+                    absl::StrCat(found, " ", script, ": ",
                                  std::filesystem::exists(script, ec) ? "not a regular file"
-                                                                     : "no such file",
-                                 worker.workdir().empty() ? "" : absl::StrCat(" in ", worker.workdir())));
+                                                                     : "no such file"));
     }
   }
   std::vector<std::string> imports(plan.python_imports().begin(), plan.python_imports().end());

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "agent/gpu_monitor.h"
 #include "agent/worker_env.h"
+#include "common/python_command.h"
 #include "dlaunch/control.pb.h"
 
 namespace dlaunch {
@@ -66,16 +67,6 @@ v1::CheckResult CheckCommand(const v1::PreflightPlan& plan, const EnvMap& env);
 v1::CheckResult CheckPorts(const std::vector<int>& ports);
 v1::CheckResult CheckClock(int64_t launcher_ms, int64_t asked_ms, int64_t answered_ms,
                            int max_offset_ms);
-
-// The Python modules a command imports that the check should try: `imports` when given,
-// else torch when the command is Python and its script (or -m module, or -c code) uses torch.
-std::vector<std::string> PythonImportsFor(const std::vector<std::string>& argv,
-                                          const std::string& workdir);
-// The script a Python command runs (`python3 -u train.py`: train.py), under `workdir` when
-// relative; "" for -m, -c, standard input, or a command that is not Python.
-std::string PythonScriptPath(const std::vector<std::string>& argv, const std::string& workdir);
-// True for python, python3, python3.11 and such, by the program's base name.
-bool IsPythonProgram(const std::string& program);
 
 // statvfs of `path`, or of its nearest existing parent (the job directory may not exist yet).
 absl::StatusOr<DiskFree> StatDiskFree(const std::string& path);

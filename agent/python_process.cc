@@ -16,12 +16,6 @@
 
 namespace dlaunch {
 
-bool IsPythonProgram(const std::string& program) {
-  const std::string base = std::filesystem::path(program).filename().string();
-  static const std::regex kPython(R"(python[0-9.]*)");
-  return std::regex_match(base, kPython);
-}
-
 bool IsPythonProcess(pid_t pid) {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink(absl::StrCat("/proc/", pid, "/exe"), ec);

@@ -7,10 +7,9 @@
 
 #include <string>
 
-namespace dlaunch {
+#include "common/python_command.h"
 
-// The basename is python, python3, python3.11, ...
-bool IsPythonProgram(const std::string& program);
+namespace dlaunch {
 
 // /proc/PID/exe is a Python interpreter, or the process maps a libpython (an embedding program).
 bool IsPythonProcess(pid_t pid);

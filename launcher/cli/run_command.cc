@@ -333,7 +333,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
   const JobPlacement& placement = prepared->placement;
 
   boost::asio::io_context io;
-  const JobConfig job = MakeJobConfig(*spec, *plan, prepared->job_id, dir->path());
+  const v1::PreflightPlan preflight = MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement));
+  JobConfig job = MakeJobConfig(*spec, *plan, prepared->job_id, dir->path());
+  job.preflight_note = PreflightNote(preflight, static_cast<int>(plan->AgentHosts().size()));
   // On a terminal the live table stays drawn below the output (docs/live-view.md).
   std::unique_ptr<LiveTerminal> terminal;
   if (isatty(STDOUT_FILENO)) terminal = std::make_unique<LiveTerminal>(STDOUT_FILENO, STDERR_FILENO);
@@ -347,7 +349,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   service.SetWatchHandler(&live);
   service.SetJobIdentity(prepared->tls ? &*prepared->tls : nullptr,  // signs relays' certificates
                          JobRelaysOf(*spec, *plan).count);
-  service.SetPreflightPlan(MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement)));
+  service.SetPreflightPlan(preflight);
 
   // The endpoint listens everywhere, so `dlaunch watch` reaches it from other hosts (the login
   // node); local agents still use loopback. With TLS (the default) nothing on the wire reads.

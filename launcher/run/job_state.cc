@@ -73,6 +73,7 @@ JobActions JobState::OnStarted(std::vector<std::string> launcher_programs, doubl
   Say(absl::StrCat("job ", config_.job_id, ": ", config_.hosts.size(), " node(s) via ",
                    config_.node_launcher, ", job dir ", config_.job_dir),
       out);
+  if (!config_.preflight_note.empty()) Say(config_.preflight_note, out);
   return out;
 }
 

@@ -58,6 +58,8 @@ struct JobConfig {
   RestartSettings restarts;
   int min_nodes = 1;
   int master_port = 0;
+  // Said after the job's first line: what the nodes check before they join (PreflightNote).
+  std::string preflight_note;
 };
 
 

@@ -1,6 +1,9 @@
 #include "launcher/run/run_plan.h"
 
 #include "common/host_identity.h"
+#include "common/python_command.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace dlaunch {
 
@@ -130,6 +133,22 @@ std::vector<std::string> MakeAgentArgv(const std::string& agent_program,
     argv.push_back(fallback_address);
   }
   return argv;
+}
+
+std::string PreflightNote(const v1::PreflightPlan& plan, int nodes) {
+  if (!plan.enabled()) return "";
+  const v1::WorkerTemplate& w = plan.worker();
+  std::vector<std::string> imports(plan.python_imports().begin(), plan.python_imports().end());
+  if (plan.python_imports_auto()) {
+    imports = PythonImportsFor({w.argv().begin(), w.argv().end()}, w.workdir());
+  }
+  if (imports.empty()) {
+    return absl::StrCat("preflight: ", nodes, " node(s) check themselves before they join "
+                        "(--no-preflight skips it)");
+  }
+  return absl::StrCat("preflight: importing ", absl::StrJoin(imports, ", "), " on ", nodes,
+                      " node(s) before they join: seconds per node, more on a parallel file "
+                      "system (--no-preflight skips it)");
 }
 
 }  // namespace dlaunch

@@ -168,16 +168,10 @@ TEST(PreflightCommandTest, APythonScriptThatIsNotThereFails) {
   v1::CheckResult r = CheckCommand(CommandPlan({"python3", "-u", "train.py", "--epochs", "3"}, dir),
                                    {{"PATH", "/usr/bin:/bin"}});
   EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
-  EXPECT_EQ(r.detail(), "/usr/bin/python3 train.py: no such file in " + dir);
+  EXPECT_EQ(r.detail(), "/usr/bin/python3 " + dir + "/train.py: no such file");
   std::filesystem::create_directory(dir + "/train.py");
   EXPECT_THAT(CheckCommand(CommandPlan({"python3", "train.py"}, dir), {{"PATH", "/usr/bin:/bin"}}).detail(),
               HasSubstr("train.py: not a regular file"));
-  // -m and -c name no file; -W takes a value of its own.
-  EXPECT_EQ(PythonScriptPath({"python3", "-m", "torch.distributed.run"}, dir), "");
-  EXPECT_EQ(PythonScriptPath({"python3", "-c", "print(1)"}, dir), "");
-  EXPECT_EQ(PythonScriptPath({"python3", "-W", "ignore", "t.py"}, dir), dir + "/t.py");
-  EXPECT_EQ(PythonScriptPath({"python3", "/abs/t.py"}, dir), "/abs/t.py");
-  EXPECT_EQ(PythonScriptPath({"bash", "t.sh"}, dir), "");
   std::filesystem::remove_all(dir);
 }
 
@@ -192,21 +186,6 @@ TEST(PreflightCommandTest, AnImportThatHangsIsCutAtTheTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
   EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
   EXPECT_THAT(r.detail(), HasSubstr("did not finish within 1 s"));
-  std::filesystem::remove_all(dir);
-}
-
-TEST(PreflightImportsTest, TorchIsCheckedWhenTheScriptImportsIt) {
-  const std::string dir = TempDir();
-  WriteFile(dir + "/ddp.py", "import os\nfrom torch import nn\n");
-  WriteFile(dir + "/plain.py", "import os\n# import torch: a comment, not an import\n");
-  EXPECT_THAT(PythonImportsFor({"python3", "-u", "ddp.py"}, dir), ::testing::ElementsAre("torch"));
-  EXPECT_THAT(PythonImportsFor({"python3", "plain.py"}, dir), IsEmpty());
-  EXPECT_THAT(PythonImportsFor({"python3", "-m", "torch.distributed.run", "x.py"}, dir),
-              ::testing::ElementsAre("torch"));
-  EXPECT_THAT(PythonImportsFor({"python3", "-c", "print(1)"}, dir), IsEmpty());
-  EXPECT_THAT(PythonImportsFor({"/opt/venv/bin/python3.11", "-c", "import torch"}, dir),
-              ::testing::ElementsAre("torch"));
-  EXPECT_THAT(PythonImportsFor({"dlaunch-worker", "ddp.py"}, dir), IsEmpty());
   std::filesystem::remove_all(dir);
 }
 

@@ -85,6 +85,35 @@ class FaultTest : public FaultClusterTest {
     ExpectNothingLeft();
   }
 
+  // An unmodified DDP script (torch, gloo over the hosts' links, no reports) whose rank `rank`
+  // stops in its own code while its peers block in the next collective, speaking last: the
+  // rank silent longest is a waiting peer. Every rank's stacks, on every host, name the one
+  // outside a collective (py-spy where the agent finds it, else gdb's native frames).
+  void StoppedDdpRank(int rank) {
+    if (RunCommand({"/usr/bin/python3", "-c", "import torch.distributed"}, absl::Seconds(120))
+            .exit_code != 0) {
+      GTEST_SKIP() << "python3-torch is not installed (scripts/install-deps.sh installs it)";
+    }
+    FaultJobOptions options;
+    options.stall_timeout = "8s";
+    options.preflight = "off";
+    options.command = absl::StrCat("[\"/usr/bin/python3\", \"", DLAUNCH_SOURCE_DIR,
+                                   "/tests/integration/ddp_stopped_rank.py\", \"", rank, "\"]");
+    pid_t launcher = StartJob(absl::StrCat("ddp-stopped-", rank), {}, options);
+    ASSERT_GT(launcher, 0);
+    EXPECT_EQ(WaitJobEnd(launcher, absl::Seconds(180)), 1) << LauncherOutput();
+    ExpectRootCause("stall", rank, "outside any collective");
+    EXPECT_FALSE(absl::StrContains(LauncherOutput(), "(the failure reported above is a consequence)"))
+        << LauncherOutput();
+    for (int r = 0; r < kNodes * kProcs; ++r) {
+      if (r != rank) {
+        EXPECT_TRUE(absl::StrContains(LauncherOutput(), absl::StrCat("[dlaunch] rank ", r, ": waits in ")))
+            << LauncherOutput();
+      }
+    }
+    ExpectNothingLeft();
+  }
+
   // Agent and workers of h2 frozen: the launcher hears no heartbeat for interval x misses
   // (1 s x 3) and names the node, although the stall limit is as short (every rank stops making
   // progress at the same time). With a restart left and nodes.min 2, the job goes on on h1
@@ -349,6 +378,15 @@ TEST_F(FaultTest, StoppedRankIsAStall) {
 TEST_F(FaultTest, StoppedRankRestarts) {
   FAULT_SUITE_FULL_ONLY();
   StoppedRank(1);
+}
+TEST_F(FaultTest, StoppedDdpRankOnTheSecondHostIsNamedNotAWaitingPeer) { StoppedDdpRank(3); }
+TEST_F(FaultTest, StoppedDdpRankOnTheFirstHostIsNamedNotAWaitingPeer) {
+  FAULT_SUITE_FULL_ONLY();
+  StoppedDdpRank(1);
+}
+TEST_F(FaultTest, StoppedDdpRankOnTheThirdHostIsNamedNotAWaitingPeer) {
+  FAULT_SUITE_FULL_ONLY();
+  StoppedDdpRank(4);
 }
 TEST_F(FaultTest, FrozenNodeIsSilent) {
   FAULT_SUITE_FULL_ONLY();

@@ -26,6 +26,8 @@ SRC = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).resolve().pa
 # "+worker": only with the worker variant.
 DEPENDENCIES = {
     "Threads": ((), None, None),
+    # Optional: `dlaunch --version` names the commit with it, "unknown" without.
+    "git": ((), None, None),
     "PkgConfig": (("pkg-config",), "pkgconfig", "build"),
     "Protobuf": (("libprotobuf-dev", "protobuf-compiler"), "protobuf", "always"),
     "grpc++": (("libgrpc++-dev",), "grpc", "always"),

@@ -55,8 +55,12 @@ TEST_F(PreflightTest, AJobWhosePythonLacksAModuleStopsBeforeAnyWorkerStarts) {
   EXPECT_TRUE(absl::StrContains(out_, "preflight: 0 fit node(s) of 2 needed; no worker was started"))
       << out_;
   EXPECT_TRUE(absl::StrContains(
-      out_, "command: python3 -c 'import dlaunch_no_such_module' failed (exit 1): "
+      out_, "python3 -c 'import dlaunch_no_such_module' failed (exit 1): "
             "ModuleNotFoundError: No module named 'dlaunch_no_such_module'"))
+      << out_;
+  // The interpreter as the node found it on PATH, not as the spec spelled it.
+  EXPECT_TRUE(absl::StrContains(out_, "command: /")) << out_;
+  EXPECT_TRUE(absl::StrContains(out_, "[dlaunch] preflight: importing dlaunch_no_such_module on 2 node(s)"))
       << out_;
   EXPECT_FALSE(std::filesystem::exists(marker));
   // The journal names both nodes, with their checks.

@@ -76,6 +76,21 @@ TEST(RunPlanTest, PreflightPlanNamesWhatEveryNodeMustOffer) {
   EXPECT_EQ(plan.paths_size(), 0);
 }
 
+TEST(RunPlanTest, ThePreflightNoteSaysWhatEveryNodeImportsBeforeItJoins) {
+  JobSpec spec = Spec();
+  spec.preflight.imports_auto = false;
+  spec.preflight.imports = {"torch"};
+  const v1::JoinResponse t = MakeJoinTemplate(spec, JobPlacement{"j1", "/jobs/j1", {"python3", "t.py"}, "/w"});
+  EXPECT_EQ(PreflightNote(MakePreflightPlan(spec, t), 2),
+            "preflight: importing torch on 2 node(s) before they join: seconds per node, more on "
+            "a parallel file system (--no-preflight skips it)");
+  spec.preflight.imports.clear();
+  EXPECT_EQ(PreflightNote(MakePreflightPlan(spec, t), 3),
+            "preflight: 3 node(s) check themselves before they join (--no-preflight skips it)");
+  spec.preflight.enabled = false;
+  EXPECT_EQ(PreflightNote(MakePreflightPlan(spec, t), 2), "");
+}
+
 TEST(RunPlanTest, JobConfigTakesTheSpecsTimingAndThePlansNodes) {
   HostPlan plan;
   plan.hosts = {"nid001", "nid002"};
