@@ -12,8 +12,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "python-test-venv: no $VENV (make it with scripts/torch-venv.sh); the callbacks' tests skip" >&2
   exit 3
 fi
-if ! "$VENV/bin/python" -c "import lightning, transformers" 2>/dev/null; then
-  echo "python-test-venv: installing lightning and transformers into $VENV" >&2
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check lightning transformers >&2
+if ! "$VENV/bin/python" -c "import lightning, transformers, accelerate" 2>/dev/null; then
+  echo "python-test-venv: installing lightning, transformers and accelerate (its Trainer needs it) into $VENV" >&2
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check lightning transformers accelerate >&2
 fi
 echo "$VENV/bin/python"
