@@ -42,6 +42,8 @@ class _Reporter:
         self.dropped_told = 0
 
     def send(self, fields):
+        if self.sender.drop_if_waiting():
+            return
         fields["rank"] = self.rank
         dropped = self.sender.dropped
         if dropped != self.dropped_told:  # tells the agent that it missed reports

@@ -38,6 +38,14 @@ class ReportSender:
                 self.dropped += 1
                 return False
 
+    def drop_if_waiting(self):
+        """Counts a report as dropped without building it when no connection may be tried yet
+        (no agent): True then."""
+        if self._sock is None and self._clock() < self._next_connect:
+            self.dropped += 1
+            return True
+        return False
+
     def close(self):
         with self._lock:
             self._close_locked()
