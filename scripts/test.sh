@@ -10,5 +10,8 @@ scripts/build.sh
 # The tests that read hung Python ranks' stacks run the build tree's py-spy (DLAUNCH_PY_SPY);
 # without PyPI they are skipped, and say so.
 scripts/py-spy.sh >/dev/null || echo "test: py-spy could not be installed; its tests skip" >&2
+# The Python package's callback tests (label python) run in the PyTorch 2.x environment of
+# scripts/torch-venv.sh where there is one; this adds lightning and transformers to it.
+scripts/python-test-venv.sh >/dev/null || echo "test: the Python callbacks' tests skip" >&2
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 600 "$@"
