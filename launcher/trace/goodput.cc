@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "common/json_line.h"
 #include "launcher/trace/journal_events.h"
 #include "launcher/trace/json_lines.h"
 
@@ -211,6 +213,16 @@ class Accountant {
   }
 
   void ReadReports() {
+    // A version-1 journal's reports name no round: each belongs to the round it came in. (A
+    // report of an older round than its time says is dropped by the launcher as stale.)
+    std::map<int64_t, int> round_starts;
+    for (const auto& [r, rec] : rounds_) {
+      if (r > 0) round_starts[rec.started_us.value_or(rec.first_event_us.value_or(0))] = r;
+    }
+    const auto round_at = [&](int64_t t) {
+      auto it = round_starts.upper_bound(t);
+      return it == round_starts.begin() ? 0 : std::prev(it)->second;
+    };
     for (const v1::MetricLine& m : in_.metrics) {
       if (!m.has_report()) continue;
       const v1::WorkerReport& r = m.report();
@@ -226,7 +238,7 @@ class Accountant {
       p.checkpoint_step = r.checkpoint_step();
       p.comm_wait_s = r.timings().comm_wait_ms() / 1000.0;
       if (r.checkpoint_step() > 0) checkpoint_steps_.insert(r.checkpoint_step());
-      rounds_[m.round()].ranks[r.rank()].push_back(p);
+      rounds_[std::max(m.round(), round_at(t))].ranks[r.rank()].push_back(p);
     }
     for (auto& [round, rec] : rounds_) {
       for (auto& [rank, list] : rec.ranks) {
@@ -546,7 +558,11 @@ std::vector<std::string> GoodputReport(const v1::GoodputAccount& a) {
     std::string line = absl::StrFormat("  %-13s %9.1f  %5.1f%%  %s", name, f->seconds(),
                                        wall > 0 ? 100 * f->seconds() / wall : 0.0,
                                        BasisName(f->basis()));
-    if (f->basis() != v1::MEASURED && !f->note().empty()) absl::StrAppend(&line, " (", f->note(), ")");
+    if (f->basis() != v1::MEASURED && !f->note().empty()) {
+      absl::string_view note = f->note();
+      absl::ConsumePrefix(&note, "not known: ");
+      absl::StrAppend(&line, " (", note, ")");
+    }
     lines.push_back(line);
   }
   if (a.rounds_size() > 1) {
@@ -577,6 +593,33 @@ std::vector<std::string> GoodputReport(const v1::GoodputAccount& a) {
   }
   for (const std::string& n : a.notes()) lines.push_back("  note: " + n);
   return lines;
+}
+
+std::vector<TraceEvent> GoodputTraceEvents(const v1::GoodputAccount& a, int64_t origin_unix_us) {
+  std::vector<TraceEvent> out;
+  if (a.rounds().empty()) return out;
+  out.push_back(ThreadName(kLauncherPid, kGoodputTid, "goodput"));
+  out.push_back(ThreadSortIndex(kLauncherPid, kGoodputTid, 1));
+  const int64_t shift = a.start_unix_us() - origin_unix_us;
+  for (const v1::RoundGoodput& r : a.rounds()) {
+    for (const v1::GoodputSpan& s : r.spans()) {
+      JsonLine args;
+      args.Add("round", r.round()).Add("seconds", s.end_s() - s.begin_s());
+      if (s.name() == "training") {
+        for (const auto& [name, f] : GoodputFigures(r.split())) {
+          if (name == "productive" || name == "evaluation" || name == "checkpoint" ||
+              name == "slowest rank") {
+            args.Add(absl::StrCat(name, "_s"), f->seconds());
+          }
+        }
+      }
+      if (s.name() == "redone") args.Add("steps", r.redone_steps()).Add("resumed_at", r.resumed_at_step());
+      if (s.name() == "detection" || s.name() == "stop and wait") args.Add("ended_by", r.ended_by());
+      out.push_back(Span(s.name(), "goodput", kLauncherPid, kGoodputTid,
+                         shift + Micros(s.begin_s()), shift + Micros(s.end_s()), args.str()));
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<std::string> GoodputJson(const v1::GoodputAccount& account) {

@@ -5,12 +5,14 @@
 // not known instead of guessed (docs/goodput.md). Pure: the trace's input in, the account out.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "dlaunch/goodput.pb.h"
 #include "launcher/trace/trace_builder.h"
+#include "launcher/trace/trace_event.h"
 
 namespace dlaunch {
 
@@ -28,6 +30,12 @@ std::string GoodputHeadline(const v1::GoodputAccount& account);
 // The headline, then a short table: one line per category with seconds, share and basis, one
 // line per round when there were several, the notes and the checkpoint advice. No prefix.
 std::vector<std::string> GoodputReport(const v1::GoodputAccount& account);
+
+// The account as trace events on the launcher's "goodput" track (kGoodputTid): one span per
+// stretch of each round (start-up, redone, training, detection, stop and wait, tail), with the
+// round's figures on its training span. `origin_unix_us` is the trace's time 0.
+std::vector<TraceEvent> GoodputTraceEvents(const v1::GoodputAccount& account,
+                                           int64_t origin_unix_us);
 
 // The account in protobuf's JSON mapping (field names as in the .proto), one line.
 absl::StatusOr<std::string> GoodputJson(const v1::GoodputAccount& account);

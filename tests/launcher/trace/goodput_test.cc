@@ -149,6 +149,23 @@ TEST(GoodputTest, CrashAndRestartFromACheckpointCountsTheWorkRedone) {
   EXPECT_NEAR(c.checkpoint_cost_s(), 0.375, 1e-9);
   EXPECT_NEAR(c.optimal_interval_s(), std::sqrt(2 * 0.375 * 38), 1e-9);
   EXPECT_EQ(c.used_interval_steps(), 50);
+  // The trace draws the same stretches on the launcher's goodput track.
+  const TraceParts parts = BuildTraceParts(in);
+  int goodput_spans = 0;
+  for (const TraceEvent& e : parts.fixed) {
+    if (e.cat != "goodput") continue;
+    ++goodput_spans;
+    EXPECT_EQ(e.pid, kLauncherPid);
+    EXPECT_EQ(e.tid, kGoodputTid);
+    if (e.name == "redone") {
+      EXPECT_EQ(e.ts_us - (UnixUs(0) - parts.origin_unix_us), 26000000);
+      EXPECT_EQ(e.dur_us, 3000000);
+      EXPECT_THAT(e.args_json, HasSubstr("\"steps\":10"));
+    }
+  }
+  // Round 0: start-up, training, detection, stop and wait; round 1: restart start-up, redone,
+  // training, tail.
+  EXPECT_EQ(goodput_spans, 8);
   const std::string report = absl::StrJoin(GoodputReport(a), "\n");
   EXPECT_THAT(report, HasSubstr("round 1: 22.0-38.0 s, finished, steps 55-100, resumed at 50, "
                                 "10 step(s) redone (3.0 s)"));
@@ -223,6 +240,9 @@ TEST(GoodputTest, AVersionOneJournalIsAccounted) {
   EXPECT_GT(a.wall_s(), 0);
   ASSERT_EQ(a.rounds_size(), 2);  // it fails in round 0, round 1 succeeds
   EXPECT_THAT(a.rounds(0).ended_by(), HasSubstr("failure"));
+  // Its reports name no round: those after the restart are round 1's, by their time.
+  EXPECT_GT(a.rounds(1).last_step(), 0);
+  EXPECT_GT(a.split().redone().seconds(), 0);
   EXPECT_GT(a.split().failure().seconds(), 0);
   EXPECT_GT(a.split().productive().seconds(), 0);
 }
