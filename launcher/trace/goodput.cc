@@ -354,6 +354,12 @@ class Accountant {
       if (resumed == 0 || (list.front().checkpoint_step > 0 && list.front().checkpoint_step < resumed)) {
         resumed = list.front().checkpoint_step;
       }
+      // The agent folds a rank's reports between heartbeats, so a first line can already name a
+      // checkpoint written in this round: the newest one reported before the failure is the
+      // one a restart resumes from, when it is older.
+      if (round > 0 && checkpoint_before_ > 0 && (resumed == 0 || checkpoint_before_ < resumed)) {
+        resumed = checkpoint_before_;
+      }
       for (const Progress& p : list) {
         newest = std::max(newest, p.end_us);
         last_step = std::max(last_step, p.step);
@@ -375,13 +381,19 @@ class Accountant {
 
     // Redone: the steps earlier rounds had reported, run again here.
     int64_t redo_end = steps_begin;
-    if (round > 0 && max_step_before_ > 0 && first_step <= max_step_before_) {
+    // A first line past that step can still hold it: the agent folds a rank's reports, so a
+    // round resumed at an older checkpoint ran those steps inside its first line's interval.
+    if (round > 0 && max_step_before_ > 0 &&
+        (first_step <= max_step_before_ || (resumed > 0 && resumed < max_step_before_))) {
       redo_end = std::clamp(PassedStep(rec, max_step_before_, resumed, steps_end), steps_begin,
                             steps_end);
       const int64_t from = resumed > 0 ? resumed : std::max<int64_t>(first_step - 1, 0);
       out->set_redone_steps(std::max<int64_t>(max_step_before_ - from, 0));
     }
     max_step_before_ = std::max(max_step_before_, last_step);
+    for (const auto& [rank, list] : rec.ranks) {
+      for (const Progress& p : list) checkpoint_before_ = std::max(checkpoint_before_, p.checkpoint_step);
+    }
 
     const bool traced = !pauses_.empty();
     const double ckpt_all = PausedSeconds(pauses_, true, steps_begin, steps_end);
@@ -503,6 +515,7 @@ class Accountant {
   std::vector<double> checkpoint_costs_;
   std::set<int64_t> checkpoint_steps_;
   int64_t max_step_before_ = 0;
+  int64_t checkpoint_before_ = 0;  // the newest checkpoint step reported in earlier rounds
   int failures_ = 0;
 };
 

@@ -172,6 +172,26 @@ TEST(GoodputTest, CrashAndRestartFromACheckpointCountsTheWorkRedone) {
   EXPECT_THAT(report, HasSubstr("Young/Daly"));
 }
 
+// The agent folds a rank's reports between heartbeats: a restarted round's first line can be
+// past the step reached before the failure, and still hold the steps run again.
+TEST(GoodputTest, RedoneWorkInsideAFoldedFirstReport) {
+  std::string metrics;
+  for (int rank = 0; rank < 2; ++rank) {
+    metrics += Report(5, 0, rank, 5, 2, 5) + Report(7, 0, rank, 8, 2, 5);
+    metrics += Report(30, 1, rank, 12, 7, 10);  // steps 6..12 over t=23..30
+  }
+  const std::string events = Started() + Event(2, 0, "workers_started") +
+                             Event(8, 0, "worker_failed", "{\"rank\":1,\"exit_code\":-1}") +
+                             Event(20, 1, "round_started") + Finished(31, 1, "succeeded");
+  const v1::GoodputAccount a = ComputeGoodput(Input(events, metrics));
+  ExpectAddsUp(a);
+  ASSERT_EQ(a.rounds_size(), 2);
+  EXPECT_EQ(a.rounds(1).resumed_at_step(), 5);  // not the checkpoint of step 10 the line names
+  EXPECT_EQ(a.rounds(1).redone_steps(), 3);
+  EXPECT_NEAR(a.rounds(1).split().redone().seconds(), 3, 1e-9);  // 3 of the line's 7 steps
+  EXPECT_NEAR(a.rounds(1).split().productive().seconds(), 4, 1e-9);
+}
+
 TEST(GoodputTest, AStallIsFailureFromTheLastStepToTheEnd) {
   std::string metrics;
   for (int rank = 0; rank < 2; ++rank) {
