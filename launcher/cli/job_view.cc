@@ -142,7 +142,8 @@ std::string SummaryLines(const Fields& summary) {
     } else {
       absl::StrAppend(&out, "  ", GoodputHeadline(*account), "\n");
       for (const std::string& line : GoodputReport(*account)) {
-        if (absl::StartsWith(line, "  round ") || absl::StartsWith(line, "  checkpoint interval")) {
+        if (absl::StartsWith(line, "  round ") ||
+            absl::StartsWith(line, "  checkpoint interval that")) {
           absl::StrAppend(&out, "  ", line, "\n");
         }
       }

@@ -270,7 +270,8 @@ void WriteTimelineAtExit(const std::string& job_dir) {
   }
   const v1::GoodputAccount account = ComputeGoodput(*input);
   for (const std::string& line : GoodputReport(account)) std::cout << "[dlaunch] " << line << "\n";
-  if (absl::Status st = AddGoodputToSummary(job_dir, account); !st.ok()) {
+  // No summary.json: the launcher could not write it and has said so already.
+  if (absl::Status st = AddGoodputToSummary(job_dir, account); !st.ok() && !absl::IsNotFound(st)) {
     std::cerr << "[dlaunch] error: cannot add the goodput account to summary.json: " << st.message()
               << "\n";
   }

@@ -553,10 +553,17 @@ std::string GoodputHeadline(const v1::GoodputAccount& a) {
     if (name == "productive") continue;
     if (f->seconds() >= 0.05) parts.push_back(absl::StrFormat("%s %.1f s", name, f->seconds()));
   }
+  const v1::GoodputFigure& productive = a.split().productive();
   std::string line = absl::StrFormat("goodput %.1f%% of %.1f s", a.goodput() * 100, a.wall_s());
-  if (a.split().productive().basis() == v1::BOUND) absl::StrAppend(&line, " (at least)");
-  if (a.split().not_split().seconds() > 0 && a.split().productive().seconds() == 0) {
-    absl::StrAppend(&line, " (not known: the job's ranks sent no step reports)");
+  if (productive.basis() == v1::NOT_KNOWN && productive.seconds() == 0) {
+    // Nothing productive was measured because nothing could be: not 0 %.
+    const std::string note =
+        a.split().not_split().seconds() > 0 ? std::string(kNoReports) : productive.note();
+    absl::string_view why = note;
+    absl::ConsumePrefix(&why, "not known: ");
+    line = absl::StrFormat("goodput not known of %.1f s (%s)", a.wall_s(), why);
+  } else if (productive.basis() == v1::BOUND) {
+    absl::StrAppend(&line, " (at least)");
   }
   if (!parts.empty()) absl::StrAppend(&line, ": ", absl::StrJoin(parts, ", "));
   return line;

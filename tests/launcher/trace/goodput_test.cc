@@ -234,7 +234,8 @@ TEST(GoodputTest, AScriptWithoutReportsSaysWhatIsNotKnown) {
   EXPECT_EQ(a.split().productive().basis(), v1::NOT_KNOWN);
   EXPECT_NEAR(a.split().tail().seconds(), 1, 1e-9);
   EXPECT_EQ(a.goodput(), 0);
-  EXPECT_THAT(GoodputHeadline(a), HasSubstr("not known: the job's ranks sent no step reports"));
+  EXPECT_THAT(GoodputHeadline(a), HasSubstr("goodput not known of 31.0 s (the job's ranks sent "
+                                            "no step reports): start-up 2.0 s"));
   EXPECT_THAT(absl::StrJoin(GoodputReport(a), "\n"), HasSubstr("not split"));
 }
 
