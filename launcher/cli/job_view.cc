@@ -148,6 +148,9 @@ std::string SummaryLines(const Fields& summary) {
         }
       }
     }
+  } else if (summary.count("wall_time_s")) {
+    // A run's summary from an earlier dlaunch, or one whose journal was too big to read at exit.
+    absl::StrAppend(&out, "  goodput: not in summary.json; `dlaunch trace JOB` computes it\n");
   }
   return out;
 }

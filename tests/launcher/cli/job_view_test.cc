@@ -263,7 +263,12 @@ TEST(FormatJobStatusTest, ShowsTheGoodputAccountOfSummaryJson) {
   const std::string text = FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 1);
   EXPECT_NE(text.find("  goodput 80.0% of 100.0 s: failures 20.0 s\n"), std::string::npos) << text;
   EXPECT_NE(text.find("    round 0: 0.0-50.0 s, failure: worker crash\n"), std::string::npos) << text;
-  files.summary->at("goodput") = "{\"wall_s\":\"x\"}";
+  files.summary->erase("goodput");
+  files.summary->emplace("wall_time_s", "12.5");
+  EXPECT_NE(FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 1)
+                .find("  goodput: not in summary.json; `dlaunch trace JOB` computes it\n"),
+            std::string::npos);
+  files.summary->emplace("goodput", "{\"wall_s\":\"x\"}");
   EXPECT_NE(FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 1)
                 .find("goodput: unreadable"),
             std::string::npos);
