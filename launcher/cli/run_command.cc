@@ -31,7 +31,7 @@
 #include "launcher/run/relay_launch.h"
 #include "launcher/run/run_plan.h"
 #include "launcher/spec/job_spec_parser.h"
-#include "launcher/trace/goodput.h"
+#include "launcher/trace/goodput_view.h"
 #include "launcher/trace/job_trace.h"
 #include "proto/control_credentials.h"
 

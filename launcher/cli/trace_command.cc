@@ -7,7 +7,7 @@
 #include "common/file_io.h"
 #include "launcher/cli/cli_support.h"
 #include "launcher/jobdir/job_record.h"
-#include "launcher/trace/goodput.h"
+#include "launcher/trace/goodput_view.h"
 #include "launcher/trace/job_trace.h"
 #include "launcher/trace/trace_summary.h"
 

@@ -1,7 +1,5 @@
 #include "launcher/trace/goodput.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,17 +9,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
-#include "common/json_line.h"
 #include "launcher/trace/journal_events.h"
 #include "launcher/trace/json_lines.h"
 
 namespace dlaunch {
+
+const char kGoodputNoReports[] = "not known: the job's ranks sent no step reports";
+
 namespace {
 
-constexpr char kNoReports[] = "not known: the job's ranks sent no step reports";
 
 double Seconds(int64_t us) { return static_cast<double>(us) / 1e6; }
 int64_t Micros(double s) { return static_cast<int64_t>(std::llround(s * 1e6)); }
@@ -297,9 +293,7 @@ class Accountant {
     if (failure) failure = std::clamp(*failure, begin, end);
     bool failed = !last || failure.has_value();
     if (last && account_.finished() && result_ == "succeeded") failed = false;
-    if (!last) {
-      out->set_ended_by(absl::StrCat("failure", rec.failure_class.empty() ? "" : ": ", rec.failure_class));
-    } else if (failed) {
+    if (failed) {
       out->set_ended_by(absl::StrCat("failure", rec.failure_class.empty() ? "" : ": ", rec.failure_class));
     } else if (!account_.finished()) {
       out->set_ended_by("running");
@@ -324,11 +318,11 @@ class Accountant {
                         round == 0 ? "launch to every worker started; the ranks' own start-up is "
                                      "not split"
                                    : "a restart: stop, wait and the next round's launch");
-      *split->mutable_not_split() = Figure(Seconds(stop - workers), v1::NOT_KNOWN, kNoReports);
+      *split->mutable_not_split() = Figure(Seconds(stop - workers), v1::NOT_KNOWN, kGoodputNoReports);
       for (v1::GoodputFigure* f : {split->mutable_productive(), split->mutable_evaluation(),
                                    split->mutable_checkpoint(), split->mutable_redone(),
                                    split->mutable_straggler()}) {
-        *f = Figure(0, v1::NOT_KNOWN, kNoReports);
+        *f = Figure(0, v1::NOT_KNOWN, kGoodputNoReports);
       }
       const double after = Seconds(end - stop);
       if (failed) {
@@ -519,15 +513,6 @@ class Accountant {
   int failures_ = 0;
 };
 
-std::string BasisName(v1::GoodputBasis b) {
-  switch (b) {
-    case v1::MEASURED: return "measured";
-    case v1::BOUND: return "bound";
-    case v1::NOT_KNOWN: return "not known";
-    default: return "";
-  }
-}
-
 }  // namespace
 
 v1::GoodputAccount ComputeGoodput(const TraceInput& input) { return Accountant(input).Run(); }
@@ -545,140 +530,6 @@ double GoodputSum(const v1::GoodputSplit& split) {
   double sum = 0;
   for (const auto& [name, f] : GoodputFigures(split)) sum += f->seconds();
   return sum;
-}
-
-std::string GoodputHeadline(const v1::GoodputAccount& a) {
-  std::vector<std::string> parts;
-  for (const auto& [name, f] : GoodputFigures(a.split())) {
-    if (name == "productive") continue;
-    if (f->seconds() >= 0.05) parts.push_back(absl::StrFormat("%s %.1f s", name, f->seconds()));
-  }
-  const v1::GoodputFigure& productive = a.split().productive();
-  std::string line = absl::StrFormat("goodput %.1f%% of %.1f s", a.goodput() * 100, a.wall_s());
-  if (productive.basis() == v1::NOT_KNOWN && productive.seconds() == 0) {
-    // Nothing productive was measured because nothing could be: not 0 %.
-    const std::string note =
-        a.split().not_split().seconds() > 0 ? std::string(kNoReports) : productive.note();
-    absl::string_view why = note;
-    absl::ConsumePrefix(&why, "not known: ");
-    line = absl::StrFormat("goodput not known of %.1f s (%s)", a.wall_s(), why);
-  } else if (productive.basis() == v1::BOUND) {
-    absl::StrAppend(&line, " (at least)");
-  }
-  if (!parts.empty()) absl::StrAppend(&line, ": ", absl::StrJoin(parts, ", "));
-  return line;
-}
-
-std::vector<std::string> GoodputReport(const v1::GoodputAccount& a) {
-  std::vector<std::string> lines = {GoodputHeadline(a)};
-  lines.push_back("  category        seconds   share  basis");
-  const double wall = a.wall_s();
-  for (const auto& [name, f] : GoodputFigures(a.split())) {
-    if (name == "not split" && f->seconds() == 0) continue;
-    std::string line = absl::StrFormat("  %-13s %9.1f  %5.1f%%  %s", name, f->seconds(),
-                                       wall > 0 ? 100 * f->seconds() / wall : 0.0,
-                                       BasisName(f->basis()));
-    if (f->basis() != v1::MEASURED && !f->note().empty()) {
-      absl::string_view note = f->note();
-      absl::ConsumePrefix(&note, "not known: ");
-      absl::StrAppend(&line, " (", note, ")");
-    }
-    lines.push_back(line);
-  }
-  if (a.rounds_size() > 1) {
-    for (const v1::RoundGoodput& r : a.rounds()) {
-      std::string line = absl::StrFormat("  round %d: %.1f-%.1f s, %s", r.round(), r.begin_s(),
-                                         r.end_s(), r.ended_by());
-      if (r.last_step() > 0) absl::StrAppendFormat(&line, ", steps %d-%d", r.first_step(), r.last_step());
-      if (r.redone_steps() > 0) {
-        absl::StrAppendFormat(&line, ", resumed at %d, %d step(s) redone (%.1f s)", r.resumed_at_step(),
-                              r.redone_steps(), r.split().redone().seconds());
-      }
-      lines.push_back(line);
-    }
-  }
-  const v1::CheckpointAdvice& c = a.checkpoint_advice();
-  if (c.basis() == v1::MEASURED) {
-    std::string line = absl::StrFormat(
-        "  checkpoint interval that loses least (Young/Daly): %.1f s (checkpoint %.2f s, %d "
-        "failure(s), one per %.1f s)", c.optimal_interval_s(), c.checkpoint_cost_s(), c.failures(),
-        c.mtbf_s());
-    if (c.optimal_interval_steps() > 0) {
-      absl::StrAppendFormat(&line, ", about %d steps", c.optimal_interval_steps());
-      if (c.used_interval_steps() > 0) absl::StrAppendFormat(&line, " (this job: %d)", c.used_interval_steps());
-    }
-    lines.push_back(line);
-  } else if (!c.note().empty()) {
-    lines.push_back("  checkpoint interval (Young/Daly): " + c.note());
-  }
-  for (const std::string& n : a.notes()) lines.push_back("  note: " + n);
-  return lines;
-}
-
-std::vector<TraceEvent> GoodputTraceEvents(const v1::GoodputAccount& a, int64_t origin_unix_us) {
-  std::vector<TraceEvent> out;
-  if (a.rounds().empty()) return out;
-  out.push_back(ThreadName(kLauncherPid, kGoodputTid, "goodput"));
-  out.push_back(ThreadSortIndex(kLauncherPid, kGoodputTid, 1));
-  const int64_t shift = a.start_unix_us() - origin_unix_us;
-  for (const v1::RoundGoodput& r : a.rounds()) {
-    for (const v1::GoodputSpan& s : r.spans()) {
-      JsonLine args;
-      args.Add("round", r.round()).Add("seconds", s.end_s() - s.begin_s());
-      if (s.name() == "training") {
-        for (const auto& [name, f] : GoodputFigures(r.split())) {
-          if (name == "productive" || name == "evaluation" || name == "checkpoint" ||
-              name == "slowest rank") {
-            args.Add(absl::StrCat(name, "_s"), f->seconds());
-          }
-        }
-      }
-      if (s.name() == "redone") args.Add("steps", r.redone_steps()).Add("resumed_at", r.resumed_at_step());
-      if (s.name() == "detection" || s.name() == "stop and wait") args.Add("ended_by", r.ended_by());
-      out.push_back(Span(s.name(), "goodput", kLauncherPid, kGoodputTid,
-                         shift + Micros(s.begin_s()), shift + Micros(s.end_s()), args.str()));
-    }
-  }
-  return out;
-}
-
-absl::StatusOr<std::string> GoodputJson(const v1::GoodputAccount& account) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string out;
-  const auto st = google::protobuf::util::MessageToJsonString(account, &out, options);
-  if (!st.ok()) return absl::InternalError(absl::StrCat("goodput account: ", st.ToString()));
-  return out;
-}
-
-absl::StatusOr<v1::GoodputAccount> ParseGoodputJson(const std::string& json) {
-  v1::GoodputAccount account;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
-  const auto st = google::protobuf::util::JsonStringToMessage(json, &account, options);
-  if (!st.ok()) return absl::DataLossError(absl::StrCat("goodput account: ", st.ToString()));
-  return account;
-}
-
-absl::StatusOr<std::string> SummaryWithGoodput(const std::string& summary_json,
-                                               const v1::GoodputAccount& account) {
-  absl::StatusOr<std::string> json = GoodputJson(account);
-  if (!json.ok()) return json.status();
-  std::string s = summary_json;
-  // The account is always the last key: one written before is cut off and written again.
-  if (const size_t at = s.find(",\"goodput\":"); at != std::string::npos) {
-    s.resize(at);
-  } else {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    if (s.empty() || s.back() != '}') return absl::DataLossError("summary.json is not one JSON object");
-    s.pop_back();
-  }
-  if (s.empty() || s.front() != '{') {
-    return absl::DataLossError("summary.json is not one JSON object");
-  }
-  const bool empty_object = s == "{";
-  return absl::StrCat(s, empty_object ? "" : ",", "\"goodput\":", *json, "}");
 }
 
 }  // namespace dlaunch

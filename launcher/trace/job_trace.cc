@@ -9,7 +9,7 @@
 #include "absl/strings/strip.h"
 #include "common/file_io.h"
 #include "launcher/jobdir/journal.h"
-#include "launcher/trace/goodput.h"
+#include "launcher/trace/goodput_view.h"
 #include "launcher/trace/host_counters.h"
 #include "launcher/trace/json_lines.h"
 

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/json_line.h"
 #include "launcher/jobdir/journal.h"
-#include "launcher/trace/goodput.h"
+#include "launcher/trace/goodput_view.h"
 #include "launcher/trace/journal_events.h"
 #include "launcher/trace/json_lines.h"
 

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "launcher/trace/goodput.h"
+#include "launcher/trace/goodput_view.h"
 
 namespace dlaunch {
 namespace {

@@ -1,4 +1,4 @@
-#include "launcher/trace/goodput.h"
+#include "launcher/trace/goodput_view.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

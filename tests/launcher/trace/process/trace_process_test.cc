@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "launcher/jobdir/job_record.h"
-#include "launcher/trace/goodput.h"
+#include "launcher/trace/goodput_view.h"
 #include "launcher/trace/trace_builder.h"
 #include "tests/integration/test_process.h"
 #include "tests/launcher/trace/trace_checks.h"
