@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/json_line.h"
 #include "launcher/jobdir/job_directory.h"
 #include "launcher/run/live_table.h"
+#include "launcher/trace/goodput_view.h"
 
 namespace dlaunch {
 namespace {
@@ -131,6 +133,24 @@ std::string SummaryLines(const Fields& summary) {
   }
   if (summary.count("not_restarted")) {
     absl::StrAppend(&out, "  not restarted: ", summary.at("not_restarted"), "\n");
+  }
+  // The job's seconds (docs/goodput.md): the headline, the rounds and the checkpoint advice.
+  if (auto it = summary.find("goodput"); it != summary.end()) {
+    absl::StatusOr<v1::GoodputAccount> account = ParseGoodputJson(it->second);
+    if (!account.ok()) {
+      absl::StrAppend(&out, "  goodput: unreadable (", account.status().message(), ")\n");
+    } else {
+      absl::StrAppend(&out, "  ", GoodputHeadline(*account), "\n");
+      for (const std::string& line : GoodputReport(*account)) {
+        if (absl::StartsWith(line, "  round ") ||
+            absl::StartsWith(line, "  checkpoint interval that")) {
+          absl::StrAppend(&out, "  ", line, "\n");
+        }
+      }
+    }
+  } else if (summary.count("wall_time_s")) {
+    // A run's summary from an earlier dlaunch, or one whose journal was too big to read at exit.
+    absl::StrAppend(&out, "  goodput: not in summary.json; `dlaunch trace JOB` computes it\n");
   }
   return out;
 }

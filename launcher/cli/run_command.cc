@@ -31,6 +31,7 @@
 #include "launcher/run/relay_launch.h"
 #include "launcher/run/run_plan.h"
 #include "launcher/spec/job_spec_parser.h"
+#include "launcher/trace/goodput_view.h"
 #include "launcher/trace/job_trace.h"
 #include "proto/control_credentials.h"
 
@@ -243,9 +244,10 @@ std::unique_ptr<grpc::Server> StartControlServer(const std::string& listen,
   return server;
 }
 
-// The timeline, from the journal and the workers' step traces (docs/trace.md). A journal too big
-// to read in a few seconds is left to `dlaunch trace`: at thousands of nodes the allocation would
-// otherwise sit idle while the launcher reads it.
+// The goodput account and the timeline, from the journal and the workers' step traces
+// (docs/goodput.md, docs/trace.md), read once after the journal writer has flushed. A journal
+// too big to read in a few seconds is left to `dlaunch trace`: at thousands of nodes the
+// allocation would otherwise sit idle while the launcher reads it.
 // DLAUNCH_TRACE_AT_EXIT_MB moves the bound (0: never at exit).
 void WriteTimelineAtExit(const std::string& job_dir) {
   uint64_t limit = kTraceAtExitInputBytes;
@@ -256,10 +258,24 @@ void WriteTimelineAtExit(const std::string& job_dir) {
   if (const uint64_t bytes = TraceInputBytes(job_dir); bytes > limit) {
     std::cout << "[dlaunch] timeline: not built at exit, the journal holds "
               << absl::StrFormat("%.1f", bytes / 1048576.0) << " MB (more than " << (limit >> 20)
-              << " MB); `dlaunch trace " << job_dir << "` builds it\n";
+              << " MB); `dlaunch trace " << job_dir << "` builds it\n"
+              << "[dlaunch] goodput: not computed at exit for the same reason; `dlaunch trace "
+              << job_dir << "` computes it and adds it to summary.json\n";
     return;
   }
-  absl::StatusOr<RenderedTrace> trace = WriteJobTrace(job_dir);
+  absl::StatusOr<TraceInput> input = LoadTraceInput(job_dir);
+  if (!input.ok()) {
+    std::cerr << "[dlaunch] error: cannot read the journal: " << input.status().message() << "\n";
+    return;
+  }
+  const v1::GoodputAccount account = ComputeGoodput(*input);
+  for (const std::string& line : GoodputReport(account)) std::cout << "[dlaunch] " << line << "\n";
+  // No summary.json: the launcher could not write it and has said so already.
+  if (absl::Status st = AddGoodputToSummary(job_dir, account); !st.ok() && !absl::IsNotFound(st)) {
+    std::cerr << "[dlaunch] error: cannot add the goodput account to summary.json: " << st.message()
+              << "\n";
+  }
+  absl::StatusOr<RenderedTrace> trace = WriteJobTrace(job_dir, *input);
   if (trace.ok()) std::cout << "[dlaunch] timeline: " << TracePath(job_dir) << "\n";
   else std::cerr << "[dlaunch] error: cannot write the timeline: " << trace.status().message() << "\n";
 }

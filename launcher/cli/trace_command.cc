@@ -7,6 +7,7 @@
 #include "common/file_io.h"
 #include "launcher/cli/cli_support.h"
 #include "launcher/jobdir/job_record.h"
+#include "launcher/trace/goodput_view.h"
 #include "launcher/trace/job_trace.h"
 #include "launcher/trace/trace_summary.h"
 
@@ -70,6 +71,16 @@ int RunTraceCommand(const std::vector<std::string>& args) {
     notes = *std::move(read);
   }
   std::cout << FormatTraceSummary(TracePath(job_dir), SummarizeRankTime(*input), notes);
+  // The job's seconds (docs/goodput.md); an ended job's summary.json gets the account when its
+  // launcher left it to this command (a journal too big to read at exit, or a killed launcher).
+  const v1::GoodputAccount account = ComputeGoodput(*input);
+  std::cout << "\n";
+  for (const std::string& line : GoodputReport(account)) std::cout << line << "\n";
+  if (fs::exists(job_dir + "/summary.json")) {
+    if (absl::Status st = AddGoodputToSummary(job_dir, account); !st.ok()) {
+      std::cerr << "dlaunch: cannot add the goodput account to summary.json: " << st.message() << "\n";
+    }
+  }
   return kExitOk;
 }
 

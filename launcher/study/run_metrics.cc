@@ -43,6 +43,20 @@ absl::StatusOr<RunMetrics> ParseRunMetrics(const std::string& summary_json,
     if (samples && *samples > 0 && rate && *rate > 0) m.samples_per_sec = rate;
     m.final_loss = Number(summary, "final_loss");
     m.test_accuracy = Number(summary, "test_accuracy");
+    if (auto g = summary.fields().find("goodput");
+        g != summary.fields().end() && g->second.kind_case() == Value::kStructValue) {
+      const Struct& account = g->second.struct_value();
+      // A run whose ranks sent no step reports has no productive figure to speak of.
+      const Struct* productive = nullptr;
+      if (auto s = account.fields().find("split"); s != account.fields().end()) {
+        auto p = s->second.struct_value().fields().find("productive");
+        if (p != s->second.struct_value().fields().end()) productive = &p->second.struct_value();
+      }
+      auto basis = productive ? productive->fields().find("basis") : account.fields().end();
+      const bool not_known = productive && basis != productive->fields().end() &&
+                             basis->second.string_value() == "NOT_KNOWN";
+      if (!not_known) m.goodput = Number(account, "goodput");
+    }
   }
   // Each epoch end sends one report with the test accuracy (the same on every rank; rank 0's
   // are used). The agent may merge it with the following step reports, so a line's epoch field

@@ -16,6 +16,9 @@ struct RunMetrics {
   std::optional<double> samples_per_sec;     // total; absent when no worker reported
   std::optional<double> final_loss;
   std::optional<double> test_accuracy;       // fraction, 0..1
+  // Productive seconds over wall seconds, from summary.json's goodput account (docs/goodput.md);
+  // absent when the run has none or its ranks sent no step reports.
+  std::optional<double> goodput;
   int epochs = 0;                            // epochs completed per the reports (0 = unknown)
   std::vector<std::pair<int, double>> accuracy_by_epoch;  // (epoch from 1, test accuracy)
   std::vector<std::pair<double, double>> loss_by_step;    // rank 0's (step, loss)

@@ -37,6 +37,7 @@ const std::vector<Column>& Columns() {
       {"time_per_epoch_s", [](const ScalingRow& r) { return Fixed(r.time_per_epoch_s, 1); }},
       {"final_loss", [](const ScalingRow& r) { return Fixed(r.final_loss, 4); }},
       {"test_accuracy_pct", [](const ScalingRow& r) { return Percent(r.test_accuracy); }},
+      {"goodput_pct", [](const ScalingRow& r) { return Percent(r.goodput); }},
       {"wall_time_s", [](const ScalingRow& r) { return absl::StrFormat("%.1f", r.wall_time_s); }},
   };
   return *columns;
@@ -68,6 +69,7 @@ std::vector<ScalingRow> MakeScalingRows(const std::vector<ScaleOutcome>& outcome
     r.wall_time_s = o.wall_time_s;
     r.final_loss = o.metrics.final_loss;
     r.test_accuracy = o.metrics.test_accuracy;
+    r.goodput = o.metrics.goodput;
     if (o.metrics.epochs > 0) r.time_per_epoch_s = o.wall_time_s / o.metrics.epochs;
     r.samples_per_sec = o.metrics.samples_per_sec;
     if (r.samples_per_sec && r.workers > 0) {
@@ -104,7 +106,7 @@ std::string ScalingCsv(const std::vector<ScalingRow>& rows) {
 std::string ScalingMarkdown(const std::vector<ScalingRow>& rows) {
   const std::vector<std::string> headers = {
       "scale", "nodes", "procs/node", "workers", "status", "samples/s", "samples/s per worker",
-      "speedup", "efficiency %", "s/epoch", "final loss", "test acc. %", "wall s"};
+      "speedup", "efficiency %", "s/epoch", "final loss", "test acc. %", "goodput %", "wall s"};
   std::string out = absl::StrCat("| ", absl::StrJoin(headers, " | "), " |\n|");
   for (size_t i = 0; i < headers.size(); ++i) absl::StrAppend(&out, i == 0 ? ":---|" : "---:|");
   absl::StrAppend(&out, "\n");

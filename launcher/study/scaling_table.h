@@ -1,5 +1,5 @@
 // The scaling table: one row per scale (workers, throughput total and per worker, speedup,
-// efficiency, time per epoch, final loss and test accuracy, wall time), as CSV and Markdown.
+// efficiency, time per epoch, final loss and test accuracy, goodput, wall time), as CSV and Markdown.
 // Pure.
 #pragma once
 
@@ -36,6 +36,7 @@ struct ScalingRow {
   std::optional<double> time_per_epoch_s;    // wall time / epochs
   std::optional<double> final_loss;
   std::optional<double> test_accuracy;
+  std::optional<double> goodput;             // productive / wall time of the run (0..1)
 };
 
 // Rows in the order of `outcomes`. The baseline is the successful scale with a throughput and

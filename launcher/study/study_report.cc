@@ -100,6 +100,7 @@ std::string StudyJson(const StudyInfo& info, const std::vector<ScalingRow>& rows
     if (r.time_per_epoch_s) s.Add("time_per_epoch_s", *r.time_per_epoch_s);
     if (r.final_loss) s.Add("final_loss", *r.final_loss);
     if (r.test_accuracy) s.Add("test_accuracy", *r.test_accuracy);
+    if (r.goodput) s.Add("goodput", *r.goodput);
     absl::StrAppend(&scales, scales.empty() ? "" : ",", s.str());
   }
   JsonLine j;

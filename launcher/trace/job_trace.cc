@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "common/file_io.h"
 #include "launcher/jobdir/journal.h"
+#include "launcher/trace/goodput_view.h"
 #include "launcher/trace/host_counters.h"
 #include "launcher/trace/json_lines.h"
 
@@ -45,6 +46,15 @@ absl::StatusOr<TraceInput> LoadTraceInput(const std::string& job_dir) {
     in.rank_steps[rank] = ParseStepTrace(*text);
   }
   return in;
+}
+
+absl::Status AddGoodputToSummary(const std::string& job_dir, const v1::GoodputAccount& account) {
+  const std::string path = job_dir + "/summary.json";
+  absl::StatusOr<std::string> summary = ReadFile(path);
+  if (!summary.ok()) return summary.status();
+  absl::StatusOr<std::string> with = SummaryWithGoodput(*summary, account);
+  if (!with.ok()) return with.status();
+  return WriteFileAtomically(path, *with + "\n");
 }
 
 uint64_t TraceInputBytes(const std::string& job_dir) {

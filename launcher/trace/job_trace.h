@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "dlaunch/goodput.pb.h"
 #include "launcher/trace/trace_bound.h"
 #include "launcher/trace/trace_builder.h"
 
@@ -33,6 +34,10 @@ uint64_t TraceInputBytes(const std::string& job_dir);
 // At the end of a run the launcher builds trace.json only up to this much input (about 5 s on
 // one core: reading the journal is most of the cost); `dlaunch trace JOB` builds any size.
 constexpr uint64_t kTraceAtExitInputBytes = 32ull << 20;
+
+// Adds the goodput account to the job's summary.json (launcher/trace/goodput.h), replacing one
+// written before. NotFound when the job has no summary.json (it has not ended).
+absl::Status AddGoodputToSummary(const std::string& job_dir, const v1::GoodputAccount& account);
 
 // The notes in a trace.json's metadata (what was thinned or skipped).
 absl::StatusOr<std::vector<std::string>> ReadTraceNotes(const std::string& trace_json);

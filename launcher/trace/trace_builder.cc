@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/json_line.h"
 #include "launcher/jobdir/journal.h"
+#include "launcher/trace/goodput_view.h"
 #include "launcher/trace/journal_events.h"
 #include "launcher/trace/json_lines.h"
 
@@ -485,6 +486,9 @@ TraceParts BuildTraceParts(const TraceInput& input) {
     return std::string();
   }();
   Builder(input, parts).Run();
+  for (TraceEvent& e : GoodputTraceEvents(ComputeGoodput(input), parts.origin_unix_us)) {
+    parts.fixed.push_back(std::move(e));
+  }
   if (input.events_bad_lines > 0) {
     parts.notes.push_back(
         absl::StrCat("events.jsonl: ", input.events_bad_lines, " unreadable line(s) skipped"));

@@ -79,6 +79,8 @@ TraceParts BuildTraceParts(const TraceInput& input);
 // (Perfetto keeps 0 for the idle process and thread), and no tid is used in two processes.
 constexpr int kLauncherPid = 1;
 constexpr int kLauncherTid = 1;
+// The launcher's second thread: the goodput account's stretches of time (docs/goodput.md).
+constexpr int kGoodputTid = 1 << 30;
 int NodePid(int node);
 int NodeTid(int node);
 int RankTid(int rank);

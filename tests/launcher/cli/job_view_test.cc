@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "launcher/trace/goodput_view.h"
 
 namespace dlaunch {
 namespace {
@@ -234,6 +235,43 @@ TEST(FormatJobStatusJsonTest, TheFilesAsWrittenForScripts) {
             "{\"job_id\":\"j\",\"directory\":\"/p/runs/j\",\"state\":\"failed (exit 1)\","
             "\"started\":\"1.5\",\"ended\":true,\"submit\":null,"
             "\"summary\":{\"result\":\"failed\",\"exit_code\":1}}\n");
+}
+
+}  // namespace
+}  // namespace dlaunch
+
+namespace dlaunch {
+namespace {
+
+TEST(FormatJobStatusTest, ShowsTheGoodputAccountOfSummaryJson) {
+  v1::GoodputAccount a;
+  a.set_wall_s(100);
+  a.set_goodput(0.8);
+  a.mutable_split()->mutable_productive()->set_seconds(80);
+  a.mutable_split()->mutable_failure()->set_seconds(20);
+  for (int r = 0; r < 2; ++r) {
+    v1::RoundGoodput* round = a.add_rounds();
+    round->set_round(r);
+    round->set_begin_s(50 * r);
+    round->set_end_s(50 * r + 50);
+    round->set_ended_by(r == 0 ? "failure: worker crash" : "finished");
+  }
+  absl::StatusOr<std::string> json = GoodputJson(a);
+  ASSERT_TRUE(json.ok());
+  JobFiles files;
+  files.summary = std::map<std::string, std::string>{{"result", "succeeded"}, {"goodput", *json}};
+  const std::string text = FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 1);
+  EXPECT_NE(text.find("  goodput 80.0% of 100.0 s: failures 20.0 s\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    round 0: 0.0-50.0 s, failure: worker crash\n"), std::string::npos) << text;
+  files.summary->erase("goodput");
+  files.summary->emplace("wall_time_s", "12.5");
+  EXPECT_NE(FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 1)
+                .find("  goodput: not in summary.json; `dlaunch trace JOB` computes it\n"),
+            std::string::npos);
+  files.summary->emplace("goodput", "{\"wall_s\":\"x\"}");
+  EXPECT_NE(FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 1)
+                .find("goodput: unreadable"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -26,6 +26,21 @@ TEST(ParseRunMetricsTest, ReadsTheSummary) {
   EXPECT_EQ(m->epochs, 0);
 }
 
+TEST(ParseRunMetricsTest, ReadsTheGoodputOfTheSummarysAccount) {
+  auto m = ParseRunMetrics(
+      R"({"result":"succeeded","goodput":{"wall_s":10,"goodput":0.75,)"
+      R"("split":{"productive":{"seconds":7.5,"basis":"MEASURED"}}}})", "");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_TRUE(m->goodput.has_value());
+  EXPECT_DOUBLE_EQ(*m->goodput, 0.75);
+  // A run whose ranks sent no step reports: its goodput is not known, not 0.
+  auto none = ParseRunMetrics(
+      R"({"goodput":{"goodput":0,"split":{"productive":{"basis":"NOT_KNOWN"}}}})", "");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->goodput.has_value());
+  EXPECT_FALSE(ParseRunMetrics(kSummary, "")->goodput.has_value());
+}
+
 TEST(ParseRunMetricsTest, NoSamplesMeansNoThroughput) {
   auto m = ParseRunMetrics(
       R"({"result":"succeeded","world_size":2,"samples":0,"samples_per_sec":0})", "");

@@ -23,6 +23,7 @@ ScaleOutcome Outcome(int procs, int exit_code, double wall, std::optional<double
   if (rate) {
     o.metrics.final_loss = 0.25;
     o.metrics.test_accuracy = 0.9;
+    o.metrics.goodput = 0.875;
   }
   return o;
 }
@@ -66,7 +67,7 @@ TEST(MakeScalingRowsTest, NoReportsKeepWallTimeOnly) {
   EXPECT_FALSE(rows[1].speedup.has_value());
   EXPECT_FALSE(rows[1].time_per_epoch_s.has_value());
   const std::string csv = ScalingCsv(rows);
-  EXPECT_THAT(csv, HasSubstr("n1-p2,1,2,2,ok,n/a,n/a,n/a,n/a,n/a,n/a,n/a,4.0\n"));
+  EXPECT_THAT(csv, HasSubstr("n1-p2,1,2,2,ok,n/a,n/a,n/a,n/a,n/a,n/a,n/a,n/a,4.0\n"));
 }
 
 TEST(ScalingCsvTest, HeaderAndOneLinePerRow) {
@@ -74,9 +75,9 @@ TEST(ScalingCsvTest, HeaderAndOneLinePerRow) {
   std::vector<std::string> lines = absl::StrSplit(ScalingCsv(rows), '\n', absl::SkipEmpty());
   EXPECT_THAT(lines, ElementsAre(
       "scale,nodes,procs_per_node,workers,status,samples_per_sec,samples_per_sec_per_worker,"
-      "speedup,efficiency_pct,time_per_epoch_s,final_loss,test_accuracy_pct,wall_time_s",
-      "n1-p1,1,1,1,ok,1000.0,1000.0,1.00,100.00,50.0,0.2500,90.00,100.0",
-      "n1-p2,1,2,2,ok,1800.0,900.0,1.80,90.00,30.0,0.2500,90.00,60.0"));
+      "speedup,efficiency_pct,time_per_epoch_s,final_loss,test_accuracy_pct,goodput_pct,wall_time_s",
+      "n1-p1,1,1,1,ok,1000.0,1000.0,1.00,100.00,50.0,0.2500,90.00,87.50,100.0",
+      "n1-p2,1,2,2,ok,1800.0,900.0,1.80,90.00,30.0,0.2500,90.00,87.50,60.0"));
 }
 
 TEST(ScalingMarkdownTest, TableWithOneRowPerScale) {

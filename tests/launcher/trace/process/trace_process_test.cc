@@ -7,10 +7,13 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "launcher/jobdir/job_record.h"
+#include "launcher/trace/goodput_view.h"
 #include "launcher/trace/trace_builder.h"
 #include "tests/integration/test_process.h"
 #include "tests/launcher/trace/trace_checks.h"
@@ -139,6 +142,61 @@ TEST(TraceProcessTest, ARealJobWritesItsTimeline) {
   EXPECT_THAT(summary, HasSubstr("built " + job_dir + "/trace.json"));
   EXPECT_THAT(StructureProblems(ParseTrace(ReadFile(job_dir + "/trace.json"))), IsEmpty());
   if (!HasFailure()) std::filesystem::remove_all(tmp);  // kept for a look when it failed
+}
+
+// The goodput account of a real job with one crash and a restart from a checkpoint: 2 local
+// nodes x 2 ranks of dlaunch-worker, rank 1 killing itself after step 8 in round 0 only. The
+// account is printed, is in summary.json, adds up, and is drawn on the trace's goodput track.
+TEST(TraceProcessTest, ACrashAndRestartIsAccountedInSummaryJson) {
+  const std::string tmp = MakeTempDir();
+  const std::string job_dir = tmp + "/goodput-job";
+  const std::string worker = absl::StrCat(
+      kBin, "/dlaunch-worker --model mlp --dataset synthetic --image-shape 1,8,8 ",
+      "--synthetic-samples 512 --steps 12 --batch-size 16 --report-every 1 --checkpoint-dir ",
+      tmp, "/ckpt --checkpoint-every 5 --store-timeout 120");
+  const std::string script = absl::StrCat(
+      "if [ \"$RANK\" = 1 ] && [ \"$DLAUNCH_ROUND\" = 0 ]; then exec ", worker,
+      " --fail-at-step 8; else exec ", worker, "; fi");
+  std::string output;
+  const int code = RunToEnd({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2",
+                             "--job-dir", job_dir, "--heartbeat", "1", "--grace", "5",
+                             "--max-restarts", "1", "--", "sh", "-c", script},
+                            tmp, &output);
+  ASSERT_EQ(code, 0) << output;
+  EXPECT_THAT(output, HasSubstr("[dlaunch] goodput "));
+  EXPECT_THAT(output, HasSubstr("[dlaunch]   round 1: "));
+
+  absl::StatusOr<std::map<std::string, std::string>> summary =
+      ParseJsonObjectFields(ReadFile(job_dir + "/summary.json"));
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_TRUE(summary->count("goodput")) << ReadFile(job_dir + "/summary.json");
+  absl::StatusOr<v1::GoodputAccount> a = ParseGoodputJson(summary->at("goodput"));
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->finished());
+  EXPECT_NEAR(GoodputSum(a->split()), a->wall_s(), 1e-6);
+  ASSERT_EQ(a->rounds_size(), 2) << summary->at("goodput");
+  for (const v1::RoundGoodput& r : a->rounds()) {
+    EXPECT_NEAR(GoodputSum(r.split()), r.wall_s(), 1e-6) << "round " << r.round();
+  }
+  EXPECT_THAT(a->rounds(0).ended_by(), HasSubstr("failure"));
+  EXPECT_EQ(a->rounds(1).ended_by(), "finished");
+  EXPECT_EQ(a->rounds(1).resumed_at_step(), 5);  // the checkpoint of step 5
+  EXPECT_GE(a->rounds(1).redone_steps(), 1);     // some of steps 6..8 ran twice
+  EXPECT_LE(a->rounds(1).redone_steps(), 3);
+  EXPECT_GT(a->split().productive().seconds(), 0);
+  EXPECT_GT(a->split().startup().seconds(), 0);
+  EXPECT_GT(a->split().failure().seconds(), 0);
+  EXPECT_EQ(a->split().checkpoint().basis(), v1::MEASURED);  // from the step trace
+  EXPECT_GT(a->split().checkpoint().seconds(), 0);
+  EXPECT_GT(a->goodput(), 0);
+  EXPECT_LT(a->goodput(), 1);
+
+  ParsedTrace t = ParseTrace(ReadFile(job_dir + "/trace.json"));
+  ASSERT_TRUE(t.ok) << t.error;
+  EXPECT_THAT(StructureProblems(t), IsEmpty());
+  EXPECT_EQ(Count(t, kLauncherPid, kGoodputTid, "restart start-up", "goodput"), 1u);
+  EXPECT_EQ(Count(t, kLauncherPid, kGoodputTid, "training", "goodput"), 2u);
+  if (!HasFailure()) std::filesystem::remove_all(tmp);
 }
 
 // Past DLAUNCH_TRACE_AT_EXIT_MB of journal (32 MB by default, 0 here) the launcher exits without

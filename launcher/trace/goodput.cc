@@ -1,0 +1,535 @@
+#include "launcher/trace/goodput.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "launcher/trace/journal_events.h"
+#include "launcher/trace/json_lines.h"
+
+namespace dlaunch {
+
+const char kGoodputNoReports[] = "not known: the job's ranks sent no step reports";
+
+namespace {
+
+
+double Seconds(int64_t us) { return static_cast<double>(us) / 1e6; }
+int64_t Micros(double s) { return static_cast<int64_t>(std::llround(s * 1e6)); }
+
+// One report that moved its rank forward: the interval it covers and the steps it reached.
+struct Progress {
+  int64_t begin_us = 0;
+  int64_t end_us = 0;
+  int64_t step = 0;
+  int64_t checkpoint_step = 0;
+  double comm_wait_s = 0;
+};
+
+// A span a worker spent between steps (dlaunch-worker's step trace: checkpoint, evaluate).
+struct Pause {
+  int rank = 0;
+  int64_t begin_us = 0;
+  int64_t end_us = 0;
+  bool checkpoint = false;
+};
+
+struct RoundRecords {
+  std::optional<int64_t> started_us;        // round_started (rounds after the first)
+  std::optional<int64_t> first_event_us;
+  std::optional<int64_t> workers_started_us;
+  std::optional<int64_t> last_worker_started_us;
+  std::optional<int64_t> last_worker_ended_us;
+  std::optional<int64_t> failure_us;        // the first failure the launcher saw in the round
+  std::string failure_class;
+  std::optional<int64_t> stop_us;           // a stop without a failure (a signal)
+  std::map<int, std::vector<Progress>> ranks;  // by rank, in time order
+};
+
+void Earliest(std::optional<int64_t>* at, int64_t us) {
+  if (!*at || us < **at) *at = us;
+}
+void Latest(std::optional<int64_t>* at, int64_t us) {
+  if (!*at || us > **at) *at = us;
+}
+
+// The seconds of [begin, end) that the pauses of one kind cover, for the rank that spent most.
+double PausedSeconds(const std::vector<Pause>& pauses, bool checkpoint, int64_t begin,
+                     int64_t end) {
+  std::map<int, int64_t> by_rank;
+  for (const Pause& p : pauses) {
+    if (p.checkpoint != checkpoint) continue;
+    const int64_t b = std::max(p.begin_us, begin), e = std::min(p.end_us, end);
+    if (e > b) by_rank[p.rank] += e - b;
+  }
+  int64_t most = 0;
+  for (const auto& [rank, us] : by_rank) most = std::max(most, us);
+  return Seconds(most);
+}
+
+v1::GoodputFigure Figure(double seconds, v1::GoodputBasis basis, std::string note = "") {
+  v1::GoodputFigure f;
+  f.set_seconds(seconds);
+  f.set_basis(basis);
+  f.set_note(std::move(note));
+  return f;
+}
+
+void AddFigure(const v1::GoodputFigure& from, v1::GoodputFigure* to) {
+  to->set_seconds(to->seconds() + from.seconds());
+  // The job's figure is as weak as its weakest round's: not known, then bound, then measured.
+  if (to->basis() == v1::BASIS_UNSPECIFIED || from.basis() > to->basis()) {
+    to->set_basis(from.basis());
+  }
+  if (to->note().empty() && !from.note().empty()) to->set_note(from.note());
+}
+
+std::vector<v1::GoodputFigure*> MutableFigures(v1::GoodputSplit* s) {
+  return {s->mutable_startup(),  s->mutable_productive(), s->mutable_evaluation(),
+          s->mutable_checkpoint(), s->mutable_failure(),  s->mutable_redone(),
+          s->mutable_straggler(),  s->mutable_tail(),     s->mutable_not_split()};
+}
+
+void AddSplit(const v1::GoodputSplit& from, v1::GoodputSplit* to) {
+  AddFigure(from.startup(), to->mutable_startup());
+  AddFigure(from.productive(), to->mutable_productive());
+  AddFigure(from.evaluation(), to->mutable_evaluation());
+  AddFigure(from.checkpoint(), to->mutable_checkpoint());
+  AddFigure(from.failure(), to->mutable_failure());
+  AddFigure(from.redone(), to->mutable_redone());
+  AddFigure(from.straggler(), to->mutable_straggler());
+  AddFigure(from.tail(), to->mutable_tail());
+  AddFigure(from.not_split(), to->mutable_not_split());
+}
+
+void AddSpan(v1::RoundGoodput* round, const std::string& name, int64_t begin_us, int64_t end_us,
+             int64_t origin_us) {
+  if (end_us <= begin_us) return;
+  v1::GoodputSpan* s = round->add_spans();
+  s->set_name(name);
+  s->set_begin_s(Seconds(begin_us - origin_us));
+  s->set_end_s(Seconds(end_us - origin_us));
+}
+
+class Accountant {
+ public:
+  explicit Accountant(const TraceInput& in) : in_(in) {}
+
+  v1::GoodputAccount Run() {
+    ReadEvents();
+    ReadReports();
+    ReadPauses();
+    if (!origin_us_) {
+      account_.add_notes("not known: the journal has no timed events");
+      return account_;
+    }
+    account_.set_start_unix_us(*origin_us_);
+    end_us_ = std::max(end_us_, *origin_us_);
+    account_.set_wall_s(Seconds(end_us_ - *origin_us_));
+    if (!account_.finished()) {
+      account_.add_notes("the journal has no job_finished: the account ends at its last record");
+    }
+    // Rounds tile the job: each from its start to the next one's.
+    std::vector<int> order;
+    for (const auto& [r, rec] : rounds_) order.push_back(r);
+    std::vector<int64_t> starts;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const RoundRecords& rec = rounds_[order[i]];
+      int64_t s = i == 0 ? *origin_us_
+                         : rec.started_us.value_or(rec.first_event_us.value_or(end_us_));
+      if (!starts.empty()) s = std::max(s, starts.back());
+      starts.push_back(std::clamp(s, *origin_us_, end_us_));
+    }
+    for (size_t i = 0; i < order.size(); ++i) {
+      const bool last = i + 1 == order.size();
+      AccountRound(order[i], starts[i], last ? end_us_ : starts[i + 1], last);
+    }
+    for (const v1::RoundGoodput& r : account_.rounds()) AddSplit(r.split(), account_.mutable_split());
+    const double wall = account_.wall_s();
+    account_.set_goodput(wall > 0 ? account_.split().productive().seconds() / wall : 0);
+    Advise();
+    return account_;
+  }
+
+ private:
+  void ReadEvents() {
+    for (const v1::JobEvent& e : in_.events) {
+      const std::optional<int64_t> t = ParseTimeMicros(e.time());
+      if (!t) continue;
+      if (e.has_job_started()) {
+        if (!origin_us_ || *t < *origin_us_) origin_us_ = *t;
+        account_.set_job_id(e.job_started().job_id());
+      }
+      end_us_ = std::max(end_us_, *t);
+      RoundRecords& rec = rounds_[e.round()];
+      Earliest(&rec.first_event_us, *t);
+      switch (e.event_case()) {
+        case v1::JobEvent::kRoundStarted: Earliest(&rec.started_us, *t); break;
+        case v1::JobEvent::kWorkersStarted: Earliest(&rec.workers_started_us, *t); break;
+        case v1::JobEvent::kWorkerStarted: Latest(&rec.last_worker_started_us, *t); break;
+        case v1::JobEvent::kWorkerEnded: Latest(&rec.last_worker_ended_us, *t); break;
+        case v1::JobEvent::kFailureDetected:
+          NoteFailure(&rec, *t, e.failure_detected().failure().failure_class());
+          break;
+        case v1::JobEvent::kHangDetected: NoteFailure(&rec, *t, e.hang_detected().failure_class()); break;
+        case v1::JobEvent::kWorkerFailed: NoteFailure(&rec, *t, "worker crash"); break;
+        case v1::JobEvent::kNodeLost: NoteFailure(&rec, *t, "node lost"); break;
+        case v1::JobEvent::kRoundStopping: NoteFailure(&rec, *t, ""); break;
+        case v1::JobEvent::kStopRequested: Earliest(&rec.stop_us, *t); break;
+        case v1::JobEvent::kJobFinished:
+          finished_us_ = *t;
+          result_ = e.job_finished().result();
+          account_.set_finished(true);
+          break;
+        default: break;
+      }
+    }
+    if (!origin_us_ && !in_.events.empty()) {
+      // No job_started (a journal cut short at its start): the first timed event stands for it.
+      for (const v1::JobEvent& e : in_.events) {
+        if (auto t = ParseTimeMicros(e.time())) Earliest(&origin_us_, *t);
+      }
+      if (origin_us_) account_.add_notes("the journal has no job_started: time 0 is its first event");
+    }
+    if (finished_us_) end_us_ = *finished_us_;
+  }
+
+  static void NoteFailure(RoundRecords* rec, int64_t t, const std::string& cls) {
+    if (rec->failure_us && *rec->failure_us <= t) {
+      if (rec->failure_class.empty()) rec->failure_class = cls;
+      return;
+    }
+    rec->failure_us = t;
+    if (!cls.empty() || rec->failure_class.empty()) rec->failure_class = cls;
+  }
+
+  void ReadReports() {
+    // A version-1 journal's reports name no round: each belongs to the round it came in. (A
+    // report of an older round than its time says is dropped by the launcher as stale.)
+    std::map<int64_t, int> round_starts;
+    for (const auto& [r, rec] : rounds_) {
+      if (r > 0) round_starts[rec.started_us.value_or(rec.first_event_us.value_or(0))] = r;
+    }
+    const auto round_at = [&](int64_t t) {
+      auto it = round_starts.upper_bound(t);
+      return it == round_starts.begin() ? 0 : std::prev(it)->second;
+    };
+    for (const v1::MetricLine& m : in_.metrics) {
+      if (!m.has_report()) continue;
+      const v1::WorkerReport& r = m.report();
+      const int64_t t = MetricMicros(m);
+      if (t == 0) continue;
+      if (!finished_us_) end_us_ = std::max(end_us_, t);
+      // A line that moved its rank forward; a PHASE line alone carries no interval.
+      if (r.step() <= 0 || (r.interval_s() <= 0 && r.samples() <= 0)) continue;
+      Progress p;
+      p.end_us = t;
+      p.begin_us = t - Micros(r.interval_s());
+      p.step = r.step();
+      p.checkpoint_step = r.checkpoint_step();
+      p.comm_wait_s = r.timings().comm_wait_ms() / 1000.0;
+      if (r.checkpoint_step() > 0) checkpoint_steps_.insert(r.checkpoint_step());
+      rounds_[std::max(m.round(), round_at(t))].ranks[r.rank()].push_back(p);
+    }
+    for (auto& [round, rec] : rounds_) {
+      for (auto& [rank, list] : rec.ranks) {
+        std::stable_sort(list.begin(), list.end(),
+                         [](const Progress& a, const Progress& b) { return a.end_us < b.end_us; });
+      }
+    }
+  }
+
+  void ReadPauses() {
+    for (const auto& [rank, trace] : in_.rank_steps) {
+      for (const StepRow& row : trace.rows) {
+        if (row.span.empty() || row.dur_us <= 0) continue;
+        const bool checkpoint = row.span == "checkpoint";
+        if (!checkpoint && row.span != "evaluate") continue;
+        pauses_.push_back({rank, row.ts_us, row.ts_us + row.dur_us, checkpoint});
+        if (checkpoint) checkpoint_costs_.push_back(Seconds(row.dur_us));
+      }
+    }
+  }
+
+  // The moment every rank of `rec` has passed `step` again: within the report that crosses it,
+  // in proportion to the steps it covers. Reports only give a rank's step at their ends.
+  static int64_t PassedStep(const RoundRecords& rec, int64_t step, int64_t resumed_at,
+                            int64_t fallback_us) {
+    int64_t passed = 0;
+    for (const auto& [rank, list] : rec.ranks) {
+      int64_t from = resumed_at, at = fallback_us;
+      for (const Progress& p : list) {
+        if (p.step > step) {
+          const int64_t lo = std::min(from, p.step);
+          const double share =
+              p.step > lo ? static_cast<double>(std::max<int64_t>(step - lo, 0)) / (p.step - lo) : 0;
+          at = p.begin_us + static_cast<int64_t>(share * (p.end_us - p.begin_us));
+          break;
+        }
+        from = p.step;
+      }
+      passed = std::max(passed, at);
+    }
+    return passed;
+  }
+
+  void AccountRound(int round, int64_t begin, int64_t end, bool last) {
+    const RoundRecords& rec = rounds_[round];
+    v1::RoundGoodput* out = account_.add_rounds();
+    const int64_t o = *origin_us_;
+    out->set_round(round);
+    out->set_begin_s(Seconds(begin - o));
+    out->set_end_s(Seconds(end - o));
+    out->set_wall_s(Seconds(end - begin));
+    v1::GoodputSplit* split = out->mutable_split();
+
+    // How the round ended: another round follows a failure; the last one ends as the job did.
+    std::optional<int64_t> failure = rec.failure_us;
+    if (failure) failure = std::clamp(*failure, begin, end);
+    bool failed = !last || failure.has_value();
+    if (last && account_.finished() && result_ == "succeeded") failed = false;
+    if (failed) {
+      out->set_ended_by(absl::StrCat("failure", rec.failure_class.empty() ? "" : ": ", rec.failure_class));
+    } else if (!account_.finished()) {
+      out->set_ended_by("running");
+    } else {
+      out->set_ended_by(result_ == "succeeded" ? "finished" : result_);
+    }
+    if (failed) ++failures_;
+
+    const int64_t workers = std::clamp(
+        rec.workers_started_us.value_or(rec.last_worker_started_us.value_or(begin)), begin, end);
+    const std::string startup_name = round == 0 ? "start-up" : "restart start-up";
+    v1::GoodputFigure* startup = round == 0 ? split->mutable_startup() : split->mutable_failure();
+
+    for (v1::GoodputFigure* f : MutableFigures(split)) *f = Figure(0, v1::MEASURED);
+    if (rec.ranks.empty()) {
+      // Nothing says when steps began or ended: only the launcher's stamps split the round.
+      const int64_t stop = failed && failure
+                               ? std::max(*failure, workers)
+                               : std::clamp(rec.last_worker_ended_us.value_or(end), workers, end);
+      out->set_launch_s(Seconds(workers - begin));
+      *startup = Figure(Seconds(workers - begin), v1::MEASURED,
+                        round == 0 ? "launch to every worker started; the ranks' own start-up is "
+                                     "not split"
+                                   : "a restart: stop, wait and the next round's launch");
+      *split->mutable_not_split() = Figure(Seconds(stop - workers), v1::NOT_KNOWN, kGoodputNoReports);
+      for (v1::GoodputFigure* f : {split->mutable_productive(), split->mutable_evaluation(),
+                                   split->mutable_checkpoint(), split->mutable_redone(),
+                                   split->mutable_straggler()}) {
+        *f = Figure(0, v1::NOT_KNOWN, kGoodputNoReports);
+      }
+      const double after = Seconds(end - stop);
+      if (failed) {
+        split->mutable_failure()->set_seconds(split->failure().seconds() + after);
+        if (split->failure().note().empty()) split->mutable_failure()->set_note("detection, stop and wait");
+      } else {
+        *split->mutable_tail() = Figure(after, v1::MEASURED, "last worker ended to the job's end");
+      }
+      AddSpan(out, startup_name, begin, workers, o);
+      AddSpan(out, "not split", workers, stop, o);
+      AddSpan(out, failed ? "stop and wait" : "tail", stop, end, o);
+      return;
+    }
+
+    // Steps: from every rank's first report's interval to the newest report of the round.
+    int64_t first = std::numeric_limits<int64_t>::min(), newest = begin;
+    int64_t first_step = std::numeric_limits<int64_t>::max(), last_step = 0, resumed = 0;
+    std::map<int, double> comm_wait;
+    bool any_comm_wait = false;
+    for (const auto& [rank, list] : rec.ranks) {
+      first = std::max(first, list.front().begin_us);
+      first_step = std::min(first_step, list.front().step);
+      if (resumed == 0 || (list.front().checkpoint_step > 0 && list.front().checkpoint_step < resumed)) {
+        resumed = list.front().checkpoint_step;
+      }
+      // The agent folds a rank's reports between heartbeats, so a first line can already name a
+      // checkpoint written in this round: the newest one reported before the failure is the
+      // one a restart resumes from, when it is older.
+      if (round > 0 && checkpoint_before_ > 0 && (resumed == 0 || checkpoint_before_ < resumed)) {
+        resumed = checkpoint_before_;
+      }
+      for (const Progress& p : list) {
+        newest = std::max(newest, p.end_us);
+        last_step = std::max(last_step, p.step);
+        comm_wait[rank] += p.comm_wait_s;
+        any_comm_wait = any_comm_wait || p.comm_wait_s > 0;
+      }
+    }
+    const int64_t stop_limit = failure ? *failure : end;
+    const int64_t steps_begin = std::clamp(first, workers, stop_limit);
+    const int64_t steps_end = std::clamp(newest, steps_begin, stop_limit);
+    out->set_first_step(first_step);
+    out->set_last_step(last_step);
+    out->set_resumed_at_step(resumed);
+    out->set_launch_s(Seconds(workers - begin));
+    out->set_in_ranks_s(Seconds(steps_begin - workers));
+    *startup = Figure(Seconds(steps_begin - begin), v1::MEASURED,
+                      round == 0 ? "launch to every rank's first step (to a report's resolution)"
+                                 : "a restart: stop, wait and the next round's start-up");
+
+    // Redone: the steps earlier rounds had reported, run again here.
+    int64_t redo_end = steps_begin;
+    // A first line past that step can still hold it: the agent folds a rank's reports, so a
+    // round resumed at an older checkpoint ran those steps inside its first line's interval.
+    if (round > 0 && max_step_before_ > 0 &&
+        (first_step <= max_step_before_ || (resumed > 0 && resumed < max_step_before_))) {
+      redo_end = std::clamp(PassedStep(rec, max_step_before_, resumed, steps_end), steps_begin,
+                            steps_end);
+      const int64_t from = resumed > 0 ? resumed : std::max<int64_t>(first_step - 1, 0);
+      out->set_redone_steps(std::max<int64_t>(max_step_before_ - from, 0));
+    }
+    max_step_before_ = std::max(max_step_before_, last_step);
+    for (const auto& [rank, list] : rec.ranks) {
+      for (const Progress& p : list) checkpoint_before_ = std::max(checkpoint_before_, p.checkpoint_step);
+    }
+
+    const bool traced = !pauses_.empty();
+    const double ckpt_all = PausedSeconds(pauses_, true, steps_begin, steps_end);
+    const double eval_all = PausedSeconds(pauses_, false, steps_begin, steps_end);
+    const double ckpt_redo = PausedSeconds(pauses_, true, steps_begin, redo_end);
+    const double eval_redo = PausedSeconds(pauses_, false, steps_begin, redo_end);
+    const double redone = std::max(0.0, Seconds(redo_end - steps_begin) - ckpt_redo - eval_redo);
+    const double window = Seconds(steps_end - steps_begin);
+    double ckpt = std::min(ckpt_all, window), eval = std::min(eval_all, window - ckpt);
+    if (traced) {
+      *split->mutable_checkpoint() = Figure(ckpt, v1::MEASURED, "dlaunch-worker's step trace");
+      *split->mutable_evaluation() = Figure(eval, v1::MEASURED, "dlaunch-worker's step trace");
+    } else {
+      const std::string why =
+          checkpoint_steps_.empty()
+              ? "not known: no report says so; counted as productive"
+              : "not known: reports name checkpoints but not their length; counted as productive";
+      *split->mutable_checkpoint() = Figure(0, v1::NOT_KNOWN, why);
+      *split->mutable_evaluation() =
+          Figure(0, v1::NOT_KNOWN, "not known: no report says so; counted as productive");
+      ckpt = eval = 0;
+    }
+    const double redone_kept = std::min(redone, window - ckpt - eval);
+    *split->mutable_redone() = Figure(redone_kept, v1::MEASURED,
+                                      round > 0 ? "reports' steps before the failure vs after"
+                                                : "");
+    const double steps_left = std::max(0.0, window - ckpt - eval - redone_kept);
+    // Waiting on the slowest rank: the spread of the ranks' communication waits.
+    double straggler = 0;
+    if (any_comm_wait && comm_wait.size() > 1) {
+      double lo = std::numeric_limits<double>::max(), hi = 0;
+      for (const auto& [rank, s] : comm_wait) {
+        lo = std::min(lo, s);
+        hi = std::max(hi, s);
+      }
+      const double share = window > 0 ? steps_left / window : 0;
+      straggler = std::min(steps_left, (hi - lo) * share);
+      *split->mutable_straggler() =
+          Figure(straggler, v1::BOUND,
+                 "the spread of the ranks' reported communication waits (at most this)");
+    } else {
+      *split->mutable_straggler() =
+          Figure(0, v1::NOT_KNOWN,
+                 "not known: the reports carry no communication wait (dlaunch-worker's is inside "
+                 "backward)");
+    }
+    *split->mutable_productive() =
+        Figure(steps_left - straggler, straggler > 0 ? v1::BOUND : v1::MEASURED,
+               straggler > 0 ? "at least this: the straggler bound is taken from it" : "");
+
+    const double after = Seconds(end - steps_end);
+    if (failed) {
+      split->mutable_failure()->set_seconds(split->failure().seconds() + after);
+      if (split->failure().note().empty()) split->mutable_failure()->set_note("detection, stop and wait");
+    } else {
+      *split->mutable_tail() = Figure(after, v1::MEASURED, "last report to the job's end");
+    }
+
+    AddSpan(out, startup_name, begin, steps_begin, o);
+    AddSpan(out, "redone", steps_begin, redo_end, o);
+    AddSpan(out, "training", redo_end, steps_end, o);
+    if (failed) {
+      const int64_t detected = std::clamp(failure.value_or(steps_end), steps_end, end);
+      AddSpan(out, "detection", steps_end, detected, o);
+      AddSpan(out, "stop and wait", detected, end, o);
+    } else {
+      AddSpan(out, "tail", steps_end, end, o);
+    }
+  }
+
+  // Young/Daly: sqrt(2 x checkpoint cost x mean time between failures).
+  void Advise() {
+    v1::CheckpointAdvice* a = account_.mutable_checkpoint_advice();
+    a->set_failures(failures_);
+    std::vector<int64_t> steps(checkpoint_steps_.begin(), checkpoint_steps_.end());
+    if (!steps.empty()) {
+      int64_t gap = steps.front();
+      for (size_t i = 1; i < steps.size(); ++i) gap = std::min(gap, steps[i] - steps[i - 1]);
+      a->set_used_interval_steps(gap);
+    }
+    int64_t steps_run = 0;
+    for (const v1::RoundGoodput& r : account_.rounds()) {
+      if (r.last_step() > 0) steps_run += r.last_step() - std::min(r.resumed_at_step(), r.last_step());
+    }
+    const double productive = account_.split().productive().seconds();
+    if (steps_run > 0 && productive > 0) a->set_mean_step_s(productive / steps_run);
+    if (checkpoint_costs_.empty()) {
+      a->set_basis(v1::NOT_KNOWN);
+      a->set_note("not known: no checkpoint's length is in the journal (dlaunch-worker's step "
+                  "trace has them)");
+      return;
+    }
+    double sum = 0;
+    for (double c : checkpoint_costs_) sum += c;
+    a->set_checkpoint_cost_s(sum / checkpoint_costs_.size());
+    if (failures_ == 0) {
+      a->set_basis(v1::NOT_KNOWN);
+      a->set_note("not known: no failure in this job, so no mean time between failures");
+      return;
+    }
+    a->set_mtbf_s(account_.wall_s() / failures_);
+    a->set_optimal_interval_s(std::sqrt(2 * a->checkpoint_cost_s() * a->mtbf_s()));
+    if (a->mean_step_s() > 0) {
+      a->set_optimal_interval_steps(
+          std::max<int64_t>(1, std::llround(a->optimal_interval_s() / a->mean_step_s())));
+    }
+    a->set_basis(v1::MEASURED);
+    a->set_note("sqrt(2 x checkpoint cost x mean time between failures), from this job alone");
+  }
+
+  const TraceInput& in_;
+  v1::GoodputAccount account_;
+  std::optional<int64_t> origin_us_;
+  std::optional<int64_t> finished_us_;
+  int64_t end_us_ = 0;
+  std::string result_;
+  std::map<int, RoundRecords> rounds_;
+  std::vector<Pause> pauses_;
+  std::vector<double> checkpoint_costs_;
+  std::set<int64_t> checkpoint_steps_;
+  int64_t max_step_before_ = 0;
+  int64_t checkpoint_before_ = 0;  // the newest checkpoint step reported in earlier rounds
+  int failures_ = 0;
+};
+
+}  // namespace
+
+v1::GoodputAccount ComputeGoodput(const TraceInput& input) { return Accountant(input).Run(); }
+
+std::vector<std::pair<std::string, const v1::GoodputFigure*>> GoodputFigures(
+    const v1::GoodputSplit& s) {
+  return {{"productive", &s.productive()}, {"start-up", &s.startup()},
+          {"evaluation", &s.evaluation()}, {"checkpoint", &s.checkpoint()},
+          {"failures", &s.failure()},      {"redone", &s.redone()},
+          {"slowest rank", &s.straggler()}, {"tail", &s.tail()},
+          {"not split", &s.not_split()}};
+}
+
+double GoodputSum(const v1::GoodputSplit& split) {
+  double sum = 0;
+  for (const auto& [name, f] : GoodputFigures(split)) sum += f->seconds();
+  return sum;
+}
+
+}  // namespace dlaunch
