@@ -11,7 +11,8 @@
 # loader against NVIDIA's real NVML library on a machine without the driver; and the linkage
 # check: the binary needs ProcessGroupNCCL and the CUDA runtime. Then (label torch2) unmodified
 # PyTorch 2.x programs under dlaunch: what torchrun 2.x gives each rank, rank by rank beside
-# torchrun itself, the worker server socket, and a @record error file in the root cause.
+# torchrun itself, the worker server socket, and a @record error file in the root cause; and the
+# Python package's Lightning and Hugging Face callbacks (label python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
@@ -43,3 +44,11 @@ cd "$BUILD_DIR"
 DLAUNCH_QUICK_TESTS=1 ctest --output-on-failure --timeout 900 -L worker "$@"
 ctest --output-on-failure --timeout 120 -R "GpuMonitor" "$@"
 ctest --output-on-failure --timeout 900 -L torch2 "$@"
+# The Python package's Lightning and Hugging Face callbacks, in this environment (label python);
+# scripts/test.sh ran before it existed and skipped them.
+cd ..
+if scripts/python-test-venv.sh "$BUILD_DIR/venv" >/dev/null; then
+  (cd "$BUILD_DIR" && ctest --output-on-failure --timeout 600 -L python "$@")
+else
+  echo "test-torch2: lightning and transformers could not be installed: the callbacks' tests skip"
+fi
