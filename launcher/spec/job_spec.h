@@ -18,6 +18,9 @@ struct SchedulerSpec {
   std::vector<std::string> filesystems;  // e.g. {"home", "eagle"}
   std::vector<std::string> modules;      // module load ...
   std::vector<std::string> setup;        // shell lines run before dlaunch run
+  // `python_setup: site` (the default): a Python worker gets the site profile's python_setup
+  // lines (on Polaris ALCF's conda PyTorch); `off`: it does not (the job brings its own).
+  bool site_python_setup = true;
   std::map<std::string, std::string> extra;  // extra directives, key -> value
 };
 

@@ -21,7 +21,7 @@ const std::map<std::string, std::vector<std::string>>& SchemaKeys() {
       {"cpus", {"binding", "map"}},
       {"scheduler",
        {"type", "site", "account", "queue", "walltime", "filesystems", "modules", "setup",
-        "directives", "extra"}},
+        "python_setup", "directives", "extra"}},
   };
   return *keys;
 }

@@ -180,6 +180,7 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
   absl::StrAppend(&out, "  filesystems: ", FlowList(scheduler.filesystems), "\n");
   absl::StrAppend(&out, "  modules: ", FlowList(scheduler.modules), "\n");
   absl::StrAppend(&out, "  setup: ", FlowList(scheduler.setup), "\n");
+  absl::StrAppend(&out, "  python_setup: ", scheduler.site_python_setup ? "site" : "off", "\n");
   AppendMap(&out, "  ", "directives", scheduler.extra);
   // Only a study spec has the section, so every other resolved job reads as before.
   if (!spec.study_nodes.empty() || !spec.study_procs.empty()) {

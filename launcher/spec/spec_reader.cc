@@ -360,6 +360,10 @@ void SpecReader::Scheduler(const SpecField& field, SchedulerSpec* scheduler) {
       scheduler->setup.insert(scheduler->setup.end(), lines.begin(), lines.end());
     }
   }
+  if (std::string word;
+      fields.count("python_setup") && OneOf(fields["python_setup"], {"site", "off"}, &word)) {
+    scheduler->site_python_setup = word == "site";
+  }
   if (fields.count("directives") && fields.count("extra")) {
     Report(fields["extra"].mark, "scheduler.extra",
            "scheduler.extra and scheduler.directives are the same setting; give one");

@@ -272,7 +272,7 @@ void AddScriptValues(const JobSpec& spec, const SiteProfile& profile, const Rend
   // A Python worker needs the site's Python (on Polaris ALCF's conda PyTorch) on every node;
   // the job's own setup lines come after, so they can still switch to another environment.
   std::vector<std::string> site_setup = profile.setup;
-  if (IsPythonCommand(spec)) {
+  if (IsPythonCommand(spec) && spec.scheduler.site_python_setup) {
     site_setup.insert(site_setup.end(), profile.python_setup.begin(), profile.python_setup.end());
   }
   values->set("site_setup", StringList(site_setup));

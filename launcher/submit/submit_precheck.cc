@@ -60,7 +60,8 @@ void CheckCommand(const JobSpec& spec, const SiteProfile& profile, const std::st
     if (!found) {
       bool job_changes_path = !spec.scheduler.modules.empty() || !spec.scheduler.setup.empty() ||
                               !profile.modules.empty() || !profile.setup.empty() ||
-                              (IsPythonCommand(spec) && !profile.python_setup.empty());
+                              (IsPythonCommand(spec) && spec.scheduler.site_python_setup &&
+                               !profile.python_setup.empty());
       std::string msg = absl::StrCat("command: '", program, "' is not on PATH");
       if (job_changes_path) {
         report->warnings.push_back(absl::StrCat(

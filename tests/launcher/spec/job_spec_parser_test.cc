@@ -178,6 +178,14 @@ TEST(ParseJobSpecTest, SchedulerExtraIsAnAliasOfDirectives) {
             "give one");
 }
 
+TEST(ParseJobSpecTest, SchedulerPythonSetupIsTheSitesOrOff) {
+  EXPECT_TRUE(Parse("command: [x]\n").scheduler.site_python_setup);
+  EXPECT_TRUE(Parse("command: [x]\nscheduler: {python_setup: site}\n").scheduler.site_python_setup);
+  EXPECT_FALSE(Parse("command: [x]\nscheduler: {python_setup: off}\n").scheduler.site_python_setup);
+  EXPECT_THAT(Errors("command: [x]\nscheduler: {python_setup: conda}\n"),
+              ::testing::HasSubstr("job.yaml:2:27: "));
+}
+
 TEST(ParseJobSpecTest, WalltimeForms) {
   auto walltime = [](const std::string& value) {
     return Parse("command: [x]\nscheduler: {walltime: " + value + "}\n").scheduler;

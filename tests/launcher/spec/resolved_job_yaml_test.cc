@@ -115,6 +115,7 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "  filesystems: []\n"
             "  modules: []\n"
             "  setup: []\n"
+            "  python_setup: site\n"
             "  directives: {}\n");
 }
 

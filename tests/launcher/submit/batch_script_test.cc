@@ -277,6 +277,17 @@ TEST(RenderBatchScript, PythonSetupOffOrAbsentAddsNothing) {
   }
 }
 
+TEST(RenderBatchScript, AJobThatBringsItsOwnPythonTurnsTheSitesOff) {
+  JobSpec spec = TrainingJob();
+  spec.scheduler.queue = "debug";
+  spec.command = {"python3", "train.py"};
+  spec.scheduler.site_python_setup = false;
+  absl::StatusOr<std::string> s = RenderBatchScript(spec, Profile("polaris"), GoldenContext());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(*s, Not(HasSubstr("conda")));
+  EXPECT_THAT(*s, HasSubstr("source /home/user/venv/bin/activate\n")) << "the job's own setup stays";
+}
+
 TEST(RenderBatchScript, OptionalDirectivesDisappearWhenEmpty) {
   JobSpec spec = TrainingJob();
   spec.scheduler.account.clear();
