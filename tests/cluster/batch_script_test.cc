@@ -86,6 +86,13 @@ class BatchScriptTest : public DlaunchClusterTest {
     std::string script = SubmitWithRecordingQsub(yaml, "4242.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov");
     EXPECT_FALSE(script.empty());
     if (script.empty()) return RunResult{};
+    // The site's set-up for a Python worker (ALCF's conda PyTorch): Lmod's `module` and conda
+    // are not on these hosts; stand-ins record what the script asked of them.
+    for (const char* tool : {"module", "conda"}) {
+      WriteFileOrDie(absl::StrCat(tools_dir_, "/", tool),
+                     absl::StrCat("#!/bin/sh\necho \"", tool, " $*\" >> ", tools_dir_, "/site-setup.log\n"),
+                     0755);
+    }
     // PALS's `mpiexec -n N --ppn 1 --hostfile F` is spelled the same by MPICH's hydra, but for
     // "no binding": PALS' `--cpu-bind none` is hydra's `-bind-to none`.
     WriteFileOrDie(tools_dir_ + "/mpiexec",
@@ -119,6 +126,9 @@ class BatchScriptTest : public DlaunchClusterTest {
 
 TEST_F(BatchScriptTest, PolarisPbsScriptRunsAcrossHostsWithMpiexec) {
   ExpectJobRanAcrossHosts(RunPolarisScript(""));
+  // The worker is Python: the script set up ALCF's PyTorch first.
+  EXPECT_EQ(ReadFileOrEmpty(tools_dir_ + "/site-setup.log"),
+            "module use /soft/modulefiles\nmodule load conda\nconda activate\n");
 }
 
 // The same with two relays on the first host: under mpiexec every agent gets both addresses and

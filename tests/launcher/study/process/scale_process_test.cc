@@ -83,8 +83,9 @@ TEST_F(ScaleProcessTest, WorkerStudyWritesTablePlotsAndReport) {
   EXPECT_THAT(rows[2], StartsWith("n1-p2,1,2,2,ok,"));
   for (const std::string& row : {rows[1], rows[2]}) {
     std::vector<std::string> cells = absl::StrSplit(row, ',');
-    ASSERT_EQ(cells.size(), 13u);
-    for (int c : {5, 6, 7, 8, 9, 10, 11}) EXPECT_NE(cells[c], "n/a") << row << " column " << c;
+    ASSERT_EQ(cells.size(), 14u);
+    // Throughput to test accuracy, and goodput: the worker reports its steps.
+    for (int c : {5, 6, 7, 8, 9, 10, 11, 12}) EXPECT_NE(cells[c], "n/a") << row << " column " << c;
   }
   EXPECT_THAT(rows[1], HasSubstr(",1.00,100.00,"));  // the baseline against itself
   for (const char* plot : {"throughput", "efficiency", "accuracy", "loss"}) {
