@@ -15,6 +15,10 @@ v1::WorkerReport MergeReports(const v1::WorkerReport& earlier, const v1::WorkerR
     return merged;
   }
   v1::WorkerReport merged = later;
+  // What a rank said once (a checkpoint written, the step training ends at) holds until it says
+  // more: a step report that leaves it out does not take it back.
+  merged.set_checkpoint_step(std::max(earlier.checkpoint_step(), later.checkpoint_step()));
+  merged.set_total_steps(std::max(earlier.total_steps(), later.total_steps()));
   merged.set_samples(earlier.samples() + later.samples());
   merged.set_interval_s(earlier.interval_s() + later.interval_s());
   auto* t = merged.mutable_timings();

@@ -115,6 +115,23 @@ TEST(MergeReportsTest, APhaseReportMovesThePhaseOnAndKeepsTheIntervalsMetrics) {
   EXPECT_EQ(MergeReports(p, q).samples(), 0);
 }
 
+TEST(MergeReportsTest, AStepReportAfterACheckpointKeepsItsStepAndTheTotal) {
+  // As the Python package sends them: the total once, a checkpoint once, then plain steps.
+  v1::WorkerReport total;
+  total.set_kind(v1::WorkerReport::PHASE);
+  total.set_total_steps(20);
+  v1::WorkerReport saved;
+  saved.set_kind(v1::WorkerReport::PHASE);
+  saved.set_step(10);
+  saved.set_checkpoint_step(10);
+  v1::WorkerReport step = Report(11, 32, 0.05);
+  v1::WorkerReport m = MergeReports(MergeReports(MergeReports(Report(9, 32, 0.05), total), saved), step);
+  EXPECT_EQ(m.step(), 11);
+  EXPECT_EQ(m.checkpoint_step(), 10);
+  EXPECT_EQ(m.total_steps(), 20);
+  EXPECT_EQ(m.samples(), 64);
+}
+
 TEST(ParseReportLineTest, ReadsAPhaseReport) {
   v1::WorkerReport r;
   ASSERT_TRUE(ParseReportLine(R"({"kind": "PHASE", "rank": 1, "step": 16, "total_steps": 32,)"

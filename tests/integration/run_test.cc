@@ -361,6 +361,39 @@ TEST_F(RunTest, WorkerReportsReachTheLauncher) {
   EXPECT_NE(run->Stdout().find("throughput:"), std::string::npos) << run->Stdout();
 }
 
+// The dlaunch Python package (python/) in a plain script on 2 nodes x 2 ranks: its reports and
+// its checkpoint's step reach metrics.jsonl, the summary counts their samples, and the goodput
+// account has measured productive time. (A phase shorter than a heartbeat is folded into the
+// rank's next report by the agent: its length does not reach the journal yet.)
+TEST_F(RunTest, ThePythonPackagesReportsReachTheJournalAndTheAccount) {
+  const std::string src = DLAUNCH_SOURCE_DIR;
+  ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2",
+                    "--job-dir", job_dir_, "--heartbeat", kHeartbeat, "--grace", "2", "--no-preflight",
+                    "--", "/usr/bin/python3", src + "/tests/integration/package_reports.py"},
+                   tmp_, {"PYTHONPATH=" + src + "/python/src"});
+  auto code = run.Wait(seconds(120));
+  ASSERT_TRUE(code.has_value());
+  ASSERT_EQ(*code, 0) << run.Stderr();
+  absl::StatusOr<MetricJournal> metrics = ReadMetricJournal(job_dir_);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  std::map<int, int64_t> last_step, checkpoint_step, total_steps;
+  for (const v1::MetricLine& m : metrics->metrics) {
+    const v1::WorkerReport& r = m.report();
+    last_step[r.rank()] = std::max<int64_t>(last_step[r.rank()], r.step());
+    checkpoint_step[r.rank()] = std::max<int64_t>(checkpoint_step[r.rank()], r.checkpoint_step());
+    total_steps[r.rank()] = std::max<int64_t>(total_steps[r.rank()], r.total_steps());
+  }
+  const std::map<int, int64_t> every_rank = {{0, 20}, {1, 20}, {2, 20}, {3, 20}};
+  EXPECT_EQ(last_step, every_rank);
+  EXPECT_EQ(total_steps, every_rank);
+  EXPECT_EQ(checkpoint_step, (std::map<int, int64_t>{{0, 10}, {1, 10}, {2, 10}, {3, 10}}));
+  const std::string summary = ReadFile(job_dir_ + "/summary.json");
+  EXPECT_TRUE(absl::StrContains(summary, "\"samples\":2560")) << summary;  // 4 ranks x 20 x 32
+  EXPECT_TRUE(absl::StrContains(summary, "\"goodput\":{")) << summary;
+  EXPECT_TRUE(absl::StrContains(run.Stderr() + run.Stdout(), "[dlaunch] goodput ")) << run.Stderr();
+  EXPECT_FALSE(absl::StrContains(run.Stderr() + run.Stdout(), "goodput not known")) << run.Stderr();
+}
+
 TEST_F(RunTest, HeartbeatsCarryEachNodesHealthIntoTheJournalAndTheTrace) {
   auto run = Start(2, 1, {"--report", "--sleep", "1"});
   auto code = run->Wait(seconds(60));
