@@ -195,7 +195,7 @@ void JobState::BeginStallInquiry(const Hang& h, double now_s, JobActions& out) {
     others = absl::StrFormat("; every other rank silent for at least %.1f s", least);
   }
   out.push_back(PrintLine{
-      true, absl::StrFormat("[dlaunch] stall: rank %d %s%s; taking the stacks of %d rank(s) on "
+      true, absl::StrFormat("[dlaunch] stall: rank %d: %s%s; taking the stacks of %d rank(s) on "
                             "%d node(s) (up to %.0f s) to find the rank that stopped",
                             h.rank, HangDetail(h), others, static_cast<int>(dump_ranks_.size()),
                             static_cast<int>(nodes.size()), config_.stack_dump_s)});

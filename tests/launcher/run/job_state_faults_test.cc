@@ -141,7 +141,7 @@ TEST_F(JobStateTest, StallNamesTheRankThatFellBehindFirst) {
   // The suspect is said at once; it is named the root cause once every rank's stacks show
   // which stopped (job_state_stacks_test.cc).
   EXPECT_THAT(Printed(stall, true),
-              HasSubstr("[dlaunch] stall: rank 1 no progress for 3.0 s (limit 3.0 s), last step 1"));
+              HasSubstr("[dlaunch] stall: rank 1: no progress for 3.0 s (limit 3.0 s), last step 1"));
   EXPECT_THAT(Events(stall), HasSubstr("\"hang_detected\":{\"failure_class\":\"stall\",\"rank\":1"));
   auto stop = All<SendStop>(stall);
   ASSERT_EQ(stop.size(), 1u);

@@ -157,7 +157,7 @@ TEST_F(StallInquiryJobTest, EveryRanksStacksAreAskedForAndTheSuspectIsNotNamedYe
   EXPECT_THAT(stops[0].dump_ranks, ::testing::ElementsAre(0, 1, 2, 3));
   EXPECT_THAT(stops[0].nodes, ::testing::UnorderedElementsAre(0, 1));
   const std::string said = Printed(detected_, true);
-  EXPECT_THAT(said, HasSubstr("[dlaunch] stall: rank 0 no progress for 4.1 s (limit 3.0 s), last "
+  EXPECT_THAT(said, HasSubstr("[dlaunch] stall: rank 0: no progress for 4.1 s (limit 3.0 s), last "
                               "step 1; every other rank silent for at least 3.1 s; taking the "
                               "stacks of 4 rank(s) on 2 node(s) (up to 4 s)"));
   EXPECT_THAT(said, Not(HasSubstr("error:")));
