@@ -275,7 +275,7 @@ void WriteTimelineAtExit(const std::string& job_dir) {
     std::cerr << "[dlaunch] error: cannot add the goodput account to summary.json: " << st.message()
               << "\n";
   }
-  absl::StatusOr<RenderedTrace> trace = WriteJobTrace(job_dir, *input);
+  absl::StatusOr<RenderedTrace> trace = WriteJobTrace(job_dir, *input, account);
   if (trace.ok()) std::cout << "[dlaunch] timeline: " << TracePath(job_dir) << "\n";
   else std::cerr << "[dlaunch] error: cannot write the timeline: " << trace.status().message() << "\n";
 }

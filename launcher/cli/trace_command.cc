@@ -51,9 +51,11 @@ int RunTraceCommand(const std::vector<std::string>& args) {
               << " (a job that `dlaunch run` started has events.jsonl)\n";
     return kExitUsage;
   }
+  // The job's seconds (docs/goodput.md), for the trace's goodput track and the report below.
+  const v1::GoodputAccount account = ComputeGoodput(*input);
   std::vector<std::string> notes;
   if (rebuild || TraceStale(job_dir)) {
-    absl::StatusOr<RenderedTrace> written = WriteJobTrace(job_dir, *input);
+    absl::StatusOr<RenderedTrace> written = WriteJobTrace(job_dir, *input, account);
     if (!written.ok()) {
       std::cerr << "dlaunch: cannot write the trace: " << written.status().message() << "\n";
       return kExitLaunchError;
@@ -71,9 +73,8 @@ int RunTraceCommand(const std::vector<std::string>& args) {
     notes = *std::move(read);
   }
   std::cout << FormatTraceSummary(TracePath(job_dir), SummarizeRankTime(*input), notes);
-  // The job's seconds (docs/goodput.md); an ended job's summary.json gets the account when its
-  // launcher left it to this command (a journal too big to read at exit, or a killed launcher).
-  const v1::GoodputAccount account = ComputeGoodput(*input);
+  // An ended job's summary.json gets the account when its launcher left it to this command (a
+  // journal too big to read at exit, or a killed launcher).
   std::cout << "\n";
   for (const std::string& line : GoodputReport(account)) std::cout << line << "\n";
   if (fs::exists(job_dir + "/summary.json")) {

@@ -75,12 +75,12 @@ uint64_t TraceInputBytes(const std::string& job_dir) {
 absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, size_t limit_bytes) {
   absl::StatusOr<TraceInput> in = LoadTraceInput(job_dir);
   if (!in.ok()) return in.status();
-  return WriteJobTrace(job_dir, *in, limit_bytes);
+  return WriteJobTrace(job_dir, *in, ComputeGoodput(*in), limit_bytes);
 }
 
 absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, const TraceInput& input,
-                                            size_t limit_bytes) {
-  TraceParts parts = BuildTraceParts(input);
+                                            const v1::GoodputAccount& goodput, size_t limit_bytes) {
+  TraceParts parts = BuildTraceParts(input, goodput);
   // Counters are sampled with the other instants when the trace is over its limit.
   for (TraceEvent& c : HostCounters(input.hosts, parts.origin_unix_us)) {
     parts.instants.push_back(std::move(c));

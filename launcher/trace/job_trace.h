@@ -25,8 +25,9 @@ absl::StatusOr<TraceInput> LoadTraceInput(const std::string& job_dir);
 // Builds and writes trace.json (atomically); returns what was written.
 absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir,
                                             size_t limit_bytes = kDefaultTraceLimitBytes);
-// The same from an input already loaded.
+// The same from an input already loaded and its goodput account (ComputeGoodput).
 absl::StatusOr<RenderedTrace> WriteJobTrace(const std::string& job_dir, const TraceInput& input,
+                                            const v1::GoodputAccount& goodput,
                                             size_t limit_bytes = kDefaultTraceLimitBytes);
 
 // The bytes of what a trace is built from: events.jsonl, metrics.jsonl and trace/*.jsonl.

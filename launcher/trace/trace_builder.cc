@@ -478,6 +478,10 @@ TraceInput MakeTraceInput(EventJournal events, MetricJournal metrics) {
 }
 
 TraceParts BuildTraceParts(const TraceInput& input) {
+  return BuildTraceParts(input, ComputeGoodput(input));
+}
+
+TraceParts BuildTraceParts(const TraceInput& input, const v1::GoodputAccount& goodput) {
   TraceParts parts;
   parts.job_id = [&] {
     for (const v1::JobEvent& e : input.events) {
@@ -486,7 +490,7 @@ TraceParts BuildTraceParts(const TraceInput& input) {
     return std::string();
   }();
   Builder(input, parts).Run();
-  for (TraceEvent& e : GoodputTraceEvents(ComputeGoodput(input), parts.origin_unix_us)) {
+  for (TraceEvent& e : GoodputTraceEvents(goodput, parts.origin_unix_us)) {
     parts.fixed.push_back(std::move(e));
   }
   if (input.events_bad_lines > 0) {

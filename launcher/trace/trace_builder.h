@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dlaunch/goodput.pb.h"
 #include "dlaunch/journal.pb.h"
 #include "launcher/jobdir/journal.h"
 #include "launcher/trace/journal_rows.h"
@@ -69,6 +70,10 @@ struct TraceParts {
   std::vector<std::string> notes;  // what was sampled or skipped already in the inputs
 };
 
+// The job's goodput track is drawn from `goodput`, the account of the same input
+// (ComputeGoodput), which a caller that also prints or stores the account computes once.
+TraceParts BuildTraceParts(const TraceInput& input, const v1::GoodputAccount& goodput);
+// The same, computing the account.
 TraceParts BuildTraceParts(const TraceInput& input);
 
 // The tracks. The launcher is process kLauncherPid with one thread, kLauncherTid. Node i is
