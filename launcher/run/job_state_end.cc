@@ -202,35 +202,10 @@ void JobState::BeginStallInquiry(const Hang& h, double now_s, JobActions& out) {
 }
 
 void JobState::HandleStacks(const v1::RankStacks& stacks, double now_s, JobActions& out) {
-  const int rank = stacks.rank();
+  if (std::optional<StuckAt> at = StuckAtOf(stacks)) ledger_.NoteStuckAt(stacks.rank(), *at);
   const bool inquiring = inquiry_.open();
-  const bool say = !inquiring || inquiry_.Note(stacks);
-  std::string line = absl::StrCat("[dlaunch] rank ", rank, ": ");
-  if (stacks.has_stuck_at()) {
-    const v1::StackFrame& frame = stacks.stuck_at();
-    const StuckAt at{frame.function(), frame.file(), frame.line(), stacks.source(), stacks.path()};
-    ledger_.NoteStuckAt(rank, at);
-  }
-  if (!say) {
-    // Said in the verdict's count; the file and the journal have it.
-  } else if (stacks.source().empty()) {
-    absl::StrAppend(&line, "no stacks could be taken (",
-                    stacks.why_none().empty() ? "no source answered" : stacks.why_none(), ")");
-  } else {
-    if (stacks.has_waiting_in()) {
-      absl::StrAppend(&line, "waits in ", DescribeWaitFrame(stacks.waiting_in()));
-      if (stacks.has_stuck_at()) {
-        absl::StrAppend(&line, ", called from ", DescribeWaitFrame(stacks.stuck_at()));
-      }
-    } else if (stacks.has_stuck_at()) {
-      absl::StrAppend(&line, "stopped in ", DescribeWaitFrame(stacks.stuck_at()),
-                      inquiring ? ", outside any collective" : "");
-    } else {
-      absl::StrAppend(&line, inquiring ? "outside any collective" : "stacks taken");
-    }
-    absl::StrAppend(&line, " (", stacks.path(), ", from ", stacks.source(), ")");
-  }
-  if (say) out.push_back(PrintLine{true, std::move(line)});
+  // At scale only some are said (StallInquiry::Note); the files and the journal have them all.
+  if (!inquiring || inquiry_.Note(stacks)) out.push_back(PrintLine{true, StacksLine(stacks, inquiring)});
   if (inquiring && inquiry_.complete()) ResolveStall(now_s, out);
 }
 
@@ -257,10 +232,7 @@ void JobState::ResolveStall(double now_s, JobActions& out) {
       f.after_stop = false;
       f.detail = absl::StrFormat("no progress for %.1f s, outside any collective",
                                  inquiry_.SilentFor(rank));
-      if (const v1::RankStacks* s = inquiry_.StacksOf(rank); s && s->has_stuck_at()) {
-        f.stuck_at = StuckAt{s->stuck_at().function(), s->stuck_at().file(),
-                             s->stuck_at().line(), s->source(), s->path()};
-      }
+      if (const v1::RankStacks* s = inquiry_.StacksOf(rank)) f.stuck_at = StuckAtOf(*s);
       ledger_.Record(std::move(f), false, now_s, current_round(), out);
     }
   }

@@ -91,6 +91,34 @@ std::string StallInquiry::WaitingClause() const {
                       common, best < static_cast<int>(waiting.size()) ? " and elsewhere" : "");
 }
 
+std::optional<StuckAt> StuckAtOf(const v1::RankStacks& stacks) {
+  if (!stacks.has_stuck_at()) return std::nullopt;
+  const v1::StackFrame& f = stacks.stuck_at();
+  return StuckAt{f.function(), f.file(), f.line(), stacks.source(), stacks.path()};
+}
+
+std::string StacksLine(const v1::RankStacks& stacks, bool inquiring) {
+  std::string line = absl::StrCat("[dlaunch] rank ", stacks.rank(), ": ");
+  if (stacks.source().empty()) {
+    absl::StrAppend(&line, "no stacks could be taken (",
+                    stacks.why_none().empty() ? "no source answered" : stacks.why_none(), ")");
+    return line;
+  }
+  if (stacks.has_waiting_in()) {
+    absl::StrAppend(&line, "waits in ", DescribeWaitFrame(stacks.waiting_in()));
+    if (stacks.has_stuck_at()) {
+      absl::StrAppend(&line, ", called from ", DescribeWaitFrame(stacks.stuck_at()));
+    }
+  } else if (stacks.has_stuck_at()) {
+    absl::StrAppend(&line, "stopped in ", DescribeWaitFrame(stacks.stuck_at()),
+                    inquiring ? ", outside any collective" : "");
+  } else {
+    absl::StrAppend(&line, inquiring ? "outside any collective" : "stacks taken");
+  }
+  absl::StrAppend(&line, " (", stacks.path(), ", from ", stacks.source(), ")");
+  return line;
+}
+
 std::string RankList(const std::vector<int>& ranks, size_t max) {
   if (ranks.size() == 1) return absl::StrCat("rank ", ranks[0]);
   if (ranks.size() > max) {

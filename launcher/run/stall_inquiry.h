@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dlaunch/control.pb.h"
+#include "launcher/run/failure.h"
 
 namespace dlaunch {
 
@@ -65,6 +66,15 @@ class StallInquiry {
   int said_waiting_ = 0;
   int said_others_ = 0;
 };
+
+// Where a rank's stacks say it is stuck, with where they came from; nullopt when they name no
+// frame of the user's code.
+std::optional<StuckAt> StuckAtOf(const v1::RankStacks& stacks);
+
+// The terminal's line for a rank's stacks: "rank 3: stopped in load_batch (...), outside any
+// collective (stacks/rank-3.txt, from py-spy)"; `inquiring`: they answer a stall's inquiry, so
+// a rank not waiting is said to be outside any collective.
+std::string StacksLine(const v1::RankStacks& stacks, bool inquiring);
 
 // "ranks 0, 1 and 3", "rank 2"; more than `max` are cut: "ranks 0, 1, 2, ... (12 in all)".
 std::string RankList(const std::vector<int>& ranks, size_t max = 8);
