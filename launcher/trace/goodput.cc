@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "launcher/trace/checkpoint_advice.h"
 #include "launcher/trace/journal_events.h"
 #include "launcher/trace/json_lines.h"
 
@@ -17,7 +18,6 @@ namespace dlaunch {
 const char kGoodputNoReports[] = "not known: the job's ranks sent no step reports";
 
 namespace {
-
 
 double Seconds(int64_t us) { return static_cast<double>(us) / 1e6; }
 int64_t Micros(double s) { return static_cast<int64_t>(std::llround(s * 1e6)); }
@@ -152,7 +152,8 @@ class Accountant {
     for (const v1::RoundGoodput& r : account_.rounds()) AddSplit(r.split(), account_.mutable_split());
     const double wall = account_.wall_s();
     account_.set_goodput(wall > 0 ? account_.split().productive().seconds() / wall : 0);
-    Advise();
+    *account_.mutable_checkpoint_advice() =
+        AdviseCheckpointInterval(account_, checkpoint_steps_, checkpoint_costs_, failures_);
     return account_;
   }
 
@@ -456,46 +457,6 @@ class Accountant {
     } else {
       AddSpan(out, "tail", steps_end, end, o);
     }
-  }
-
-  // Young/Daly: sqrt(2 x checkpoint cost x mean time between failures).
-  void Advise() {
-    v1::CheckpointAdvice* a = account_.mutable_checkpoint_advice();
-    a->set_failures(failures_);
-    std::vector<int64_t> steps(checkpoint_steps_.begin(), checkpoint_steps_.end());
-    if (!steps.empty()) {
-      int64_t gap = steps.front();
-      for (size_t i = 1; i < steps.size(); ++i) gap = std::min(gap, steps[i] - steps[i - 1]);
-      a->set_used_interval_steps(gap);
-    }
-    int64_t steps_run = 0;
-    for (const v1::RoundGoodput& r : account_.rounds()) {
-      if (r.last_step() > 0) steps_run += r.last_step() - std::min(r.resumed_at_step(), r.last_step());
-    }
-    const double productive = account_.split().productive().seconds();
-    if (steps_run > 0 && productive > 0) a->set_mean_step_s(productive / steps_run);
-    if (checkpoint_costs_.empty()) {
-      a->set_basis(v1::NOT_KNOWN);
-      a->set_note("not known: no checkpoint's length is in the journal (dlaunch-worker's step "
-                  "trace has them)");
-      return;
-    }
-    double sum = 0;
-    for (double c : checkpoint_costs_) sum += c;
-    a->set_checkpoint_cost_s(sum / checkpoint_costs_.size());
-    if (failures_ == 0) {
-      a->set_basis(v1::NOT_KNOWN);
-      a->set_note("not known: no failure in this job, so no mean time between failures");
-      return;
-    }
-    a->set_mtbf_s(account_.wall_s() / failures_);
-    a->set_optimal_interval_s(std::sqrt(2 * a->checkpoint_cost_s() * a->mtbf_s()));
-    if (a->mean_step_s() > 0) {
-      a->set_optimal_interval_steps(
-          std::max<int64_t>(1, std::llround(a->optimal_interval_s() / a->mean_step_s())));
-    }
-    a->set_basis(v1::MEASURED);
-    a->set_note("sqrt(2 x checkpoint cost x mean time between failures), from this job alone");
   }
 
   const TraceInput& in_;
