@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "common/exit_codes.h"
 #include "common/host_identity.h"
 #include "common/process.h"
@@ -355,11 +356,13 @@ int RunRunCommand(const std::vector<std::string>& args) {
   // On a terminal the live table stays drawn below the output (docs/live-view.md).
   std::unique_ptr<LiveTerminal> terminal;
   if (isatty(STDOUT_FILENO)) terminal = std::make_unique<LiveTerminal>(STDOUT_FILENO, STDERR_FILENO);
-  JobController controller(io, JobSettings{job, *dir, MakeRendezvousConfig(*spec, *plan),
-                                           MakeJoinTemplate(*spec, placement),
-                                           spec->max_restarts > 0 || !plan->spare_hosts.empty()},
-                           terminal ? terminal->out() : std::cout,
-                           terminal && isatty(STDERR_FILENO) ? terminal->err() : std::cerr);
+  AsioTimerClock clock(io);  // the job's clock: the controller's timers and the rendezvous'
+  JobController controller(
+      io, clock,
+      JobSettings{job, *dir, MakeRendezvousConfig(*spec, *plan), MakeJoinTemplate(*spec, placement),
+                  spec->max_restarts > 0 || !plan->spare_hosts.empty()},
+      terminal ? terminal->out() : std::cout,
+      terminal && isatty(STDERR_FILENO) ? terminal->err() : std::cerr);
   LiveView live(io, [&controller] { return controller.Snapshot(); }, terminal.get());
   ControlService service(token, io, &controller);
   service.SetWatchHandler(&live);

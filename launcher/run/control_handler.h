@@ -33,13 +33,14 @@ class ControlHandler {
   virtual void HandleJoin(const Participant& participant, JoinReply reply) = 0;
   // The agent behind a waiting Join went away.
   virtual void HandleJoinCancelled(const std::string& agent_id) = 0;
-  // `session_id` is unique per stream; `node_rank` comes from the agent's first message.
-  virtual void HandleSessionOpened(int session_id, int node_rank,
+  // `session_id` is unique per stream; `node_id` (JoinResponse.node_id, stable across rounds)
+  // comes from the agent's first message.
+  virtual void HandleSessionOpened(int session_id, int node_id,
                                    std::shared_ptr<AgentSession> session) = 0;
-  virtual void HandleAgentMessage(int session_id, int node_rank,
+  virtual void HandleAgentMessage(int session_id, int node_id,
                                   const v1::AgentMessage& message) = 0;
-  virtual void HandleSessionEnded(int session_id, int node_rank) = 0;
-  // The relay at `relay` went with these sessions ({session_id, node_rank}) still on it. Their
+  virtual void HandleSessionEnded(int session_id, int node_id) = 0;
+  // The relay at `relay` went with these sessions ({session_id, node_id}) still on it. Their
   // agents may open sessions with the launcher itself (docs/relays.md); by default they end.
   virtual void HandleSessionsMoving(const std::string& relay,
                                     const std::vector<std::pair<int, int>>& sessions) {

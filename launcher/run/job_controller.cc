@@ -3,7 +3,6 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <cmath>
 #include <type_traits>
 #include <utility>
 
@@ -14,17 +13,18 @@
 
 namespace dlaunch {
 
-JobController::JobController(boost::asio::io_context& io, JobSettings settings, std::ostream& out,
-                             std::ostream& err)
+JobController::JobController(boost::asio::io_context& io, TimerClock& clock, JobSettings settings,
+                             std::ostream& out, std::ostream& err)
     : io_(io),
+      clock_(clock),
       dir_(std::move(settings.dir)),
       join_template_(settings.join_template),
       accept_spares_(settings.accept_spares),
       out_(out),
       err_(err),
-      start_(std::chrono::steady_clock::now()),
+      start_(clock.Now()),
       state_(std::move(settings.job)),
-      rendezvous_(io, std::move(settings.rendezvous), std::move(settings.join_template), start_,
+      rendezvous_(clock, std::move(settings.rendezvous), std::move(settings.join_template), start_,
                   RendezvousHost::Callbacks{
                       [this](const Participant& p, int joined, int expected) {
                         Apply(state_.OnNodeJoined(p, joined, expected, Now()));
@@ -40,15 +40,12 @@ JobController::JobController(boost::asio::io_context& io, JobSettings settings, 
                                 })
                           : nullptr,
                       [this](const Participant& p) { Apply(state_.OnNodeUnfit(p, Now())); }}),
-      signals_(io, SIGINT, SIGTERM, SIGHUP),
-      tick_timer_(io),
-      stop_deadline_(io),
-      health_check_(io) {}
+      signals_(io, SIGINT, SIGTERM, SIGHUP) {}
 
-JobController::~JobController() = default;
+JobController::~JobController() { CancelTimers(); }
 
 double JobController::Now() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return std::chrono::duration<double>(clock_.Now() - start_).count();
 }
 
 absl::Status JobController::Start(const std::vector<std::vector<std::string>>& launch_commands) {
@@ -62,7 +59,7 @@ absl::Status JobController::Start(const std::vector<std::vector<std::string>>& l
                                  [this](const ChildExit& e) {
                                    Apply(state_.OnLauncherExited(e.rank, e.wait_status, e.tail, Now()));
                                  }},
-      "agent-");
+      "agent-", ChildSupervisor::Seams{nullptr, &clock_});
   if (absl::Status st = launchers_->StartCommands(launch_commands); !st.ok()) return st;
   rendezvous_.Start();
   WaitForSignal();
@@ -73,86 +70,56 @@ absl::Status JobController::Start(const std::vector<std::vector<std::string>>& l
 // --- ControlHandler ---------------------------------------------------------------------------
 
 void JobController::HandleJoin(const Participant& participant, JoinReply reply) {
-  if (!rendezvous_.closed()) {
-    rendezvous_.Join(participant, std::move(reply));
-    return;
+  const JoinAdmission admission =
+      AdmitJoin(participant, rendezvous_.closed(), accept_spares_,
+                state_.HasRoomForSpare(rendezvous_.expected_agents()),
+                rendezvous_.expected_agents());
+  switch (admission.route) {
+    case JoinRoute::kRendezvous:
+      rendezvous_.Join(participant, std::move(reply));
+      return;
+    case JoinRoute::kRefused:
+      Apply(state_.OnJoinRefused(admission.why));
+      reply(absl::FailedPreconditionError(admission.why));
+      return;
+    case JoinRoute::kRendezvousLate:
+      // The rendezvous refuses it as too late; counted here.
+      rendezvous_.Join(participant,
+                       [this, reply = std::move(reply)](absl::StatusOr<v1::JoinResponse> r) {
+                         if (!r.ok()) Apply(state_.OnJoinRefused(std::string(r.status().message())));
+                         reply(std::move(r));
+                       });
+      return;
   }
-  // After the close an agent waits as a spare while the job has room for one; beyond the agents
-  // it started (a flood of joins) it is refused and counted, so nothing is kept for it.
-  if (accept_spares_ && !state_.HasRoomForSpare(rendezvous_.expected_agents())) {
-    const std::string why = absl::StrCat(
-        "the job started ", rendezvous_.expected_agents(), " agent(s) and all of them are in it: ",
-        "agent ", participant.agent_id, " (host ", participant.host, ") is one too many");
-    Apply(state_.OnJoinRefused(why));
-    reply(absl::FailedPreconditionError(why));
-    return;
-  }
-  if (accept_spares_ || !UnfitReasons(participant).empty()) {  // a spare; or unfit, said apart
-    rendezvous_.Join(participant, std::move(reply));
-    return;
-  }
-  // No spares: the rendezvous refuses it as too late; counted here.
-  rendezvous_.Join(participant, [this, reply = std::move(reply)](absl::StatusOr<v1::JoinResponse> r) {
-    if (!r.ok()) {
-      Apply(state_.OnJoinRefused(std::string(r.status().message())));
-    }
-    reply(std::move(r));
-  });
 }
 
 void JobController::HandleJoinCancelled(const std::string& agent_id) {
   rendezvous_.Cancel(agent_id);
 }
 
-void JobController::HandleSessionOpened(int session_id, int node_rank,
+void JobController::HandleSessionOpened(int session_id, int node_id,
                                         std::shared_ptr<AgentSession> session) {
   if (finished_) return;
-  // A session that replaces one not seen to end: the agent moved it (its relay went, or its
-  // stream broke before the launcher saw the end).
-  const bool resumed = sessions_.count(node_rank) > 0;
-  sessions_[node_rank] = OpenSession{session_id, std::move(session), 0, resumed, resumed};
-  Apply(state_.OnSessionOpened(node_rank, session_id, Now()));
-  if (resumed) Apply(state_.OnSessionResumed(node_rank, Now()));
+  const bool resumed = ledger_.Open(session_id, node_id);
+  sessions_[node_id] = std::move(session);
+  Apply(state_.OnSessionOpened(node_id, session_id, Now()));
+  if (resumed) Apply(state_.OnSessionResumed(node_id, Now()));
 }
 
-void JobController::HandleAgentMessage(int session_id, int node_rank,
+void JobController::HandleAgentMessage(int session_id, int node_id,
                                        const v1::AgentMessage& message) {
   if (finished_) return;
-  if (message.seq() != 0) {
-    uint64_t& heard = heard_seq_[node_rank];
-    if (message.seq() <= heard) {  // sent again after a move, and handled already
-      ++messages_again_;
-      return;
-    }
-    heard = message.seq();
-  }
-  auto it = sessions_.find(node_rank);
-  bool answer = false;
-  if (it != sessions_.end() && it->second.id == session_id) {
-    it->second.heard_ms = std::max(it->second.heard_ms, message.sent_ms());
-    if (it->second.answer_heartbeat && message.has_heartbeat()) {
-      it->second.answer_heartbeat = false;
-      answer = true;
-    }
-    if (it->second.resumed) {
-      it->second.resumed = false;
-      // The agent's round is behind the last StartRound for it: that one went with the relay.
-      if (last_start_ && message.round() < last_start_->round.round) {
-        const auto& ids = last_start_->node_ids;
-        auto at = std::find(ids.begin(), ids.end(), node_rank);
-        if (at != ids.end()) SendStartRoundTo(*last_start_, static_cast<size_t>(at - ids.begin()));
-      }
-    }
-  }
-  Apply(state_.OnAgentMessage(node_rank, message, Now()));
-  if (answer) SendTo(node_rank, v1::LauncherCommand());  // after what the message caused
+  const MessagePlan plan = ledger_.OnMessage(session_id, node_id, message);
+  if (plan.drop) return;
+  if (plan.resend_start) SendStartRoundTo(*ledger_.last_start(), *plan.resend_start);
+  Apply(state_.OnAgentMessage(node_id, message, Now()));
+  if (plan.answer) SendTo(node_id, v1::LauncherCommand());  // after what the message caused
 }
 
-void JobController::HandleSessionEnded(int session_id, int node_rank) {
+void JobController::HandleSessionEnded(int session_id, int node_id) {
   if (finished_) return;
-  auto it = sessions_.find(node_rank);
-  if (it != sessions_.end() && it->second.id == session_id) sessions_.erase(it);
-  Apply(state_.OnSessionEnded(node_rank, session_id, Now()));
+  if (ledger_.End(session_id, node_id)) sessions_.erase(node_id);
+  Apply(state_.OnSessionEnded(node_id, session_id, Now()));
 }
 
 void JobController::HandleSessionsMoving(const std::string& relay,
@@ -160,8 +127,7 @@ void JobController::HandleSessionsMoving(const std::string& relay,
   if (finished_) return;
   std::vector<int> nodes;
   for (const auto& [id, node] : sessions) {
-    auto it = sessions_.find(node);
-    if (it != sessions_.end() && it->second.id == id) nodes.push_back(node);
+    if (ledger_.IsCurrent(id, node)) nodes.push_back(node);
   }
   JobActions out;
   if (nodes.empty() || !state_.OnRelayLost(relay, nodes, Now(), out)) {
@@ -229,10 +195,11 @@ void JobController::Send(const std::vector<int>& nodes, const v1::LauncherComman
 
 void JobController::SendTo(int node, v1::LauncherCommand command) {
   auto it = sessions_.find(node);
-  if (it == sessions_.end()) return;
-  command.set_heard_ms(it->second.heard_ms);
-  if (auto h = heard_seq_.find(node); h != heard_seq_.end()) command.set_heard_seq(h->second);
-  it->second.session->Send(std::move(command));
+  std::optional<SessionEcho> echo = ledger_.EchoFor(node);
+  if (it == sessions_.end() || !echo) return;
+  command.set_heard_ms(echo->heard_ms);
+  if (echo->heard_seq) command.set_heard_seq(*echo->heard_seq);
+  it->second->Send(std::move(command));
 }
 
 void JobController::SendStop(const dlaunch::SendStop& a) {
@@ -249,7 +216,7 @@ void JobController::SendStop(const dlaunch::SendStop& a) {
 
 void JobController::SendStartRound(const dlaunch::SendStartRound& a) {
   for (size_t i = 0; i < a.node_ids.size(); ++i) SendStartRoundTo(a, i);
-  last_start_ = a;
+  ledger_.NoteStartRound(a);
 }
 
 void JobController::SendStartRoundTo(const dlaunch::SendStartRound& a, size_t i) {
@@ -258,42 +225,56 @@ void JobController::SendStartRoundTo(const dlaunch::SendStartRound& a, size_t i)
   *place = MakeJoinResponse(join_template_, a.round, a.round.assignments[i]);
   place->set_node_id(a.node_ids[i]);
   // Taken per agent: writing 10,000 StartRounds takes the loop a good part of a second.
-  const double ahead_s = a.workers_start_at_s - Now();
-  if (ahead_s > 0) {
-    command.mutable_start()->set_start_after_ms(static_cast<int32_t>(std::ceil(ahead_s * 1e3)));
+  if (int32_t after_ms = StartAfterMs(a.workers_start_at_s, Now()); after_ms > 0) {
+    command.mutable_start()->set_start_after_ms(after_ms);
   }
   SendTo(a.node_ids[i], std::move(command));  // a place holds the worker's argv and env: moved
 }
 
 void JobController::ArmStopDeadline(double at_s) {
-  stop_deadline_.expires_at(start_ + std::chrono::microseconds(static_cast<int64_t>(at_s * 1e6)));
-  stop_deadline_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec && !finished_) Apply(state_.OnStopDeadline(Now()));
+  ArmAt(stop_deadline_, at_s, [this] {
+    if (!finished_) Apply(state_.OnStopDeadline(Now()));
   });
 }
 
 void JobController::ArmHealthCheck(double at_s) {
-  // Re-arming cancels the earlier wait, whose handler then sees operation_aborted.
-  health_check_.expires_at(start_ + std::chrono::microseconds(static_cast<int64_t>(at_s * 1e6)));
-  health_check_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec && !finished_) Apply(state_.OnHealthCheck(Now()));
+  ArmAt(health_check_, at_s, [this] {
+    if (!finished_) Apply(state_.OnHealthCheck(Now()));
+  });
+}
+
+void JobController::ArmAt(std::optional<TimerClock::TimerId>& timer, double at_s,
+                          std::function<void()> fn) {
+  if (timer) clock_.Cancel(*timer);
+  const auto delay = std::chrono::ceil<std::chrono::milliseconds>(
+      std::chrono::duration<double>(std::max(0.0, at_s - Now())));
+  timer = clock_.RunAfter(delay, [&timer, fn = std::move(fn)] {
+    timer.reset();
+    fn();
   });
 }
 
 void JobController::Tick() {
   if (finished_) return;
+  tick_timer_.reset();
   // How late this tick runs is how long a message received when it was due may still wait in
   // the loop's queue: no node is lost for a heartbeat that arrived but is not handled yet.
-  const double lag_s = std::max(
-      0.0, std::chrono::duration<double>(std::chrono::steady_clock::now() - tick_timer_.expiry())
-               .count());
-  Apply(state_.OnTick(Now(), first_tick_ ? 0 : lag_s));
+  const double lag_s =
+      first_tick_ ? 0 : std::max(0.0, std::chrono::duration<double>(clock_.Now() - tick_due_).count());
+  Apply(state_.OnTick(Now(), lag_s));
   first_tick_ = false;
-  tick_timer_.expires_after(
-      std::chrono::microseconds(static_cast<int64_t>(state_.tick_interval_s() * 1e6)));
-  tick_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) Tick();
-  });
+  if (finished_) return;
+  const auto interval = std::chrono::ceil<std::chrono::milliseconds>(
+      std::chrono::duration<double>(state_.tick_interval_s()));
+  tick_due_ = clock_.Now() + interval;
+  tick_timer_ = clock_.RunAfter(interval, [this] { Tick(); });
+}
+
+void JobController::CancelTimers() {
+  for (std::optional<TimerClock::TimerId>* timer : {&tick_timer_, &stop_deadline_, &health_check_}) {
+    if (*timer) clock_.Cancel(**timer);
+    timer->reset();
+  }
 }
 
 void JobController::WaitForSignal() {
@@ -320,13 +301,11 @@ void JobController::Finish(int exit_code) {
     err_ << "[dlaunch] metrics.jsonl: " << dropped
          << " report line(s) dropped: the journal's writer fell behind the agents\n";
   }
-  if (messages_again_ > 0) {
-    out_ << "[dlaunch] " << messages_again_
+  if (int64_t again = ledger_.messages_again(); again > 0) {
+    out_ << "[dlaunch] " << again
          << " message(s) sent again by agents whose sessions moved were handled already: dropped\n";
   }
-  tick_timer_.cancel();
-  stop_deadline_.cancel();
-  health_check_.cancel();
+  CancelTimers();
   signals_.cancel();
   rendezvous_.Shutdown();
   io_.stop();

@@ -1,22 +1,30 @@
 #include "launcher/run/rendezvous_host.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "launcher/run/run_plan.h"
 
 namespace dlaunch {
 
-RendezvousHost::RendezvousHost(boost::asio::io_context& io, RendezvousConfig config,
-                               v1::JoinResponse response_template,
-                               std::chrono::steady_clock::time_point start, Callbacks callbacks)
-    : state_(std::move(config), 0.0),
+RendezvousHost::RendezvousHost(TimerClock& clock, RendezvousConfig config,
+                               v1::JoinResponse response_template, SteadyTime start,
+                               Callbacks callbacks)
+    : clock_(clock),
+      state_(std::move(config), 0.0),
       template_(std::move(response_template)),
       start_(start),
-      callbacks_(std::move(callbacks)),
-      deadline_(io) {}
+      callbacks_(std::move(callbacks)) {}
+
+RendezvousHost::~RendezvousHost() { CancelDeadline(); }
 
 double RendezvousHost::Now() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return std::chrono::duration<double>(clock_.Now() - start_).count();
+}
+
+void RendezvousHost::CancelDeadline() {
+  if (deadline_) clock_.Cancel(*deadline_);
+  deadline_.reset();
 }
 
 void RendezvousHost::Start() {
@@ -71,7 +79,7 @@ void RendezvousHost::Cancel(const std::string& agent_id) {
 
 void RendezvousHost::Shutdown() {
   accepting_ = false;
-  deadline_.cancel();
+  CancelDeadline();
   auto waiting = std::move(waiting_);
   waiting_.clear();
   for (auto& [id, reply] : waiting) reply(absl::CancelledError("launcher is stopping"));
@@ -81,7 +89,7 @@ void RendezvousHost::Settle() {
   if (!accepting_) return;
   RendezvousPhase phase = state_.Poll(Now());
   if (phase == RendezvousPhase::kClosed || phase == RendezvousPhase::kFailed) {
-    deadline_.cancel();
+    CancelDeadline();
     if (!outcome_reported_) {
       outcome_reported_ = true;
       if (phase == RendezvousPhase::kClosed) {
@@ -109,9 +117,13 @@ void RendezvousHost::Settle() {
   std::optional<double> next = state_.NextDeadline();
   if (!next) return;
   // A millisecond past the deadline, so the Poll it triggers sees it passed.
-  deadline_.expires_at(start_ + std::chrono::microseconds(static_cast<int64_t>(*next * 1e6) + 1000));
-  deadline_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) Settle();
+  CancelDeadline();
+  const auto delay = std::chrono::ceil<std::chrono::milliseconds>(
+                         std::chrono::duration<double>(std::max(0.0, *next - Now()))) +
+                     std::chrono::milliseconds(1);
+  deadline_ = clock_.RunAfter(delay, [this] {
+    deadline_.reset();
+    Settle();
   });
 }
 

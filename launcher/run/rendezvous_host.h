@@ -1,15 +1,16 @@
 // RendezvousHost: runs the job's RendezvousState on the event loop. It answers each Join when
 // the round closes or fails, whether that happens on a later Join or at a deadline (a timer
-// armed at the state's next deadline), so no thread waits and nothing polls.
+// armed at the state's next deadline), so no thread waits and nothing polls. Time and the timer
+// come from a TimerClock, so tests move time by hand.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
-#include <boost/asio.hpp>
-
+#include "common/clock.h"
 #include "launcher/run/control_handler.h"
 #include "rendezvous/rendezvous_state.h"
 
@@ -27,11 +28,12 @@ class RendezvousHost {
     // An agent whose node failed its preflight: it is told so and left out of the job.
     std::function<void(const Participant&)> on_unfit;
   };
-  // Times are seconds since `start`, the job's start on the steady clock the controller also
-  // uses. `response_template` holds the job-wide fields of every JoinResponse.
-  RendezvousHost(boost::asio::io_context& io, RendezvousConfig config,
-                 v1::JoinResponse response_template, std::chrono::steady_clock::time_point start,
-                 Callbacks callbacks);
+  // Times are seconds since `start`, the job's start on `clock`, which the controller also
+  // uses and which must outlive the host. `response_template` holds the job-wide fields of
+  // every JoinResponse.
+  RendezvousHost(TimerClock& clock, RendezvousConfig config, v1::JoinResponse response_template,
+                 SteadyTime start, Callbacks callbacks);
+  ~RendezvousHost();
 
   // Opens the round and arms the deadline timer, so a round that nobody joins still fails on
   // time. Joins before Start (no agent has been launched yet) are refused.
@@ -49,12 +51,14 @@ class RendezvousHost {
   void JoinAsSpare(const Participant& participant, JoinReply reply);
   // Advances the state, reports its outcome once, answers waiting Joins or re-arms the timer.
   void Settle();
+  void CancelDeadline();
 
+  TimerClock& clock_;
   RendezvousState state_;
   const v1::JoinResponse template_;
-  const std::chrono::steady_clock::time_point start_;
+  const SteadyTime start_;
   Callbacks callbacks_;
-  boost::asio::steady_timer deadline_;
+  std::optional<TimerClock::TimerId> deadline_;
   std::map<std::string, JoinReply> waiting_;  // by agent id
   bool outcome_reported_ = false;
   bool accepting_ = false;  // between Start and Shutdown

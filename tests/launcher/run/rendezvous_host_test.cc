@@ -1,10 +1,12 @@
-// RendezvousHost on a real io_context: Joins are answered from the loop when the round closes
-// (on a Join or at its deadline timer), fails, or the launcher stops. Deadlines are tens of
-// milliseconds; io.run() returns once nothing is left to wait for, so nothing sleeps.
+// RendezvousHost on a ManualTimerClock: Joins are answered when the round closes (on a Join or
+// at its deadline timer), fails, or the launcher stops. Time moves only when the test says, so
+// a deadline is checked just before and just after it passes.
 #include "launcher/run/rendezvous_host.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "tests/testing/fake_agent_clock.h"
 
 namespace dlaunch {
 namespace {
@@ -27,7 +29,7 @@ class RendezvousHostTest : public ::testing::Test {
     v1::JoinResponse tmpl;
     tmpl.set_job_id("job-1");
     return std::make_unique<RendezvousHost>(
-        io_, config, tmpl, std::chrono::steady_clock::now(),
+        clock_, config, tmpl, clock_.Now(),
         RendezvousHost::Callbacks{[this](const Participant&, int joined, int) { joined_ = joined; },
                                   [this](const RoundResult& r) { closed_.push_back(r.world_size); },
                                   [this](const absl::Status& st) { failed_.push_back(st); },
@@ -37,7 +39,7 @@ class RendezvousHostTest : public ::testing::Test {
     return [out](absl::StatusOr<v1::JoinResponse> r) { *out = std::move(r); };
   }
 
-  boost::asio::io_context io_;
+  ManualTimerClock clock_;
   int joined_ = 0;
   std::vector<int> closed_;
   std::vector<absl::Status> failed_;
@@ -63,7 +65,8 @@ TEST_F(RendezvousHostTest, LastJoinerClosesTheRoundAndEveryJoinIsAnswered) {
   EXPECT_EQ(ra->world_size(), 3);
   EXPECT_EQ(joined_, 2);
   EXPECT_THAT(closed_, ::testing::ElementsAre(3));
-  io_.run();  // the cancelled deadline timer; nothing else
+  EXPECT_EQ(clock_.pending(), 0) << "the deadline timer is cancelled once the round closed";
+  clock_.Advance(std::chrono::seconds(600));
   EXPECT_EQ(closed_.size(), 1u);
 }
 
@@ -71,13 +74,14 @@ TEST_F(RendezvousHostTest, LastCallDeadlineClosesAWaitingRound) {
   RendezvousConfig c;
   c.min_nodes = 1;
   c.max_nodes = 2;
-  c.last_call_s = 0.05;
+  c.last_call_s = 5;
   auto host = Make(c);
   host->Start();
   absl::StatusOr<v1::JoinResponse> r = absl::UnknownError("unanswered");
   host->Join(Agent("id", "a"), Into(&r));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnknown);
-  io_.run();
+  clock_.Advance(std::chrono::milliseconds(4990));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnknown) << "the last call is not over yet";
+  clock_.Advance(std::chrono::milliseconds(20));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->nnodes(), 1);
   EXPECT_EQ(closed_.size(), 1u);
@@ -87,12 +91,15 @@ TEST_F(RendezvousHostTest, JoinDeadlineFailsTheRoundAndItsWaitingJoins) {
   RendezvousConfig c;
   c.min_nodes = c.max_nodes = 2;
   c.host_order = {"a", "b"};
-  c.join_timeout_s = 0.05;
+  c.join_timeout_s = 30;
   auto host = Make(c);
   host->Start();
   absl::StatusOr<v1::JoinResponse> r = absl::UnknownError("unanswered");
+  clock_.Advance(std::chrono::seconds(10));
   host->Join(Agent("id", "a"), Into(&r));
-  io_.run();
+  clock_.Advance(std::chrono::milliseconds(19990));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnknown) << "30 s from the start, not the join";
+  clock_.Advance(std::chrono::milliseconds(20));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(r.status().message(), HasSubstr("never arrived: b"));
   ASSERT_EQ(failed_.size(), 1u);
@@ -101,10 +108,10 @@ TEST_F(RendezvousHostTest, JoinDeadlineFailsTheRoundAndItsWaitingJoins) {
 
 TEST_F(RendezvousHostTest, NobodyJoiningStillFailsOnTime) {
   RendezvousConfig c;
-  c.join_timeout_s = 0.05;
+  c.join_timeout_s = 30;
   auto host = Make(c);
   host->Start();
-  io_.run();
+  clock_.Advance(std::chrono::seconds(31));
   ASSERT_EQ(failed_.size(), 1u);
   EXPECT_EQ(failed_[0].code(), absl::StatusCode::kDeadlineExceeded);
 }
@@ -142,7 +149,8 @@ TEST_F(RendezvousHostTest, JoinsBeforeStartAndAfterShutdownAreRefused) {
   absl::StatusOr<v1::JoinResponse> late = absl::UnknownError("unanswered");
   host->Join(Agent("id2", "b"), Into(&late));
   EXPECT_EQ(late.status().code(), absl::StatusCode::kCancelled);
-  io_.run();
+  EXPECT_EQ(clock_.pending(), 0);
+  clock_.Advance(std::chrono::seconds(600));
   EXPECT_TRUE(closed_.empty());
   EXPECT_TRUE(failed_.empty());
 }
@@ -154,13 +162,13 @@ namespace dlaunch {
 namespace {
 
 TEST(RendezvousHostSparesTest, LateJoinersAreSparesWithIdsAfterTheMembersWhenTheJobTakesThem) {
-  boost::asio::io_context io;
+  ManualTimerClock clock;
   RendezvousConfig c;
   c.min_nodes = c.max_nodes = 1;
   v1::JoinResponse tmpl;
   tmpl.set_job_id("job-1");
   std::vector<std::pair<std::string, int>> spares;
-  RendezvousHost host(io, c, tmpl, std::chrono::steady_clock::now(),
+  RendezvousHost host(clock, c, tmpl, clock.Now(),
                       RendezvousHost::Callbacks{[](const Participant&, int, int) {},
                                                 [](const RoundResult&) {},
                                                 [](const absl::Status&) {},
