@@ -360,7 +360,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   JobController controller(
       io, clock,
       JobSettings{job, *dir, MakeRendezvousConfig(*spec, *plan), MakeJoinTemplate(*spec, placement),
-                  spec->max_restarts > 0 || !plan->spare_hosts.empty()},
+                  spec->max_restarts > 0 || !plan->spare_hosts.empty(), plan->AgentHosts()},
       terminal ? terminal->out() : std::cout,
       terminal && isatty(STDERR_FILENO) ? terminal->err() : std::cerr);
   LiveView live(io, [&controller] { return controller.Snapshot(); }, terminal.get());

@@ -3,6 +3,9 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -20,6 +23,8 @@ JobController::JobController(boost::asio::io_context& io, TimerClock& clock, Job
       dir_(std::move(settings.dir)),
       join_template_(settings.join_template),
       accept_spares_(settings.accept_spares),
+      node_launcher_(settings.job.node_launcher),
+      agent_hosts_(std::move(settings.agent_hosts)),
       out_(out),
       err_(err),
       start_(clock.Now()),
@@ -29,13 +34,20 @@ JobController::JobController(boost::asio::io_context& io, TimerClock& clock, Job
                       [this](const Participant& p, int joined, int expected) {
                         Apply(state_.OnNodeJoined(p, joined, expected, Now()));
                       },
-                      [this](const RoundResult& r) { Apply(state_.OnRendezvousClosed(r, Now())); },
+                      [this](const RoundResult& r) {
+                        // Node i of the first round is node id i.
+                        for (size_t i = 0; i < r.nodes.size(); ++i) {
+                          NameAgentLog(r.nodes[i], static_cast<int>(i));
+                        }
+                        Apply(state_.OnRendezvousClosed(r, Now()));
+                      },
                       [this](const absl::Status& st) {
                         Apply(state_.OnRendezvousFailed(st, Now()));
                       },
                       settings.accept_spares
                           ? std::function<void(const Participant&, int)>(
                                 [this](const Participant& p, int node_id) {
+                                  NameAgentLog(p, node_id);
                                   Apply(state_.OnSpareJoined(p, node_id, Now()));
                                 })
                           : nullptr,
@@ -53,18 +65,53 @@ absl::Status JobController::Start(const std::vector<std::vector<std::string>>& l
   std::vector<std::string> programs;
   for (const auto& command : launch_commands) programs.push_back(command.empty() ? "" : command[0]);
   Apply(state_.OnStarted(std::move(programs), Now()));
-  launchers_ = std::make_unique<ChildSupervisor>(
-      io_, dir_.logs_dir(), 40,
-      ChildSupervisor::Callbacks{nullptr,
-                                 [this](const ChildExit& e) {
-                                   Apply(state_.OnLauncherExited(e.rank, e.wait_status, e.tail, Now()));
-                                 }},
-      "agent-", ChildSupervisor::Seams{nullptr, &clock_});
-  if (absl::Status st = launchers_->StartCommands(launch_commands); !st.ok()) return st;
+  if (absl::Status st = StartLaunchers(launch_commands); !st.ok()) return st;
   rendezvous_.Start();
   WaitForSignal();
   Tick();
   return absl::OkStatus();
+}
+
+absl::Status JobController::StartLaunchers(
+    const std::vector<std::vector<std::string>>& launch_commands) {
+  launchers_ = std::make_unique<ChildSupervisor>(
+      io_, dir_.logs_dir(), 40,
+      ChildSupervisor::Callbacks{nullptr,
+                                 [this](const ChildExit& e) {
+                                   const int launch_index = e.rank;  // StartAll's numbering
+                                   Apply(state_.OnLauncherExited(launch_index, e.wait_status,
+                                                                 e.tail, Now()));
+                                 }},
+      "launcher-", ChildSupervisor::Seams{nullptr, &clock_});
+  std::vector<ChildSupervisor::StartRequest> requests;
+  for (size_t i = 0; i < launch_commands.size(); ++i) {
+    ChildSupervisor::StartRequest r;
+    r.rank = r.local_rank = static_cast<int>(i);
+    r.options.argv = launch_commands[i];
+    requests.push_back(std::move(r));
+  }
+  std::vector<pid_t> pids;
+  for (const absl::StatusOr<pid_t>& pid : launchers_->StartAll(std::move(requests))) {
+    if (!pid.ok()) {  // all or none
+      launchers_->KillAll();
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot start the node launcher: ", pid.status().message()));
+    }
+    pids.push_back(*pid);
+  }
+  agent_logs_ = AgentLogs(LaunchedAgentsOf(node_launcher_, agent_hosts_, pids));
+  return absl::OkStatus();
+}
+
+void JobController::NameAgentLog(const Participant& agent, int node_id) {
+  const std::optional<int> launch_index = agent_logs_.Claim(agent);
+  if (!launch_index) return;
+  const std::string from = dir_.logs_dir() + "/" + AgentLogs::LauncherLogName(*launch_index);
+  const std::string to = dir_.logs_dir() + "/" + AgentLogs::AgentLogName(node_id);
+  // The launcher's output keeps going to the same file: its descriptor stays open.
+  if (std::rename(from.c_str(), to.c_str()) != 0) {
+    err_ << "[dlaunch] cannot name " << from << " by its node id: " << std::strerror(errno) << '\n';
+  }
 }
 
 // --- ControlHandler ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@
 #include "common/child_supervisor.h"
 #include "common/clock.h"
 #include "launcher/jobdir/job_directory.h"
+#include "launcher/run/agent_logs.h"
 #include "launcher/run/control_handler.h"
 #include "launcher/run/job_state.h"
 #include "launcher/run/rendezvous_host.h"
@@ -37,6 +38,9 @@ struct JobSettings {
   v1::JoinResponse join_template;  // the job-wide fields of every JoinResponse
   // Agents joining after the round closed wait as spares (max_restarts > 0 or nodes.spares).
   bool accept_spares = false;
+  // The hosts the launch commands start agents on, in order (HostPlan::AgentHosts): with
+  // job.node_launcher, what tells whose log is whose (AgentLogs).
+  std::vector<std::string> agent_hosts;
 };
 
 class JobController final : public ControlHandler {
@@ -75,6 +79,10 @@ class JobController final : public ControlHandler {
   void SendStartRound(const dlaunch::SendStartRound& start);
   // The StartRound of `start`'s i-th node.
   void SendStartRoundTo(const dlaunch::SendStartRound& start, size_t i);
+  // Starts one node launcher per command, its output in logs/launcher-<i>.log.
+  absl::Status StartLaunchers(const std::vector<std::vector<std::string>>& launch_commands);
+  // `agent` has node id `node_id`: its launcher's log becomes logs/agent-<node_id>.log.
+  void NameAgentLog(const Participant& agent, int node_id);
   void ArmStopDeadline(double at_s);
   void ArmHealthCheck(double at_s);
   // Re-arms `timer` (cancelling its earlier wait) to run `fn` at `at_s` on the job's clock.
@@ -91,6 +99,8 @@ class JobController final : public ControlHandler {
   const JobDirectory dir_;
   const v1::JoinResponse join_template_;  // for the StartRound of later rounds
   const bool accept_spares_;
+  const std::string node_launcher_;
+  const std::vector<std::string> agent_hosts_;
   std::ostream& out_;
   std::ostream& err_;
   const SteadyTime start_;
@@ -98,6 +108,7 @@ class JobController final : public ControlHandler {
   RendezvousHost rendezvous_;
   JobJournal journal_;
   std::unique_ptr<ChildSupervisor> launchers_;  // node launchers (agents, mpiexec, srun)
+  AgentLogs agent_logs_{{}};
   boost::asio::signal_set signals_;
   std::optional<TimerClock::TimerId> tick_timer_;
   SteadyTime tick_due_;  // when the pending tick is due
