@@ -1,6 +1,5 @@
 #include "launcher/run/agent_logs.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -10,27 +9,32 @@
 
 namespace dlaunch {
 
-AgentLogs::AgentLogs(std::vector<LaunchedAgent> launched)
-    : launched_(std::move(launched)), claimed_(launched_.size(), false) {}
+AgentLogs::AgentLogs(std::vector<LaunchedAgent> launched) : claimed_(launched.size(), false) {
+  for (size_t i = 0; i < launched.size(); ++i) {
+    const int index = static_cast<int>(i);
+    if (launched[i].host.empty()) {
+      by_pid_[launched[i].pid] = index;
+      continue;
+    }
+    auto [it, added] = by_host_.emplace(ShortHostName(launched[i].host), index);
+    if (!added) it->second = -1;  // two launchers to one host: their agents are not told apart
+  }
+}
+
+std::optional<int> AgentLogs::Find(const Participant& agent) const {
+  if (const std::optional<pid_t> pid = AgentPidOf(agent.agent_id)) {
+    if (auto it = by_pid_.find(*pid); it != by_pid_.end()) return it->second;
+  }
+  for (const std::string* name : {&agent.host, &agent.addr}) {
+    if (name->empty()) continue;
+    auto it = by_host_.find(ShortHostName(*name));
+    if (it != by_host_.end()) return it->second >= 0 ? std::optional<int>(it->second) : std::nullopt;
+  }
+  return std::nullopt;
+}
 
 std::optional<int> AgentLogs::Claim(const Participant& agent) {
-  const std::optional<pid_t> pid = AgentPidOf(agent.agent_id);
-  std::optional<int> found;
-  for (size_t i = 0; i < launched_.size(); ++i) {
-    const LaunchedAgent& l = launched_[i];
-    bool match = false;
-    if (l.host.empty()) {
-      match = pid && *pid == l.pid;
-    } else {
-      const std::string host = ShortHostName(l.host);
-      match = host == ShortHostName(agent.host) ||
-              (!agent.addr.empty() && host == ShortHostName(agent.addr));
-    }
-    if (!match) continue;
-    // Two launchers that could have started it (two agents on one ssh host): not told apart.
-    if (found) return std::nullopt;
-    found = static_cast<int>(i);
-  }
+  const std::optional<int> found = Find(agent);
   if (!found || claimed_[*found]) return std::nullopt;
   claimed_[*found] = true;
   return found;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,6 +55,7 @@ class JobControllerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // JobDirectory::Create records the job in the user's job index: keep it in the scratch.
+    if (const char* state = getenv("XDG_STATE_HOME")) saved_state_home_ = state;
     setenv("XDG_STATE_HOME", scratch_.path().c_str(), 1);
     absl::StatusOr<JobDirectory> dir = JobDirectory::Create(scratch_.path() + "/job");
     ASSERT_TRUE(dir.ok()) << dir.status();
@@ -77,6 +79,15 @@ class JobControllerTest : public ::testing::Test {
     ASSERT_EQ(joined_[0], 0) << out_.str() << err_.str();
     ASSERT_EQ(joined_[1], 1);
     for (int i = 0; i < 2; ++i) Open(100 + i, i);
+  }
+
+  void TearDown() override {
+    controller_.reset();
+    if (saved_state_home_) {
+      setenv("XDG_STATE_HOME", saved_state_home_->c_str(), 1);
+    } else {
+      unsetenv("XDG_STATE_HOME");
+    }
   }
 
   std::shared_ptr<RecordingSession> Open(int session_id, int node) {
@@ -103,6 +114,7 @@ class JobControllerTest : public ::testing::Test {
   std::ostringstream out_, err_;
   std::unique_ptr<JobController> controller_;
   int joined_[2] = {-2, -2};
+  std::optional<std::string> saved_state_home_;
 };
 
 TEST_F(JobControllerTest, ANodeWhoseRelayWentResumesItsSessionAndTheEchoConfirmsTheMove) {
