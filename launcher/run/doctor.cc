@@ -60,7 +60,9 @@ absl::Status Doctor::Start(const std::vector<std::vector<std::string>>& launch_c
                                    }
                                    MaybeEnd();
                                  }},
-      "agent-");
+      // By launch index, as a run's launchers before their agents have node ids: in a job
+      // directory agent-<n>.log is always node n's (AgentLogs).
+      "launcher-");
   if (absl::Status st = launchers_->StartCommands(launch_commands); !st.ok()) return st;
   launchers_running_ = static_cast<int>(launch_commands.size());
   deadline_.async_wait([this](const boost::system::error_code& ec) {

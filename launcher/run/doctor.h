@@ -26,7 +26,8 @@ class Doctor final : public ControlHandler {
   Doctor(boost::asio::io_context& io, double timeout_s);
   ~Doctor() override;
 
-  // Starts one node-launcher process per command (output in `logs_dir`) and the deadline.
+  // Starts one node-launcher process per command (output in `logs_dir`/launcher-<i>.log) and
+  // the deadline.
   absl::Status Start(const std::vector<std::vector<std::string>>& launch_commands,
                      const std::string& logs_dir);
   const DoctorReport& report() const { return report_; }
