@@ -32,8 +32,9 @@ class RecordingSession final : public AgentSession {
   std::vector<v1::LauncherCommand> sent;
 };
 
-v1::AgentMessage Heartbeat(uint64_t seq, int64_t sent_ms) {
+v1::AgentMessage Heartbeat(uint64_t seq, int64_t sent_ms, int round = 0) {
   v1::AgentMessage m;
+  m.set_round(round);
   m.set_seq(seq);
   m.set_sent_ms(sent_ms);
   m.mutable_heartbeat()->set_workers_running(1);
@@ -53,7 +54,9 @@ Participant Agent(int i) {
 // Two nodes joined, each with a session open (100 + node id), at 1 s on the job's clock.
 class JobControllerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Begin({}); }
+
+  void Begin(RestartSettings restarts) {
     // JobDirectory::Create records the job in the user's job index: keep it in the scratch.
     if (const char* state = getenv("XDG_STATE_HOME")) saved_state_home_ = state;
     setenv("XDG_STATE_HOME", scratch_.path().c_str(), 1);
@@ -65,10 +68,10 @@ class JobControllerTest : public ::testing::Test {
     rendezvous.expected_agents = 2;
     v1::JoinResponse join_template;
     join_template.set_job_id("job-1");
+    JobConfig config = job_actions::TestJobConfig(2);
+    config.restarts = restarts;
     controller_ = std::make_unique<JobController>(
-        io_, clock_,
-        JobSettings{job_actions::TestJobConfig(2), *dir, rendezvous, join_template, false, {}},
-        out_, err_);
+        io_, clock_, JobSettings{config, *dir, rendezvous, join_template, false, {}}, out_, err_);
     ASSERT_TRUE(controller_->Start({}).ok());
     clock_.Advance(milliseconds(1000));
     for (int i = 0; i < 2; ++i) {
@@ -78,7 +81,7 @@ class JobControllerTest : public ::testing::Test {
     }
     ASSERT_EQ(joined_[0], 0) << out_.str() << err_.str();
     ASSERT_EQ(joined_[1], 1);
-    for (int i = 0; i < 2; ++i) Open(100 + i, i);
+    for (int i = 0; i < 2; ++i) first_[i] = Open(100 + i, i);
   }
 
   void TearDown() override {
@@ -114,6 +117,7 @@ class JobControllerTest : public ::testing::Test {
   std::ostringstream out_, err_;
   std::unique_ptr<JobController> controller_;
   int joined_[2] = {-2, -2};
+  std::shared_ptr<RecordingSession> first_[2];  // each node's first session
   std::optional<std::string> saved_state_home_;
 };
 
@@ -160,6 +164,58 @@ TEST_F(JobControllerTest, ANodeThatDoesNotComeBackIsLostAtTheLossLimitOnTheJobsC
   // ... and by 5 s, as the ticks run on the job's clock.
   KeepAlive(101, 1, seq1, 3);
   EXPECT_TRUE(absl::StrContains(Events(), "node_lost")) << Events() << out_.str();
+}
+
+// One restart allowed, 3 s of back-off: round 1 is sent 1 s before its workers may start.
+class JobControllerRestartTest : public JobControllerTest {
+ protected:
+  void SetUp() override { Begin({.max_restarts = 1, .backoff_initial_s = 3}); }
+};
+
+// The last command on `session` that starts a round; null when none did.
+const v1::LauncherCommand* LastStart(const RecordingSession& session) {
+  for (auto it = session.sent.rbegin(); it != session.sent.rend(); ++it) {
+    if (it->has_start()) return &*it;
+  }
+  return nullptr;
+}
+
+TEST_F(JobControllerRestartTest, AStartRoundThatWentWithARelayIsSentAgainWithWhatIsLeftOfItsLead) {
+  const RecordingSession& relayed = *first_[0];  // node 0's, through the relay
+  uint64_t seq0 = 1, seq1 = 1;
+  controller_->HandleAgentMessage(101, 1, job_actions::WorkerMessage(0, 1, v1::WorkerEvent::FAILED, 1));
+  controller_->HandleAgentMessage(100, 0, job_actions::RoundEndedMessage(0, 40000));
+  controller_->HandleAgentMessage(101, 1, job_actions::RoundEndedMessage(0, 40001));
+  // Both wait for round 1, heartbeating, until node 0's relay carries its StartRound.
+  for (int step = 0; step < 100 && LastStart(relayed) == nullptr; ++step) {
+    if (step % 10 == 0) {
+      controller_->HandleAgentMessage(100, 0, Heartbeat(seq0++, NowMs()));
+      controller_->HandleAgentMessage(101, 1, Heartbeat(seq1++, NowMs()));
+    }
+    clock_.Advance(milliseconds(100));
+  }
+  const v1::LauncherCommand* sent = LastStart(relayed);
+  ASSERT_NE(sent, nullptr) << out_.str();
+  EXPECT_EQ(sent->start().place().round(), 1);
+  EXPECT_GT(sent->start().start_after_ms(), 300) << "sent ahead of its workers' start";
+  const int32_t lead_ms = sent->start().start_after_ms();
+
+  // The relay goes with the StartRound still in it; 300 ms later the agent, still in round 0,
+  // opens its own session and gets it again, with 300 ms less to wait.
+  controller_->HandleSessionsMoving("relay-0", {{100, 0}});
+  clock_.Advance(milliseconds(300));
+  std::shared_ptr<RecordingSession> moved = Open(200, 0);
+  controller_->HandleAgentMessage(200, 0, Heartbeat(seq0++, NowMs(), /*round=*/0));
+  const v1::LauncherCommand* again = LastStart(*moved);
+  ASSERT_NE(again, nullptr) << out_.str();
+  EXPECT_EQ(again->start().place().round(), 1);
+  EXPECT_EQ(again->start().place().node_id(), 0);
+  EXPECT_EQ(again->start().place().node_rank(), sent->start().place().node_rank());
+  EXPECT_NEAR(again->start().start_after_ms(), lead_ms - 300, 1);
+  // An agent that has the round already gets nothing again.
+  std::shared_ptr<RecordingSession> other = Open(201, 1);
+  controller_->HandleAgentMessage(201, 1, Heartbeat(seq1++, NowMs(), /*round=*/1));
+  EXPECT_EQ(LastStart(*other), nullptr);
 }
 
 }  // namespace
