@@ -248,8 +248,10 @@ void StackDumper::OnExit(const ChildExit& e) {
 }
 
 void StackDumper::Record(const Dump& d, std::optional<Source> source, const std::string& text) {
-  Result r{d.rank, source ? SourceName(*source) : "", absl::StrCat(dir_, "/rank-", d.rank, ".txt"),
-           std::nullopt};
+  Result r;
+  r.rank = d.rank;
+  r.source = source ? SourceName(*source) : "";
+  r.path = absl::StrCat(dir_, "/rank-", d.rank, ".txt");
   std::string head = absl::StrCat("# rank ", d.rank, ", pid ", d.target, ": ");
   if (!source) {
     absl::StrAppend(&head, "no stacks taken\n");

@@ -327,7 +327,9 @@ int RunScaleCommand(const std::vector<std::string>& args) {
   std::vector<ScaleOutcome> outcomes;
   for (size_t i = 0; i < scales.size() && !g_interrupted; ++i) {
     const Scale& s = scales[i];
-    ScaleOutcome o{s, s.Label()};
+    ScaleOutcome o;
+    o.scale = s;
+    o.run_dir = s.Label();
     const std::string run_dir = dir + "/" + o.run_dir;
     std::cout << "[dlaunch scale] scale " << i + 1 << "/" << scales.size() << ": " << s.nodes
               << " node(s) x " << (s.procs_per_node > 0 ? absl::StrCat(s.procs_per_node) : "gpu")

@@ -139,23 +139,22 @@ class RelayReactor final : public RelayReactorBase {
             Child c{service_->NewSessionId(), e.message().node_id(),
                     std::make_shared<RelayedSession>(outbox_, e.child())};
             it = children_.emplace(e.child(), c).first;
-            steps.push_back({Step::kOpened, c.session_id, c.node, c.session, {}});
+            steps.push_back({Step::kOpened, c.session_id, c.node, c.session, {}, {}});
           }
           steps.push_back({Step::kMessage, it->second.session_id, it->second.node, nullptr,
-                           std::move(*e.mutable_message())});
+                           std::move(*e.mutable_message()), {}});
           break;
         }
         case v1::RelayEntry::kEnded: {
           auto it = children_.find(e.child());
           if (it == children_.end()) break;
           it->second.session->End();
-          steps.push_back({Step::kEnded, it->second.session_id, it->second.node, nullptr, {}});
+          steps.push_back({Step::kEnded, it->second.session_id, it->second.node, nullptr, {}, {}});
           children_.erase(it);
           break;
         }
         case v1::RelayEntry::kRefused:
-          steps.push_back({Step::kRefused, 0, 0, nullptr, {}});
-          steps.back().refused = std::move(*e.mutable_refused());
+          steps.push_back({Step::kRefused, 0, 0, nullptr, {}, std::move(*e.mutable_refused())});
           break;
         default:
           break;

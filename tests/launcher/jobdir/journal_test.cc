@@ -97,7 +97,9 @@ TEST(JournalTest, AnUntypedJournalOfEarlierDlaunchIsReadAsVersion1) {
   for (const v1::JobEvent& e : j->events) {
     SCOPED_TRACE(e.DebugString());
     EXPECT_FALSE(e.time().empty());
-    if (e.has_rendezvous_closed()) EXPECT_THAT(e.rendezvous_closed().node_ids(), ElementsAre(0, 1));
+    if (e.has_rendezvous_closed()) {
+      EXPECT_THAT(e.rendezvous_closed().node_ids(), ElementsAre(0, 1));
+    }
     if (e.has_worker_started()) {
       // Version 1 wrote the node id here and no node rank.
       EXPECT_EQ(e.worker_started().node_id(), e.worker_started().rank());
@@ -113,7 +115,9 @@ TEST(JournalTest, AnUntypedJournalOfEarlierDlaunchIsReadAsVersion1) {
       EXPECT_EQ(e.round(), 1);
       EXPECT_THAT(e.round_started().node_ids(), ElementsAre(0, 1));
     }
-    if (e.has_spare_lost()) EXPECT_EQ(e.spare_lost().node_id(), 2);
+    if (e.has_spare_lost()) {
+      EXPECT_EQ(e.spare_lost().node_id(), 2);
+    }
   }
 }
 
