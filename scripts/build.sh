@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds dlaunch into ${BUILD_DIR:-build}. Incremental and quick when up to date.
 #   scripts/build.sh [--torch-python PYTHON] [target...]   (default: everything, tests included)
+#   DLAUNCH_WERROR=ON scripts/build.sh ...                 every warning an error, as CI builds
 #
 # dlaunch-worker is built on the first LibTorch CMake finds: Debian's libtorch-dev (CPU, 1.13)
 # by default, or, with --torch-python, the LibTorch inside that Python's PyTorch wheel (a site's
@@ -24,6 +25,8 @@ if [ "${1:-}" = "--torch-python" ]; then
     export PATH=/usr/local/cuda/bin:$PATH
   fi
 fi
+# Given on every configure, so that a build folder follows the environment (unset: OFF).
+werror=(-DDLAUNCH_WERROR="${DLAUNCH_WERROR:-OFF}")
 # Always configure (a few seconds): packages installed since the last run (GoogleTest after the
 # demo, LibTorch) are picked up.
 # ccache, when installed, makes rebuilds of unchanged translation units (LibTorch ones cost
@@ -34,10 +37,10 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 if [ -f "$BUILD_DIR/CMakeCache.txt" ]; then
-  cmake -S . -B "$BUILD_DIR" "${launcher[@]}" "${torch_args[@]}" >/dev/null
+  cmake -S . -B "$BUILD_DIR" "${launcher[@]}" "${torch_args[@]}" "${werror[@]}" >/dev/null
 else
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} \
-    "${launcher[@]}" "${torch_args[@]}" >/dev/null
+    "${launcher[@]}" "${torch_args[@]}" "${werror[@]}" >/dev/null
 fi
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
