@@ -1,78 +1,30 @@
 // StackDumper with a fake process launcher, a manual clock and a made-up view of the targets:
-// which source each rank's stacks come from (worker server, py-spy, gdb), the files and frames
-// they give, and the budget that bounds each source and the whole dump, with no process and no
-// sleeping. The worker server is a real Unix socket served on the test's loop.
+// which source each rank's stacks come from (py-spy, gdb), the files and frames they give, and
+// the budget that bounds each source and the whole dump, with no process and no sleeping. The
+// worker server, a real Unix socket, is in process/stack_dumper_socket_test.cc.
 #include "agent/stack_dumper.h"
 
 #include <signal.h>
 #include <sys/wait.h>
 
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/fake_agent_clock.h"
-#include "tests/testing/fake_process_launcher.h"
-#include "tests/testing/test_files.h"
+#include "tests/agent/stack_dumper_fixture.h"
 
 namespace dlaunch {
 namespace {
 
+using stack_dumper_testing::Fixture;
+using stack_dumper_testing::StackDumperTest;
 using std::chrono::milliseconds;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-class StackDumperTest : public ::testing::Test {
- protected:
-  StackDumperTest()
-      : dumper_(io_, clock_, [this](const std::string& l) { log_.push_back(l); },
-                SupervisorSeams{&launcher_, &clock_},
-                StackDumper::Probe{
-                    [this](pid_t pid) { return python_.count(pid) > 0; },
-                    [this](pid_t pid) { return servers_.count(pid) ? servers_[pid] : ""; },
-                    [this](std::string* why) {
-                      if (py_spy_.empty()) *why = "py-spy is not on PATH";
-                      return py_spy_;
-                    },
-                    [this](pid_t pid) { return stopped_.count(pid) > 0; }}) {}
-
-  void Settle() {
-    for (int i = 0; i < 10; ++i) {
-      io_.restart();
-      if (io_.poll() == 0) return;
-    }
-  }
-  void Start(const std::vector<StackDumper::Target>& targets, int budget_ms = 10000) {
-    dumper_.Start(targets, stacks_, milliseconds(budget_ms), [this](auto results) {
-      ++done_;
-      results_ = std::move(results);
-    });
-    Settle();
-  }
-  std::string Stacks(int rank) const {
-    return ReadFile(stacks_ + "/rank-" + std::to_string(rank) + ".txt");
-  }
-
-  boost::asio::io_context io_;
-  FakeProcessLauncher launcher_;
-  ManualTimerClock clock_;
-  ScratchDir dir_;
-  std::string stacks_ = dir_.path() + "/stacks";
-  std::vector<std::string> log_;
-  std::set<pid_t> python_;
-  std::set<pid_t> stopped_;
-  std::map<pid_t, std::string> servers_;
-  std::string py_spy_ = "/opt/py-spy/bin/py-spy";
-  int done_ = 0;
-  std::vector<StackDumper::Result> results_;
-  StackDumper dumper_;
-};
 
 TEST_F(StackDumperTest, OneGdbPerRankAndDoneOnceTheLastEnded) {
   Start({{1, 4242}, {3, 4343}});
@@ -141,10 +93,6 @@ TEST_F(StackDumperTest, ANewDumpDropsTheOneBeforeWithoutCallingIt) {
   Settle();
   EXPECT_EQ(done_, 1);
   EXPECT_EQ(first_done, 0);
-}
-
-std::string Fixture(const std::string& name) {
-  return ReadFile(std::string(DLAUNCH_SOURCE_DIR) + "/tests/agent/stacks/" + name);
 }
 
 TEST_F(StackDumperTest, APythonRanksStacksComeFromPySpyWithTheFrameItIsStuckIn) {
@@ -230,72 +178,6 @@ TEST_F(StackDumperTest, WithoutPySpyAPythonRankGetsGdbAndTheFileSaysWhy) {
   Settle();
   ASSERT_EQ(done_, 1);
   EXPECT_THAT(Stacks(1), HasSubstr("# py-spy: py-spy is not on PATH"));
-}
-
-// A worker server on a Unix socket of the test's loop that answers one request with `body`.
-class FakeWorkerServer {
- public:
-  FakeWorkerServer(boost::asio::io_context& io, const std::string& path, std::string body)
-      : acceptor_(io, boost::asio::local::stream_protocol::endpoint(path)), socket_(io),
-        answer_("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
-                std::to_string(body.size()) + "\r\n\r\n" + body) {
-    acceptor_.async_accept(socket_, [this](const boost::system::error_code& ec) {
-      if (ec) return;
-      boost::asio::async_read_until(socket_, request_, "\r\n\r\n",
-                                    [this](const boost::system::error_code& rec, size_t) {
-                                      if (rec) return;
-                                      asked_ = std::string(boost::asio::buffer_cast<const char*>(request_.data()),
-                                                           request_.size());
-                                      boost::asio::write(socket_, boost::asio::buffer(answer_));
-                                      socket_.close();
-                                    });
-    });
-  }
-  const std::string& asked() const { return asked_; }
-
- private:
-  boost::asio::local::stream_protocol::acceptor acceptor_;
-  boost::asio::local::stream_protocol::socket socket_;
-  boost::asio::streambuf request_;
-  std::string answer_;
-  std::string asked_;
-};
-
-TEST_F(StackDumperTest, ARankRunningPyTorchsWorkerServerIsAskedFirst) {
-  python_ = {4242};
-  servers_[4242] = dir_.path() + "/worker.sock";
-  FakeWorkerServer server(io_, servers_[4242], Fixture("torch_init.faulthandler.txt"));
-  Start({{0, 4242}});
-  for (int i = 0; i < 100 && done_ == 0; ++i) {
-    io_.restart();
-    io_.run_one_for(milliseconds(50));
-  }
-  ASSERT_EQ(done_, 1);
-  EXPECT_THAT(server.asked(), HasSubstr("POST /handler/dump_traceback HTTP/1.1\r\n"));
-  EXPECT_THAT(server.asked(), HasSubstr("Content-Length: 0\r\n"));
-  EXPECT_EQ(results_[0].source, "worker server");
-  ASSERT_TRUE(results_[0].stuck_at.has_value());
-  EXPECT_EQ(DescribeFrame(*results_[0].stuck_at), "setup (/home/user/project/train.py:11)");
-  EXPECT_FALSE(launcher_.started(1000)) << "no py-spy, no gdb";
-  EXPECT_THAT(Stacks(0), HasSubstr("from worker server"));
-}
-
-TEST_F(StackDumperTest, AWorkerServerThatIsGoneFallsBackToPySpy) {
-  python_ = {4242};
-  servers_[4242] = dir_.path() + "/no-such.sock";
-  Start({{0, 4242}});
-  for (int i = 0; i < 100 && !launcher_.started(1000); ++i) {
-    io_.restart();
-    io_.run_one_for(milliseconds(50));
-  }
-  ASSERT_TRUE(launcher_.started(1000));
-  EXPECT_EQ(launcher_.options(1000).argv[0], py_spy_);
-  launcher_.Write(1000, Fixture("exit_thread.py-spy.txt"));
-  launcher_.Exit(1000, W_EXITCODE(0, 0));
-  Settle();
-  ASSERT_EQ(done_, 1);
-  EXPECT_EQ(DescribeFrame(*results_[0].stuck_at), "drain_queue (/home/user/project/exit_thread.py:4)");
-  EXPECT_THAT(Stacks(0), HasSubstr("# worker server " + servers_[4242] + ": connect"));
 }
 
 }  // namespace
