@@ -1,6 +1,6 @@
 // The answer of PyTorch's worker server as WorkerServerRequest reads it: the body of a 200, the
 // status and the server's words otherwise. The request itself is exercised against a real Unix
-// socket in stack_dumper_test.cc.
+// socket in process/stack_dumper_socket_test.cc.
 #include "agent/worker_server_request.h"
 
 #include "gmock/gmock.h"

@@ -1,6 +1,6 @@
 """A plain Python training loop (no torch) that reports through the dlaunch package (python/):
 the total, a step every 50 ms with samples and loss, and a checkpoint phase at step 10
-and the checkpoint's step after it (run_test.cc). The package is found through PYTHONPATH, as after `pip install ./python`."""
+and the checkpoint's step after it (dlaunch_run_test.cc). The package is found through PYTHONPATH, as after `pip install ./python`."""
 import sys
 import time
 
