@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds dlaunch without LibTorch under a sanitizer, in its own build folder, and runs the tests.
 #   scripts/sanitize.sh asan [--pure] [ctest args...]   AddressSanitizer + UBSan (+ LeakSanitizer)
-#   scripts/sanitize.sh tsan [--pure] [ctest args...]   ThreadSanitizer, launcher and agent tests
-# asan runs every non-LibTorch test (all labels); tsan the launcher's and agent's suites and
-# the end-to-end runs (gRPC, Asio and the agent's threads). --pure builds and runs only the pure
-# unit suites (no processes, sockets or real time): the ctest labels of one library each, minus
-# integration.
+#   scripts/sanitize.sh tsan [--pure] [ctest args...]   ThreadSanitizer, unit and end-to-end tests
+# asan runs every non-LibTorch test (all labels); tsan the pure unit suites and the process and
+# end-to-end tests (gRPC, Asio and the agent's threads). --pure builds and runs only the pure unit
+# suites (no processes, sockets or real time): the ctest label pure, whose binaries the target
+# pure_tests builds (tests/CMakeLists.txt), as scripts/test.sh --pure does.
 # Builds in build-asan/ or build-tsan/ (BUILD_DIR overrides), Ninja, line tables (-g1), frame
 # pointers kept, ccache when installed. asan compiles at -O0: it halves the compile time of -O1
 # and finds as much (every load and store is instrumented either way; optimising only removes
@@ -39,20 +39,6 @@ opt=${SANITIZE_OPT:-$opt}
 JOBS=${JOBS:-$(nproc)}
 supp=$PWD/scripts/sanitize
 
-# Labels of the pure unit suites (tests/CMakeLists.txt): one per library. `integration`,
-# `cluster`, `install` and `fuzz` are the others. Binaries: the targets --pure builds.
-if [ "$mode" = asan ]; then
-  pure_labels="common|rendezvous|agent|spec|submit|jobdir|run|study|cli|trace|worker"
-  pure_targets="common_test rendezvous_test agent_test spec_test submit_test jobdir_test
-    run_test study_test cli_test trace_test worker_test"
-  all_labels=""
-else
-  pure_labels="rendezvous|agent|spec|submit|jobdir|run|study|cli|trace"
-  pure_targets="rendezvous_test agent_test spec_test submit_test jobdir_test run_test study_test
-    cli_test trace_test"
-  all_labels="$pure_labels|integration"  # the end-to-end runs of dlaunch and its agents too
-fi
-
 # g++ brings the sanitizers' runtimes (libasan, libubsan, liblsan, libtsan: gcc's own packages,
 # through build-essential); GoogleTest and what the process tests run come from `test`.
 scripts/install-deps.sh build test
@@ -80,9 +66,7 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DDLAUNCH_BUILD_WORKER=OFF -DDLAUNCH_BUILD_TESTS=ON "${cmake_deps[@]}" "${launcher[@]}" \
   >/dev/null
 targets=()
-if [ $pure = 1 ]; then
-  for t in $pure_targets; do targets+=(--target "$t"); done
-fi
+if [ $pure = 1 ]; then targets=(--target pure_tests); fi
 cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}"
 built=$(date +%s)
 
@@ -107,13 +91,14 @@ fi
 export UBSAN_OPTIONS="log_path=$reports/ubsan:halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export TSAN_OPTIONS="log_path=$reports/tsan:halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 
+# The labels (tests/CMakeLists.txt): pure, the unit suites; integration, the tests that run
+# processes, sockets or real time; cluster, install and fuzz. -L also drops the placeholders of
+# binaries that --pure did not build.
 label_args=()
 if [ $pure = 1 ]; then
-  # -L keeps only the module suites (and drops the placeholders of binaries not built);
-  # -LE drops their multi-process tests.
-  label_args=(-L "^($pure_labels)\$" -LE "integration|cluster|install|fuzz")
-elif [ -n "$all_labels" ]; then
-  label_args=(-L "^($all_labels)\$" -LE "cluster|install|fuzz")
+  label_args=(-L '^pure$')
+elif [ "$mode" = tsan ]; then
+  label_args=(-L '^(pure|integration)$' -LE "cluster|install|fuzz")
 fi
 status=0
 (cd "$BUILD_DIR" && ctest --output-on-failure --timeout 600 -j "$JOBS" "${label_args[@]}" "$@") ||
