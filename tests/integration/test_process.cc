@@ -51,31 +51,21 @@ ChildProcess::~ChildProcess() {
 }
 
 std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
-  if (code_) return code_;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    int st = 0;
-    if (waitpid(pid_, &st, WNOHANG) == pid_) {
-      code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      return code_;
-    }
-    if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor(
+      [this] {
+        int st = 0;
+        if (code_) return true;
+        if (waitpid(pid_, &st, WNOHANG) != pid_) return false;
+        code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        return true;
+      },
+      timeout);
+  return code_;
 }
 
 void ChildProcess::Signal(int sig) const { kill(pid_, sig); }
 std::string ChildProcess::Stdout() const { return ReadFile(out_path_); }
 std::string ChildProcess::Stderr() const { return ReadFile(err_path_); }
-
-bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
 
 std::vector<pid_t> FindProcesses(const std::string& env_needle, const std::string& cmdline_part) {
   std::vector<pid_t> out;

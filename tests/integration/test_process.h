@@ -10,7 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/wait_for.h"
+
 namespace dlaunch::testing {
+
+// The one WaitFor of the tests (tests/testing/wait_for.h), under the name these helpers' users
+// have always called it by.
+using ::dlaunch::WaitFor;
 
 class ChildProcess {
  public:
@@ -30,9 +36,6 @@ class ChildProcess {
   std::optional<int> code_;
   std::string out_path_, err_path_;
 };
-
-// Polls `condition` every 20 ms until it holds or `timeout` passes.
-bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 
 // Pids of live processes (not zombies) whose environment has `env_needle` ("K=V", "" = none) or whose
 // command line contains `cmdline_part` (when non-empty).

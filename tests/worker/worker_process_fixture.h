@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/wait_for.h"
 
 extern char** environ;
 
@@ -135,26 +136,24 @@ class WorkerProcessTest : public ::testing::Test {
     std::vector<RankResult> results(world);
     std::vector<bool> done(world, false);
     int remaining = world;
-    const auto deadline = Clock::now() + timeout;
-    while (remaining > 0) {
+    const bool all_done = WaitFor(
+        [&] {
+          for (int r = 0; r < world; ++r) {
+            int status = 0;
+            if (done[r] || waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
+            done[r] = true;
+            --remaining;
+            if (WIFEXITED(status)) results[r].exit_code = WEXITSTATUS(status);
+            if (WIFSIGNALED(status)) results[r].signal = WTERMSIG(status);
+          }
+          return remaining == 0;
+        },
+        timeout);
+    if (!all_done) {
       for (int r = 0; r < world; ++r) {
-        if (done[r]) continue;
-        int status = 0;
-        if (waitpid(pids[r], &status, WNOHANG) == pids[r]) {
-          done[r] = true;
-          --remaining;
-          if (WIFEXITED(status)) results[r].exit_code = WEXITSTATUS(status);
-          if (WIFSIGNALED(status)) results[r].signal = WTERMSIG(status);
-        }
+        if (!done[r]) kill(pids[r], SIGKILL), waitpid(pids[r], nullptr, 0);
       }
-      if (remaining > 0 && Clock::now() > deadline) {
-        for (int r = 0; r < world; ++r) {
-          if (!done[r]) kill(pids[r], SIGKILL), waitpid(pids[r], nullptr, 0);
-        }
-        ADD_FAILURE() << "ranks did not finish within " << timeout.count() << " s";
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ADD_FAILURE() << "ranks did not finish within " << timeout.count() << " s";
     }
     for (int r = 0; r < world; ++r) results[r].log = ReadText(logs[r]);
     return results;
@@ -177,17 +176,12 @@ class WorkerProcessTest : public ::testing::Test {
     EXPECT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
     posix_spawn_file_actions_destroy(&actions);
     RankResult result;
-    const auto deadline = Clock::now() + timeout;
     int status = 0;
-    while (waitpid(pid, &status, WNOHANG) != pid) {
-      if (Clock::now() > deadline) {
-        // SIGINT: dlaunch stops its agents and workers before it exits.
-        kill(pid, SIGINT);
-        waitpid(pid, &status, 0);
-        ADD_FAILURE() << "dlaunch run did not finish within " << timeout.count() << " s";
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!WaitFor([&] { return waitpid(pid, &status, WNOHANG) == pid; }, timeout)) {
+      // SIGINT: dlaunch stops its agents and workers before it exits.
+      kill(pid, SIGINT);
+      waitpid(pid, &status, 0);
+      ADD_FAILURE() << "dlaunch run did not finish within " << timeout.count() << " s";
     }
     if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
     result.log = ReadText(log);

@@ -6,12 +6,12 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/testing/test_files.h"
+#include "tests/testing/wait_for.h"
 
 namespace dlaunch {
 namespace {
@@ -73,16 +73,10 @@ TEST(DetachedArgv, JobLeadsItsOwnSessionAndWritesToTheOutputFile) {
   EXPECT_EQ(::getsid(*pid), *pid);
   EXPECT_EQ(::getpgid(*pid), *pid);
   EXPECT_NE(::getppid(), *pid);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (ReadFile(out).empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  EXPECT_TRUE(WaitFor([&] { return !ReadFile(out).empty(); }, std::chrono::seconds(10)));
   EXPECT_EQ(ReadFile(out), "started\n");
   ASSERT_EQ(::kill(-*pid, SIGTERM), 0);
-  while (Alive(*pid) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_FALSE(Alive(*pid));
+  EXPECT_TRUE(WaitFor([&] { return !Alive(*pid); }, std::chrono::seconds(10)));
 }
 
 TEST(DetachedArgv, UnwritableOutputIsUnavailable) {

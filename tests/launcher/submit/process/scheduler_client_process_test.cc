@@ -8,13 +8,13 @@
 #include <fstream>
 #include <functional>
 #include <string>
-#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "launcher/submit/scheduler_client.h"
 #include "tests/testing/test_files.h"
+#include "tests/testing/wait_for.h"
 
 namespace dlaunch {
 namespace {
@@ -88,15 +88,6 @@ bool IsAlive(std::string pid) {
   std::string stat = ReadFile("/proc/" + pid + "/stat");
   size_t paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
-}
-
-bool WaitFor(const std::function<bool()>& cond, std::chrono::seconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
 }
 
 TEST(SchedulerClient, LocalRunsTheScriptInTheBackgroundAndCancels) {
