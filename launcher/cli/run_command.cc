@@ -355,8 +355,10 @@ int RunRunCommand(const std::vector<std::string>& args) {
   // On a terminal the live table stays drawn below the output (docs/live-view.md).
   std::unique_ptr<LiveTerminal> terminal;
   if (isatty(STDOUT_FILENO)) terminal = std::make_unique<LiveTerminal>(STDOUT_FILENO, STDERR_FILENO);
+  v1::JoinResponse join_template = MakeJoinTemplate(*spec, placement);
+  join_template.set_lease_ms(static_cast<int32_t>(JobState::Liveness(job).lease().count()));
   JobController controller(io, JobSettings{job, *dir, MakeRendezvousConfig(*spec, *plan),
-                                           MakeJoinTemplate(*spec, placement),
+                                           std::move(join_template),
                                            spec->max_restarts > 0 || !plan->spare_hosts.empty()},
                            terminal ? terminal->out() : std::cout,
                            terminal && isatty(STDERR_FILENO) ? terminal->err() : std::cerr);

@@ -119,7 +119,7 @@ TEST(AgentMoveTest, TheLeaseStillFencesAMoveThatTakesTooLong) {
   AgentState s = Running(true);
   s.OnLauncherMessage(At(0));
   s.OnSessionBroken(At(1000), "session lost");
-  // No deadline fires (say, the loop was stalled) and no echo comes: the lease (5 s) fences.
+  // No deadline fires (say, the loop was stalled) and no echo comes: the lease (3.5 s) fences.
   AgentActions out;
   for (int t = 2000; t <= 8000 && Count<StopWorkers>(out) == 0; t += 1000) out = s.OnTick(At(t));
   ASSERT_EQ(Count<StopWorkers>(out), 1);

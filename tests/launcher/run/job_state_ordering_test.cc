@@ -86,9 +86,8 @@ TEST_F(JobStateOrderingTest, ACutOffNodesWorkersAreSurelyStoppedBeforeTheNextRou
   state_->OnAgentMessage(0, RoundEnded(0), 13.6);
   state_->OnAgentMessage(1, RoundEnded(0), 13.6);
   // Its agent heard nothing newer than its message of t=10 echoed: it fences within its lease
-  // (and a heartbeat to notice), then SIGTERM, the grace, SIGKILL.
-  const double gone_s =
-      10 + std::chrono::duration<double>(policy_.workers_gone_after(std::chrono::seconds(2))).count();
+  // (and the lease check's slack), then SIGKILL; the stop grace is not waited for.
+  const double gone_s = 10 + std::chrono::duration<double>(policy_.workers_gone_after()).count();
   // The round goes out at most kStartLeadS ahead of that, saying when its workers may start.
   JobActions all;
   std::vector<SendStartRound> start;
