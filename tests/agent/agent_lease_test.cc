@@ -115,7 +115,11 @@ TEST(AgentLeaseTest, AFencedAgentBetweenRoundsExitsAtOnce) {
   AgentState s(c);
   s.OnSessionOpened(At(0));
   s.OnWorkersStarted(1, 0);
-  s.OnWorkerExit(ChildExit{0, 0, 42, 0});
+  ChildExit exit;
+  exit.rank = 0;
+  exit.local_rank = 0;
+  exit.pid = 42;
+  s.OnWorkerExit(exit);
   s.OnReportsDrained();
   ASSERT_EQ(s.workers_running(), 0);
   const AgentActions out = FireLeaseTimer(s);

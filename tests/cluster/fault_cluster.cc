@@ -254,11 +254,11 @@ absl::Time FaultClusterTest::WaitHostWorkersGone(const std::string& host,
   while (absl::Now() < deadline) {
     bool running = false;
     for (pid_t pid : workers) {
-      absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+      const std::string stat = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/stat"));
       // Gone once reaped, or a zombie: it runs no code of its own any more.
-      if (!stat.ok()) continue;
-      const size_t close = stat->rfind(')');
-      if (close != std::string::npos && close + 2 < stat->size() && (*stat)[close + 2] == 'Z') continue;
+      if (stat.empty()) continue;
+      const size_t close = stat.rfind(')');
+      if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z') continue;
       running = true;
     }
     if (!running) return absl::Now();
