@@ -15,7 +15,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "common/file_io.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
