@@ -168,10 +168,16 @@ AgentActions AgentState::OnStacksDumped() {
   return out;
 }
 
-AgentActions AgentState::OnSessionClosed(const std::string& why) {
+AgentActions AgentState::OnSessionClosed(const std::string& why, Time now) {
   AgentActions out;
-  CloseSession(absl::StrCat("lost the launcher (", why, ")"), &out);
+  CloseSession(absl::StrCat("lost the launcher (", why, ")"), LeaseGrace(now, grace_), &out);
   return out;
+}
+
+std::chrono::milliseconds AgentState::LeaseGrace(Time now, std::chrono::milliseconds grace) const {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      last_from_launcher_ + launcher_silence_limit() - now);
+  return std::clamp(left, std::chrono::milliseconds(0), grace);
 }
 
 bool AgentState::LeavingAnyway() const {
@@ -184,7 +190,7 @@ AgentActions AgentState::OnSessionBroken(Time now, const std::string& why) {
     if (moving()) {
       GiveUpMove(now, absl::StrCat("lost the launcher (", why, ")"), &out);
     } else {
-      CloseSession(absl::StrCat("lost the launcher (", why, ")"), &out);
+      CloseSession(absl::StrCat("lost the launcher (", why, ")"), LeaseGrace(now, grace_), &out);
     }
     return out;
   }
@@ -225,7 +231,7 @@ std::chrono::milliseconds AgentState::CapGrace(Time now, std::chrono::millisecon
 }
 
 void AgentState::GiveUpMove(Time now, const std::string& why, AgentActions* out) {
-  const std::chrono::milliseconds grace = CapGrace(now, grace_);
+  const std::chrono::milliseconds grace = LeaseGrace(now, CapGrace(now, grace_));
   move_kill_at_.reset();
   moved_at_.reset();
   CloseSession(why, grace, out);

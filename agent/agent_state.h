@@ -147,7 +147,10 @@ class AgentState {
   AgentActions OnStopCommand(const StopRequest& stop);
   // The DumpStacks asked for ended (every dump done, or its budget spent).
   AgentActions OnStacksDumped();
-  AgentActions OnSessionClosed(const std::string& why);
+  // The session ended at `now` (the launcher closed it, or its stream broke and cannot move):
+  // the workers stop with the grace, but end by the lease's end all the same, since no echo can
+  // renew it any more (LeaseGrace).
+  AgentActions OnSessionClosed(const std::string& why, Time now);
   // The session's stream broke at `now` (the relay or the link went; not the launcher's end of
   // it). An agent that may move it, has a stop grace to spend and is not leaving keeps its
   // workers and moves the session (MoveSession); else as OnSessionClosed. Until the launcher
@@ -164,6 +167,9 @@ class AgentState {
   AgentActions OnMoveDeadline(Time now);
   // A stop's grace while a move is unconfirmed: no later than the break + the job's grace.
   std::chrono::milliseconds CapGrace(Time now, std::chrono::milliseconds grace) const;
+  // A stop's grace once the session is gone: no later than the lease's end, which the launcher
+  // counts on for a node that did not end its round (LivenessPolicy::workers_gone_after).
+  std::chrono::milliseconds LeaseGrace(Time now, std::chrono::milliseconds grace) const;
   // The heartbeat timer fired at `now`; the next one is due heartbeat_interval() later. A tick
   // that comes more than an interval late means this agent itself was stalled, so it does not
   // judge the launcher for two intervals: its heartbeat of now must have time to be echoed.

@@ -205,7 +205,7 @@ TEST(AgentRoundsTest, AnExitStopBeforeAHeldStartIsDueEndsTheAgent) {
 
 TEST(AgentRoundsTest, ALostSessionOrASignalDropsAHeldStart) {
   AgentState closed = HoldingRoundOne();
-  EXPECT_EQ(Trace(closed.OnSessionClosed("stream broke")), "exit(1)");
+  EXPECT_EQ(Trace(closed.OnSessionClosed("stream broke", At(500))), "exit(1)");
   EXPECT_EQ(Trace(closed.OnHeldStartDue(1)), "");
   AgentState signalled = HoldingRoundOne();
   EXPECT_EQ(Trace(signalled.OnSignal(SIGTERM)), "exit(1)");
@@ -303,13 +303,13 @@ TEST(AgentRoundsTest, ALateDrainOfAnEndedRoundChangesNothing) {
 TEST(AgentRoundsTest, ALostSessionBetweenRoundsExitsNonZero) {
   AgentState s = RunningWithRestarts(1);
   EndRound(s, 1, false);
-  EXPECT_EQ(Trace(s.OnSessionClosed("launcher gone")), "exit(1)");
+  EXPECT_EQ(Trace(s.OnSessionClosed("launcher gone", At(500))), "exit(1)");
 }
 
 TEST(AgentRoundsTest, ALostSessionAfterTheExitOrderIsNoFailure) {
   AgentState s = RunningWithRestarts(1);
   s.OnStopCommand(Stop(0, /*exit=*/true));
-  EXPECT_EQ(Count<StopWorkers>(s.OnSessionClosed("launcher finished")), 0);
+  EXPECT_EQ(Count<StopWorkers>(s.OnSessionClosed("launcher finished", At(500))), 0);
   s.OnWorkerExit(Exit(0, W_EXITCODE(0, SIGTERM), true));
   // No RoundEnded: there is no session to carry it.
   EXPECT_EQ(Trace(s.OnReportsDrained()), "flush exit(0)");

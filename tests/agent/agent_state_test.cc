@@ -238,20 +238,37 @@ TEST(AgentStateTest, ALateTickMeansTheAgentStalledAndDoesNotJudgeTheLauncher) {
 }
 
 TEST(AgentStateTest, AClosedSessionStopsRunningWorkersOnceWithTheJobsGrace) {
-  AgentState s = Running(2);
-  AgentActions out = s.OnSessionClosed("session lost: connection reset");
+  AgentState s = Running(2, 5000);  // lease 15.5 s: longer than the grace left
+  AgentActions out = s.OnSessionClosed("session lost: connection reset", At(500));
   const StopWorkers* stop = Find<StopWorkers>(out);
   ASSERT_NE(stop, nullptr);
   EXPECT_EQ(stop->grace, milliseconds(5000));
   EXPECT_EQ(stop->why, "lost the launcher (session lost: connection reset)");
-  EXPECT_TRUE(s.OnSessionClosed("again").empty());
+  EXPECT_TRUE(s.OnSessionClosed("again", At(500)).empty());
   EXPECT_TRUE(s.OnTick(At(1000)).empty());  // no heartbeats on a closed session
+}
+
+TEST(AgentStateTest, AClosedSessionsGraceEndsWhenTheLeaseWould) {
+  // The launcher counts on a node that did not end its round being gone a lease after the last
+  // message it heard; once the session is closed, no echo renews the lease.
+  AgentState s = Running(2);  // heartbeat 1 s x 3: lease 3.5 s
+  s.OnLauncherMessage(At(1000));
+  const AgentActions out = s.OnSessionClosed("stream broke", At(2500));
+  const StopWorkers* stop = Find<StopWorkers>(out);
+  ASSERT_NE(stop, nullptr);
+  EXPECT_EQ(stop->grace, milliseconds(1000 + 3500 - 2500));
+  EXPECT_FALSE(stop->fenced);
+  AgentState late = Running(2);
+  const AgentActions late_out = late.OnSessionClosed("stream broke", At(9000));
+  const StopWorkers* now = Find<StopWorkers>(late_out);
+  ASSERT_NE(now, nullptr);
+  EXPECT_EQ(now->grace, milliseconds(0)) << "the lease ran out already: no grace left";
 }
 
 TEST(AgentStateTest, TheLauncherClosingAfterTheWorkersSucceededIsNoFailure) {
   AgentState s = Running(1);
   s.OnWorkerExit(Exit(0, W_EXITCODE(0, 0)));
-  EXPECT_EQ(Count<StopWorkers>(s.OnSessionClosed("launcher closed the session")), 0);
+  EXPECT_EQ(Count<StopWorkers>(s.OnSessionClosed("launcher closed the session", At(500))), 0);
   EXPECT_EQ(ExitCodeAfterDrain(s), 0);
 }
 
