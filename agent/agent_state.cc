@@ -16,7 +16,8 @@ WorkerOutcome ClassifyWorkerExit(int wait_status, bool stopped, bool stopping) {
 }
 
 AgentState::AgentState(AgentConfig config)
-    : liveness_(config.heartbeat_interval, config.heartbeat_misses),
+    : liveness_(LivenessPolicy(config.heartbeat_interval, config.heartbeat_misses)
+                    .WithLease(config.lease)),
       grace_(config.grace),
       exit_when_workers_end_(config.max_restarts == 0 && !config.spare),
       member_(!config.spare),
@@ -167,10 +168,16 @@ AgentActions AgentState::OnStacksDumped() {
   return out;
 }
 
-AgentActions AgentState::OnSessionClosed(const std::string& why) {
+AgentActions AgentState::OnSessionClosed(const std::string& why, Time now) {
   AgentActions out;
-  CloseSession(absl::StrCat("lost the launcher (", why, ")"), &out);
+  CloseSession(absl::StrCat("lost the launcher (", why, ")"), LeaseGrace(now, grace_), &out);
   return out;
+}
+
+std::chrono::milliseconds AgentState::LeaseGrace(Time now, std::chrono::milliseconds grace) const {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      last_from_launcher_ + launcher_silence_limit() - now);
+  return std::clamp(left, std::chrono::milliseconds(0), grace);
 }
 
 bool AgentState::LeavingAnyway() const {
@@ -183,7 +190,7 @@ AgentActions AgentState::OnSessionBroken(Time now, const std::string& why) {
     if (moving()) {
       GiveUpMove(now, absl::StrCat("lost the launcher (", why, ")"), &out);
     } else {
-      CloseSession(absl::StrCat("lost the launcher (", why, ")"), &out);
+      CloseSession(absl::StrCat("lost the launcher (", why, ")"), LeaseGrace(now, grace_), &out);
     }
     return out;
   }
@@ -224,7 +231,7 @@ std::chrono::milliseconds AgentState::CapGrace(Time now, std::chrono::millisecon
 }
 
 void AgentState::GiveUpMove(Time now, const std::string& why, AgentActions* out) {
-  const std::chrono::milliseconds grace = CapGrace(now, grace_);
+  const std::chrono::milliseconds grace = LeaseGrace(now, CapGrace(now, grace_));
   move_kill_at_.reset();
   moved_at_.reset();
   CloseSession(why, grace, out);
@@ -235,17 +242,20 @@ void AgentState::CloseSession(const std::string& why, AgentActions* out) {
 }
 
 void AgentState::CloseSession(const std::string& why, std::chrono::milliseconds grace,
-                              AgentActions* out) {
+                              AgentActions* out, bool fenced) {
   if (!session_open_) return;
   move_kill_at_.reset();
   moved_at_.reset();
   session_open_ = false;
   start_held_ = false;  // no round starts without the launcher
   // Without the launcher no next round can come. Only an agent that was exiting anyway leaves
-  // without counting it a failure.
+  // without counting it a failure; a fenced one kills what runs even then (a stop's grace
+  // included: the launcher counts on nothing of this node running past the lease).
   if (!LeavingAnyway()) {
     RequestExit(kExitJobFailed);
-    Stop(why, grace, out);
+    Stop(why, grace, out, fenced);
+  } else if (fenced) {
+    Stop(why, grace, out, fenced);
   }
   MaybeEndRound(out);
   MaybeExit(out);
@@ -257,7 +267,7 @@ AgentActions AgentState::OnTick(Time now) {
   const std::chrono::milliseconds interval = liveness_.heartbeat();
   if (now - last_tick_ > 2 * interval) judge_from_ = now + 2 * interval;
   last_tick_ = now;
-  if (session_open_ && now >= judge_from_ && now - last_from_launcher_ > launcher_silence_limit()) {
+  if (LeaseRanOut(now)) {
     Fence(now, std::chrono::duration_cast<std::chrono::milliseconds>(now - last_from_launcher_), &out);
   }
   // While a session moves, heartbeats wait for the new one (their reports with them).
@@ -265,15 +275,39 @@ AgentActions AgentState::OnTick(Time now) {
   return out;
 }
 
+bool AgentState::LeaseRanOut(Time now) const {
+  return session_open_ && now >= judge_from_ && now - last_from_launcher_ > launcher_silence_limit();
+}
+
+std::optional<AgentState::Time> AgentState::lease_due() const {
+  if (!session_open_ || finished_) return std::nullopt;
+  return std::max(last_from_launcher_ + launcher_silence_limit() + std::chrono::milliseconds(1),
+                  judge_from_);
+}
+
+AgentActions AgentState::OnLeaseDue(Time now, Time due) {
+  AgentActions out;
+  if (finished_) return out;
+  const std::chrono::milliseconds interval = liveness_.heartbeat();
+  if (now - due > interval) judge_from_ = std::max(judge_from_, now + 2 * interval);
+  if (LeaseRanOut(now)) {
+    Fence(now, std::chrono::duration_cast<std::chrono::milliseconds>(now - last_from_launcher_), &out);
+  }
+  return out;
+}
+
 void AgentState::Fence(Time now, std::chrono::milliseconds silent, AgentActions* out) {
   // The launcher may have declared this node lost and moved on to a round without it: the
-  // workers must not go on, and the agent must not come back, so it stops them and exits.
+  // workers must not go on, and the agent must not come back. A rank of a round the job has
+  // left behind has nothing to save and everything to spoil (a checkpoint written by two rank
+  // 0s), so they end at once: SIGKILL, no grace, and whatever they left behind with them.
   fenced_ = true;
   const std::string silence = absl::StrCat("no word from the launcher for ",
                                            static_cast<double>(silent.count()) / 1000, " s");
   out->push_back(LogNote{absl::StrCat("fenced: ", silence,
-                                      "; this node stops its workers and leaves the job")});
-  CloseSession(absl::StrCat("lost the launcher (", silence, ")"), CapGrace(now, grace_), out);
+                                      "; this node kills its workers and leaves the job")});
+  CloseSession(absl::StrCat("lost the launcher (", silence, ")"), std::chrono::milliseconds(0),
+               out, /*fenced=*/true);
 }
 
 AgentActions AgentState::OnSignal(int sig, Time now) {
@@ -307,14 +341,16 @@ AgentActions AgentState::OnReportsDrained() {
   return out;
 }
 
-void AgentState::Stop(const std::string& why, std::chrono::milliseconds grace, AgentActions* out) {
+void AgentState::Stop(const std::string& why, std::chrono::milliseconds grace, AgentActions* out,
+                      bool fenced) {
   // Whatever happens now, no held stop is left to apply later.
   held_stop_.reset();
+  // (A fenced agent between rounds: what its last workers left behind goes as it exits.)
   if (running_ == 0) return;
   const bool first = !stop_sent_;
   stopping_ = true;
   stop_sent_ = true;
-  out->push_back(StopWorkers{grace, why, first});
+  out->push_back(StopWorkers{grace, why, first, fenced});
 }
 
 void AgentState::RequestExit(int code) {

@@ -42,6 +42,9 @@ struct StopWorkers {
   std::chrono::milliseconds grace{0};
   std::string why;
   bool first = false;  // the first stop of this round (worth a log line)
+  // Fenced: SIGKILL now to the workers and to every process they left to the agent (adopted,
+  // or in the job's cgroup), with no grace for anything.
+  bool fenced = false;
 };
 // SIGKILL every worker's group now (a second signal: the user will not wait for the grace).
 struct KillWorkers {};
@@ -96,6 +99,7 @@ struct AgentConfig {
   int round = 0;         // JoinResponse.round: the first round's number
   int heartbeat_misses = 0;  // JoinResponse.heartbeat_misses; 0: LivenessPolicy's default
   bool can_move = false;     // a fallback address: a broken session may move there once
+  std::chrono::milliseconds lease{0};  // JoinResponse.lease_ms; 0: derived (LivenessPolicy)
 };
 
 // A StopCommand as the state sees it.
@@ -143,7 +147,10 @@ class AgentState {
   AgentActions OnStopCommand(const StopRequest& stop);
   // The DumpStacks asked for ended (every dump done, or its budget spent).
   AgentActions OnStacksDumped();
-  AgentActions OnSessionClosed(const std::string& why);
+  // The session ended at `now` (the launcher closed it, or its stream broke and cannot move):
+  // the workers stop with the grace, but end by the lease's end all the same, since no echo can
+  // renew it any more (LeaseGrace).
+  AgentActions OnSessionClosed(const std::string& why, Time now);
   // The session's stream broke at `now` (the relay or the link went; not the launcher's end of
   // it). An agent that may move it, has a stop grace to spend and is not leaving keeps its
   // workers and moves the session (MoveSession); else as OnSessionClosed. Until the launcher
@@ -160,6 +167,9 @@ class AgentState {
   AgentActions OnMoveDeadline(Time now);
   // A stop's grace while a move is unconfirmed: no later than the break + the job's grace.
   std::chrono::milliseconds CapGrace(Time now, std::chrono::milliseconds grace) const;
+  // A stop's grace once the session is gone: no later than the lease's end, which the launcher
+  // counts on for a node that did not end its round (LivenessPolicy::workers_gone_after).
+  std::chrono::milliseconds LeaseGrace(Time now, std::chrono::milliseconds grace) const;
   // The heartbeat timer fired at `now`; the next one is due heartbeat_interval() later. A tick
   // that comes more than an interval late means this agent itself was stalled, so it does not
   // judge the launcher for two intervals: its heartbeat of now must have time to be echoed.
@@ -167,6 +177,14 @@ class AgentState {
   // echoed) the agent is fenced, whether its workers run, it waits between rounds, or it is a
   // spare.
   AgentActions OnTick(Time now);
+  // When the lease runs out unless an echo renews it (the session open and not fenced): the
+  // shell arms a timer for then and calls OnLeaseDue, so a cut-off agent fences within
+  // LivenessPolicy::lease_check_slack() of it, not up to a heartbeat later.
+  std::optional<Time> lease_due() const;
+  // The lease timer armed for `due` fired at `now`: fenced when the lease has run out. A timer
+  // that fires more than a heartbeat late means this agent was stalled: as for a late tick, it
+  // waits two heartbeats before it judges.
+  AgentActions OnLeaseDue(Time now, Time due);
   // A signal at `now`: the workers stop with the grace (cut to what a move in progress leaves).
   AgentActions OnSignal(int sig, Time now = Time{});
   // A report connection closed, or the drain limit passed (OnReportsDrained).
@@ -188,7 +206,8 @@ class AgentState {
   bool finished() const { return finished_; }
 
  private:
-  void Stop(const std::string& why, std::chrono::milliseconds grace, AgentActions* out);
+  void Stop(const std::string& why, std::chrono::milliseconds grace, AgentActions* out,
+            bool fenced = false);
   // Asks for an exit with `code` once no worker runs (a failure code wins over 0).
   void RequestExit(int code);
   // The round ends once every worker ended and the reports drained: RoundEnded, then the
@@ -198,11 +217,14 @@ class AgentState {
   // The session is gone (closed, or the lease ran out): stop the workers with `why` and exit
   // once they ended, unless the agent was leaving anyway.
   void CloseSession(const std::string& why, AgentActions* out);
-  void CloseSession(const std::string& why, std::chrono::milliseconds grace, AgentActions* out);
+  void CloseSession(const std::string& why, std::chrono::milliseconds grace, AgentActions* out,
+                    bool fenced = false);
   void GiveUpMove(Time now, const std::string& why, AgentActions* out);
   // Exiting anyway: told to, or rule (a) with its workers already ended.
   bool LeavingAnyway() const;
   void Fence(Time now, std::chrono::milliseconds silent, AgentActions* out);
+  // Past the lease at `now`, and not judging from later after a stall of its own.
+  bool LeaseRanOut(Time now) const;
 
   const LivenessPolicy liveness_;
   std::chrono::milliseconds grace_;

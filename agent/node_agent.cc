@@ -91,7 +91,8 @@ absl::Status NodeAgent::Start() {
   node_id_ = job_.node_id();
   state_.emplace(AgentConfig{milliseconds(job_.heartbeat_ms()), milliseconds(job_.grace_ms()),
                              job_.max_restarts(), job_.spare(), job_.round(),
-                             job_.heartbeat_misses(), HasFallback()});
+                             job_.heartbeat_misses(), HasFallback(),
+                             milliseconds(job_.lease_ms())});
   WatchSignals();
   // Daemons the workers start (setsid, double fork) are handed to this agent, not to init.
   if (!BecomeSubreaper()) Log("cannot become the workers' subreaper: their daemons may outlive the job");
@@ -108,6 +109,7 @@ absl::Status NodeAgent::Start() {
   // A member's first round starts as the session opens (AgentState's StartWorkers).
   if (absl::Status st = OpenSession(); !st.ok()) return st;
   if (!state_->finished()) ArmTick();
+  ArmLeaseCheck();
   return absl::OkStatus();
 }
 
@@ -175,9 +177,11 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
 void NodeAgent::SweepOrphans() {
   // What is queued (a rank's exit event) goes up now, not after a sweep that may wait.
   if (client_) client_->Wake();
-  // Bounded by the job's grace (at most 2 s per pass): the round or the agent's exit waits.
-  std::vector<std::string> ended =
-      EndAdopted(std::min(milliseconds(job_.grace_ms()), milliseconds(2000)));
+  // Bounded by the job's grace (at most 2 s per pass): the round or the agent's exit waits. A
+  // fenced agent gives no grace: nothing of this node may run past its lease.
+  const milliseconds grace =
+      state_->fenced() ? milliseconds(0) : std::min(milliseconds(job_.grace_ms()), milliseconds(2000));
+  std::vector<std::string> ended = EndAdopted(grace);
   if (!ended.empty()) Log(DescribeEnded(ended));
   // Then what escaped the sweep (a daemon forking away from each signal): no grace left.
   if (!cgroup_) return;
@@ -286,6 +290,21 @@ void NodeAgent::OnTick() {
   heartbeat_timer_.reset();
   Apply(state_->OnTick(clock_.Now()));
   if (!state_->finished()) ArmTick();
+  ArmLeaseCheck();
+}
+
+void NodeAgent::ArmLeaseCheck() {
+  if (lease_timer_) return;  // it re-arms itself for the lease's new end when it fires
+  const std::optional<AgentState::Time> due = state_->lease_due();
+  if (!due) return;
+  const milliseconds wait =
+      std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(*due - clock_.Now()) +
+                                    milliseconds(1));
+  lease_timer_ = clock_.RunAfter(wait, [this, due = *due] {
+    lease_timer_.reset();
+    Apply(state_->OnLeaseDue(clock_.Now(), due));
+    ArmLeaseCheck();
+  });
 }
 
 void NodeAgent::OnReport(const v1::WorkerReport& r) {
@@ -383,6 +402,13 @@ void NodeAgent::Apply(const AgentActions& actions) {
 }
 
 void NodeAgent::Stop(const StopWorkers& stop) {
+  if (stop.fenced) {
+    // SIGKILL to every worker's group, then to what they left behind, now (docs/restarts.md).
+    Log(absl::StrCat("killing workers: ", stop.why));
+    if (supervisor_) supervisor_->KillAll();
+    SweepOrphans();
+    return;
+  }
   if (!supervisor_) return;
   if (stop.first) Log(absl::StrCat("stopping workers: ", stop.why));
   if (stop.grace.count() <= 0) {
@@ -470,8 +496,10 @@ void NodeAgent::Finish(int code) {
   cgroup_.reset();  // removed: empty now
   if (drain_timer_) clock_.Cancel(*drain_timer_);
   if (heartbeat_timer_) clock_.Cancel(*heartbeat_timer_);
+  if (lease_timer_) clock_.Cancel(*lease_timer_);
   drain_timer_.reset();
   heartbeat_timer_.reset();
+  lease_timer_.reset();
   if (signals_) signals_->cancel();
   reports_.reset();
   worker_sockets_.reset();

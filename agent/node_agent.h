@@ -75,8 +75,11 @@ class NodeAgent {
     return !options_.control_fallback.empty() && options_.control != options_.control_fallback;
   }
   void WatchSignals();
-  // Ends what the workers left behind (agent/orphan_sweeper.h) and logs it.
+  // Ends what the workers left behind (agent/orphan_sweeper.h) and logs it: SIGTERM and a
+  // grace, or, once fenced, SIGKILL at once.
   void SweepOrphans();
+  // Keeps a timer armed for AgentState::lease_due() while the session is open.
+  void ArmLeaseCheck();
   absl::Status StartReportServer(const std::string& socket_path);
   absl::Status OpenSession();
   // The session's callbacks, for `client` (the first session's, or the one it moved to).
@@ -143,6 +146,7 @@ class NodeAgent {
   std::optional<boost::asio::signal_set> signals_;
   std::optional<TimerClock::TimerId> heartbeat_timer_;
   std::optional<TimerClock::TimerId> drain_timer_;
+  std::optional<TimerClock::TimerId> lease_timer_;  // ArmLeaseCheck
   GpuInventory gpus_;
   v1::JoinResponse job_;               // the place of the agent's current round
   std::optional<v1::JoinResponse> next_place_;  // a StartRound's, until AgentState accepts it

@@ -61,7 +61,7 @@ void NodeAgent::OnSessionLost(const std::string& why, bool broken) {
   } else if (broken) {
     Apply(state_->OnSessionBroken(clock_.Now(), why));
   } else {
-    Apply(state_->OnSessionClosed(why));
+    Apply(state_->OnSessionClosed(why, clock_.Now()));
   }
 }
 

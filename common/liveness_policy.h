@@ -6,10 +6,12 @@
 // The lease is what orders two rounds (docs/restarts.md): every message an agent sends carries
 // its own send time, every command the launcher sends back carries the newest of those it has
 // processed from that agent, and an agent whose newest echoed send time is older than lease()
-// stops its workers and leaves the job. So the launcher, knowing when it last processed a message
-// from a node (its last_seen), knows when that node has surely stopped: workers_gone_after().
+// stops its workers at once (SIGKILL: a rank of a round the job has left behind has nothing to
+// save) and leaves the job. So the launcher, knowing when it last processed a message from a
+// node (its last_seen), knows when that node has surely stopped: workers_gone_after().
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 
 namespace dlaunch {
@@ -18,12 +20,18 @@ class LivenessPolicy {
  public:
   // Heartbeats are never more frequent than this, whatever the spec asks.
   static constexpr std::chrono::milliseconds kMinHeartbeat{50};
-  // The time SIGKILL of a worker's group takes to end it and be reaped, beyond the grace.
-  static constexpr std::chrono::milliseconds kKillSlack{500};
+  // The time SIGKILL of a worker's group takes to end it and be reaped, with a margin: measured
+  // at 9-44 ms for a rank holding torch and 1-4 GB (bench/faults/sigkill_time.py,
+  // docs/BENCHMARKS.md), so 250 ms leaves more than 5x for a loaded node.
+  static constexpr std::chrono::milliseconds kKillSlack{250};
 
   // misses <= 0: kDefaultMisses (a JoinResponse that does not say).
   static constexpr int kDefaultMisses = 3;
-  LivenessPolicy(std::chrono::milliseconds heartbeat, int misses);
+  // `nodes`: the job's size (its hosts, spares included); the lease grows with it (lease()).
+  LivenessPolicy(std::chrono::milliseconds heartbeat, int misses, int nodes = 0);
+  // The agent's copy: the lease as the launcher computed it (JoinResponse.lease_ms), which knows
+  // the job's size; <= 0 keeps the one derived here (a launcher that does not send it).
+  LivenessPolicy WithLease(std::chrono::milliseconds lease) const;
 
   std::chrono::milliseconds heartbeat() const { return heartbeat_; }
   int misses() const { return misses_; }
@@ -36,20 +44,33 @@ class LivenessPolicy {
   // How often the launcher proves itself to the agents (pings): each heartbeat, at most 1 s apart.
   std::chrono::milliseconds ping_interval() const;
   // The agent: once its newest message the launcher echoed was sent longer ago than this, it
-  // stops its workers and leaves (fenced). lost_after(), and never under kMinLease: a loop of
-  // the launcher late by a second on a loaded machine must not fence a healthy job.
+  // SIGKILLs its workers and leaves (fenced). lost_after() + kLeaseMargin (+ kLeaseMarginPer1000
+  // for every 1,000 nodes: a launcher's loop was seen 3.1 s late at 10,000 agents), so a node
+  // the launcher names lost is fenced soon after; but never under heartbeat + ping_interval() +
+  // kLeaseSlack (a healthy agent's newest echo is up to a heartbeat and a ping old when it
+  // arrives) nor under kMinLease: a loop of the launcher late by a second on a loaded machine
+  // must not fence a healthy job.
   std::chrono::milliseconds lease() const;
-  static constexpr std::chrono::milliseconds kMinLease{5000};
-  // The agent judges its lease once a heartbeat: it may act this much after the lease ran out.
-  std::chrono::milliseconds lease_check_slack() const { return heartbeat_; }
+  static constexpr std::chrono::milliseconds kLeaseMargin{500};
+  static constexpr std::chrono::milliseconds kLeaseMarginPer1000{300};
+  static constexpr std::chrono::milliseconds kLeaseSlack{1000};
+  static constexpr std::chrono::milliseconds kMinLease{3000};
+  // The agent judges its lease on a timer armed for the moment it runs out (and on each
+  // heartbeat): it acts at most this much after, on a loop that is not stalled (an agent whose
+  // loop stalls waits two heartbeats before it judges; docs/restarts.md).
+  static constexpr std::chrono::milliseconds kLeaseCheckSlack{250};
+  std::chrono::milliseconds lease_check_slack() const { return std::min(heartbeat_, kLeaseCheckSlack); }
   // After the launcher last heard a node, the longest its workers can still run when the node is
-  // cut off: the lease runs out, the agent notices within a heartbeat, then SIGTERM, `grace`,
-  // SIGKILL. A node that is told to stop while it still hears the launcher stops sooner.
-  std::chrono::milliseconds workers_gone_after(std::chrono::milliseconds grace) const;
+  // cut off: the lease runs out, the agent notices within lease_check_slack(), then SIGKILL. No
+  // stop grace: a fenced agent does not stop its workers gracefully. A node that is told to stop
+  // while it still hears the launcher stops sooner.
+  std::chrono::milliseconds workers_gone_after() const;
 
  private:
   std::chrono::milliseconds heartbeat_;
   int misses_;
+  int nodes_ = 0;
+  std::chrono::milliseconds lease_given_{0};  // WithLease's; 0: derived
 };
 
 }  // namespace dlaunch

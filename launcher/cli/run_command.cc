@@ -357,9 +357,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
   std::unique_ptr<LiveTerminal> terminal;
   if (isatty(STDOUT_FILENO)) terminal = std::make_unique<LiveTerminal>(STDOUT_FILENO, STDERR_FILENO);
   AsioTimerClock clock(io);  // the job's clock: the controller's timers and the rendezvous'
+  v1::JoinResponse join_template = MakeJoinTemplate(*spec, placement);
+  join_template.set_lease_ms(static_cast<int32_t>(JobState::Liveness(job).lease().count()));
   JobController controller(
       io, clock,
-      JobSettings{job, *dir, MakeRendezvousConfig(*spec, *plan), MakeJoinTemplate(*spec, placement),
+      JobSettings{job, *dir, MakeRendezvousConfig(*spec, *plan), std::move(join_template),
                   spec->max_restarts > 0 || !plan->spare_hosts.empty(), plan->AgentHosts()},
       terminal ? terminal->out() : std::cout,
       terminal && isatty(STDERR_FILENO) ? terminal->err() : std::cerr);

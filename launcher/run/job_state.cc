@@ -39,9 +39,14 @@ std::string PreflightSummary(const std::vector<Participant>& nodes) {
 
 JobState::JobState(JobConfig config)
     : config_(std::move(config)),
-      liveness_(std::chrono::milliseconds(MillisOf(config_.heartbeat_s)), config_.heartbeat_misses),
+      liveness_(Liveness(config_)),
       rounds_(config_.restarts, static_cast<int>(config_.hosts.size()), config_.min_nodes),
       monitor_(config_.progress) {}
+
+LivenessPolicy JobState::Liveness(const JobConfig& config) {
+  return LivenessPolicy(std::chrono::milliseconds(MillisOf(config.heartbeat_s)),
+                        config.heartbeat_misses, static_cast<int>(config.hosts.size()));
+}
 
 double JobState::tick_interval_s() const { return SecondsOf(liveness_.ping_interval()); }
 

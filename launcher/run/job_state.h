@@ -66,6 +66,9 @@ struct JobConfig {
 class JobState {
  public:
   explicit JobState(JobConfig config);
+  // The job's liveness rule (common/liveness_policy.h), its lease sized for its hosts: the
+  // agents get the same lease in their JoinResponse (lease_ms).
+  static LivenessPolicy Liveness(const JobConfig& config);
 
   // The job starts: announce it. `launcher_programs` is argv[0] of each node-launcher process
   // about to start, in the order OnLauncherExited numbers them.

@@ -113,10 +113,8 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
   ledger_.Announce(now_s, true, current_round(), out);
   // Members that did not end their round in time, or whose session broke, leave the job; the
   // next round waits for their workers to be surely stopped.
-  const std::chrono::milliseconds grace(MillisOf(config_.stop_grace_s));
   rounds_.NoteWorkersMayRun(nodes_, current_round(), rendezvous_closed_at_s_,
-                            SecondsOf(liveness_.workers_gone_after(grace)),
-                            config_.stop_grace_s);
+                            SecondsOf(liveness_.workers_gone_after()), config_.stop_grace_s);
   for (const auto& [id, why] : RoundCoordinator::MembersThatDidNotEnd(nodes_, current_round())) {
     Dismiss(id, "node_dropped", why, out);
   }

@@ -51,7 +51,12 @@ bool RoundCoordinator::TakeStopOver(const NodeTable& nodes, int round, double no
   while (stop_cursor_ < members.size()) {
     const NodeRecord* n = nodes.Find(members[stop_cursor_]);
     // A member whose session has not opened yet may still: it is waited for until the deadline.
-    if (n && !n->gone() && n->session_state != SessionState::kEnded && n->ended_round != round) break;
+    // One counted lost (silent, or never opened its session) is not: it will not answer the
+    // stop, and its workers are waited for by its lease (NoteWorkersMayRun), not by the stop.
+    if (n && !n->gone() && !n->lost && n->session_state != SessionState::kEnded &&
+        n->ended_round != round) {
+      break;
+    }
     ++stop_cursor_;
   }
   if (stop_cursor_ < members.size() && now_s < *stop_deadline_s_) return false;

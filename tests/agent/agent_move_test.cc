@@ -52,6 +52,7 @@ TEST(AgentMoveTest, ABrokenSessionMovesWithTheWorkersRunning) {
 
 TEST(AgentMoveTest, UnconfirmedAtTheDeadlineTheWorkersStopWithinTheGraceFromTheBreak) {
   AgentState s = Running(true);
+  s.OnLauncherMessage(At(4900));  // its lease runs to 8.4 s: the grace is what binds
   s.OnSessionBroken(At(5000), "session lost");
   s.OnSessionMoved(At(5300));  // open, but the launcher never answers
   AgentActions out = s.OnMoveDeadline(At(6000));
@@ -70,6 +71,15 @@ TEST(AgentMoveTest, AStopBeforeTheMoveIsConfirmedIsCutToTheGraceLeft) {
   EXPECT_EQ(s.CapGrace(At(7500), milliseconds(2000)), milliseconds(0));
 }
 
+TEST(AgentMoveTest, AFailedMoveLateInTheLeaseStopsTheWorkersByTheLeasesEnd) {
+  AgentState s = Running(true);
+  s.OnLauncherMessage(At(2000));  // lease to 5.5 s
+  s.OnSessionBroken(At(5000), "session lost");
+  AgentActions out = s.OnMoveFailed(At(5100), "connection refused");
+  ASSERT_EQ(Count<StopWorkers>(out), 1);
+  EXPECT_EQ(Find<StopWorkers>(out)->grace, milliseconds(400)) << "not 1.9 s: no echo can come";
+}
+
 TEST(AgentMoveTest, ASignalWhileTheSessionMovesStopsTheWorkersWithinTheGraceLeft) {
   AgentState s = Running(true);
   s.OnSessionBroken(At(5000), "session lost");
@@ -80,6 +90,7 @@ TEST(AgentMoveTest, ASignalWhileTheSessionMovesStopsTheWorkersWithinTheGraceLeft
 
 TEST(AgentMoveTest, AFailedMoveStopsTheWorkersAsABrokenSessionAlwaysDid) {
   AgentState s = Running(true);
+  s.OnLauncherMessage(At(4900));  // its lease runs to 8.4 s: the grace is what binds
   s.OnSessionBroken(At(5000), "session lost");
   AgentActions out = s.OnMoveFailed(At(5100), "connection refused");
   ASSERT_EQ(Count<StopWorkers>(out), 1);
@@ -89,6 +100,7 @@ TEST(AgentMoveTest, AFailedMoveStopsTheWorkersAsABrokenSessionAlwaysDid) {
 
 TEST(AgentMoveTest, WithoutAFallbackOrAGraceTheSessionIsNotMoved) {
   AgentState no_fallback = Running(false);
+  no_fallback.OnLauncherMessage(At(4900));
   AgentActions out = no_fallback.OnSessionBroken(At(5000), "session lost");
   EXPECT_EQ(Count<MoveSession>(out), 0);
   ASSERT_EQ(Count<StopWorkers>(out), 1);
@@ -119,7 +131,7 @@ TEST(AgentMoveTest, TheLeaseStillFencesAMoveThatTakesTooLong) {
   AgentState s = Running(true);
   s.OnLauncherMessage(At(0));
   s.OnSessionBroken(At(1000), "session lost");
-  // No deadline fires (say, the loop was stalled) and no echo comes: the lease (5 s) fences.
+  // No deadline fires (say, the loop was stalled) and no echo comes: the lease (3.5 s) fences.
   AgentActions out;
   for (int t = 2000; t <= 8000 && Count<StopWorkers>(out) == 0; t += 1000) out = s.OnTick(At(t));
   ASSERT_EQ(Count<StopWorkers>(out), 1);

@@ -175,23 +175,24 @@ TEST(AgentStateTest, TicksSendHeartbeatsWhileTheSessionIsOpen) {
 
 TEST(AgentStateTest, TheSilenceLimitIsThePolicysLease) {
   EXPECT_EQ(Running(1, 250).launcher_silence_limit(), LivenessPolicy::kMinLease);
-  EXPECT_EQ(Running(1, 10000).launcher_silence_limit(), milliseconds(30000));
+  EXPECT_EQ(Running(1, 10000).launcher_silence_limit(), milliseconds(30500));
   EXPECT_EQ(Running(1, 10).heartbeat_interval(), LivenessPolicy::kMinHeartbeat);
   AgentConfig five_misses{milliseconds(2000), milliseconds(0)};
   five_misses.heartbeat_misses = 5;
-  EXPECT_EQ(AgentState(five_misses).launcher_silence_limit(), milliseconds(10000))
+  EXPECT_EQ(AgentState(five_misses).launcher_silence_limit(), milliseconds(10500))
       << "the spec's heartbeat.misses, as the launcher's loss rule counts them";
 }
 
 TEST(AgentStateTest, ALauncherSilentPastTheLimitIsLostAndTheWorkersStop) {
-  AgentState s = Running(1, 10000);  // limit 30 s
+  AgentState s = Running(1, 10000);  // limit 30.5 s
   for (int t = 10000; t <= 30000; t += 10000) {
     EXPECT_EQ(Count<StopWorkers>(s.OnTick(At(t))), 0) << t;
   }
   AgentActions out = s.OnTick(At(40000));
   const StopWorkers* stop = Find<StopWorkers>(out);
   ASSERT_NE(stop, nullptr);
-  EXPECT_EQ(stop->grace, milliseconds(5000));
+  EXPECT_EQ(stop->grace, milliseconds(0)) << "fenced: killed, not stopped with the grace";
+  EXPECT_TRUE(stop->fenced);
   EXPECT_NE(stop->why.find("lost the launcher (no word from the launcher for 40 s)"),
             std::string::npos)
       << stop->why;
@@ -213,10 +214,10 @@ TEST(AgentStateTest, LauncherMessagesKeepTheWatchdogQuiet) {
 
 TEST(AgentStateTest, ShortIntervalsTolerateASecondOfSilenceOnALoadedMachine) {
   AgentState s = Running(1, 250);
-  for (int t = 250; t <= 4750; t += 250) {
+  for (int t = 250; t <= 3000; t += 250) {
     ASSERT_EQ(Count<StopWorkers>(s.OnTick(At(t))), 0) << t;  // 3 intervals would be 750 ms
   }
-  EXPECT_EQ(Count<StopWorkers>(s.OnTick(At(5250))), 1);
+  EXPECT_EQ(Count<StopWorkers>(s.OnTick(At(3250))), 1);
 }
 
 TEST(AgentStateTest, ALateTickMeansTheAgentStalledAndDoesNotJudgeTheLauncher) {
@@ -237,20 +238,37 @@ TEST(AgentStateTest, ALateTickMeansTheAgentStalledAndDoesNotJudgeTheLauncher) {
 }
 
 TEST(AgentStateTest, AClosedSessionStopsRunningWorkersOnceWithTheJobsGrace) {
-  AgentState s = Running(2);
-  AgentActions out = s.OnSessionClosed("session lost: connection reset");
+  AgentState s = Running(2, 5000);  // lease 15.5 s: longer than the grace left
+  AgentActions out = s.OnSessionClosed("session lost: connection reset", At(500));
   const StopWorkers* stop = Find<StopWorkers>(out);
   ASSERT_NE(stop, nullptr);
   EXPECT_EQ(stop->grace, milliseconds(5000));
   EXPECT_EQ(stop->why, "lost the launcher (session lost: connection reset)");
-  EXPECT_TRUE(s.OnSessionClosed("again").empty());
+  EXPECT_TRUE(s.OnSessionClosed("again", At(500)).empty());
   EXPECT_TRUE(s.OnTick(At(1000)).empty());  // no heartbeats on a closed session
+}
+
+TEST(AgentStateTest, AClosedSessionsGraceEndsWhenTheLeaseWould) {
+  // The launcher counts on a node that did not end its round being gone a lease after the last
+  // message it heard; once the session is closed, no echo renews the lease.
+  AgentState s = Running(2);  // heartbeat 1 s x 3: lease 3.5 s
+  s.OnLauncherMessage(At(1000));
+  const AgentActions out = s.OnSessionClosed("stream broke", At(2500));
+  const StopWorkers* stop = Find<StopWorkers>(out);
+  ASSERT_NE(stop, nullptr);
+  EXPECT_EQ(stop->grace, milliseconds(1000 + 3500 - 2500));
+  EXPECT_FALSE(stop->fenced);
+  AgentState late = Running(2);
+  const AgentActions late_out = late.OnSessionClosed("stream broke", At(9000));
+  const StopWorkers* now = Find<StopWorkers>(late_out);
+  ASSERT_NE(now, nullptr);
+  EXPECT_EQ(now->grace, milliseconds(0)) << "the lease ran out already: no grace left";
 }
 
 TEST(AgentStateTest, TheLauncherClosingAfterTheWorkersSucceededIsNoFailure) {
   AgentState s = Running(1);
   s.OnWorkerExit(Exit(0, W_EXITCODE(0, 0)));
-  EXPECT_EQ(Count<StopWorkers>(s.OnSessionClosed("launcher closed the session")), 0);
+  EXPECT_EQ(Count<StopWorkers>(s.OnSessionClosed("launcher closed the session", At(500))), 0);
   EXPECT_EQ(ExitCodeAfterDrain(s), 0);
 }
 

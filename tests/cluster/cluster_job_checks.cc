@@ -1,6 +1,7 @@
 #include "cluster_job_checks.h"
 
 #include <dirent.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,8 +49,12 @@ std::string Printable(std::string text) {
 
 }  // namespace
 
-std::string DlaunchPath() { return std::string(DLAUNCH_BIN_DIR) + "/dlaunch"; }
-std::string AgentPath() { return std::string(DLAUNCH_BIN_DIR) + "/dlaunch-agent"; }
+std::string DlaunchBinDir() {
+  const char* dir = getenv("DLAUNCH_TEST_BIN_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : DLAUNCH_BIN_DIR;
+}
+std::string DlaunchPath() { return DlaunchBinDir() + "/dlaunch"; }
+std::string AgentPath() { return DlaunchBinDir() + "/dlaunch-agent"; }
 
 std::string MissingDlaunchBinaries() {
   for (const std::string& path : {DlaunchPath(), AgentPath()}) {

@@ -16,6 +16,9 @@ namespace dlaunch {
 namespace testing {
 
 // The build's dlaunch and dlaunch-agent.
+// The build's bin/, or DLAUNCH_TEST_BIN_DIR's binaries where it is set (a bench that runs the
+// same test against another build, side by side).
+std::string DlaunchBinDir();
 std::string DlaunchPath();
 std::string AgentPath();
 // "" when both are built, else which one is missing and how to build it (the tests skip

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -145,7 +146,7 @@ pid_t FaultClusterTest::StartJob(const std::string& name,
   const char* path = getenv("PATH");
   EnvOverrides env = {{"DLAUNCH_SSH", cluster_->RshPath()},
                       {"DLAUNCH_JOB_ROOT", job_root_},
-                      {"PATH", absl::StrCat(DLAUNCH_BIN_DIR, ":", path ? path : "/usr/bin:/bin")}};
+                      {"PATH", absl::StrCat(DlaunchBinDir(), ":", path ? path : "/usr/bin:/bin")}};
   return cluster_->SpawnOn(
       "head", absl::StrCat("cd ", cluster_->dir(), " && exec ", DlaunchPath(), " run ", job_yaml_),
       launcher_log_, env);
@@ -241,14 +242,51 @@ std::vector<std::string> FaultClusterTest::WaitHostEmpty(const std::string& host
 
 absl::Time FaultClusterTest::WaitHostWorkersGone(const std::string& host,
                                                 absl::Duration timeout) {
-  absl::Time deadline = absl::Now() + timeout;
+  // The host's workers as they are now (none starts there once it is cut off), then each one's
+  // /proc entry every 5 ms: scanning the namespace (`ip netns pids`) takes tens of ms, and the
+  // time returned is compared with the next round's first start, which may be that close.
+  std::vector<pid_t> workers;
+  for (pid_t pid : HostJobPids(host)) {
+    if (!absl::StrContains(CmdLine(pid), "dlaunch-agent")) workers.push_back(pid);
+  }
+  const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
-    bool worker = false;
-    for (pid_t pid : HostJobPids(host)) worker |= !absl::StrContains(CmdLine(pid), "dlaunch-agent");
-    if (!worker) return absl::Now();
-    usleep(20000);
+    bool running = false;
+    for (pid_t pid : workers) {
+      const std::string stat = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/stat"));
+      // Gone once reaped, or a zombie: it runs no code of its own any more.
+      if (stat.empty()) continue;
+      const size_t close = stat.rfind(')');
+      if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z') continue;
+      running = true;
+    }
+    if (!running) return absl::Now();
+    usleep(5000);
   }
   return absl::InfiniteFuture();
+}
+
+std::string FaultClusterTest::StampFile() const {
+  // The cluster, and its folder, outlive a test: the last test's stamps must not count.
+  const std::string path = cluster_->dir() + "/stamps";
+  unlink(path.c_str());
+  return path;
+}
+
+absl::Time FaultClusterTest::FirstStamp(const std::string& path, const std::string& event,
+                                        int round) {
+  absl::Time first = absl::InfiniteFuture();
+  for (absl::string_view line : absl::StrSplit(ReadFileOrEmpty(path), '\n', absl::SkipEmpty())) {
+    std::vector<std::string> w = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    int r = -1;
+    double t = 0;
+    if (w.size() != 4 || w[0] != event || !absl::SimpleAtoi(w[2], &r) || r != round ||
+        !absl::SimpleAtod(w[3], &t)) {
+      continue;
+    }
+    first = std::min(first, absl::FromUnixMicros(static_cast<int64_t>(t * 1e6)));
+  }
+  return first;
 }
 
 absl::Time FaultClusterTest::FirstEventTime(const std::string& event) {

@@ -81,12 +81,17 @@ class FaultClusterTest : public DlaunchClusterTest {
   std::vector<pid_t> HostJobPids(const std::string& host);
   // Waits until HostJobPids(host) is empty; what is left (as "pid: cmdline").
   std::vector<std::string> WaitHostEmpty(const std::string& host, absl::Duration timeout);
-  // Polls (every 20 ms) until no worker of the job runs on `host`; when it saw that (an upper
-  // bound of when the last one ended), or InfiniteFuture after `timeout`.
+  // Polls (every 5 ms) until none of the job's workers on `host` now runs (reaped, or a
+  // zombie); when it saw that (an upper bound of when the last one ended), or InfiniteFuture
+  // after `timeout`.
   absl::Time WaitHostWorkersGone(const std::string& host, absl::Duration timeout);
   // Something listens on TCP `port` in `host`'s namespace (waits up to 10 s).
   bool WaitListening(const std::string& host, int port);
 
+  // A fresh path for the fault worker's --stamp-file (`EVENT RANK ROUND UNIX_TIME` lines).
+  std::string StampFile() const;
+  // The earliest `event` stamp of `round` there; InfiniteFuture when none.
+  static absl::Time FirstStamp(const std::string& path, const std::string& event, int round);
   // The time the worker's log gives for its own fault (`fault-worker: rank R WHAT at T`).
   absl::Time WorkerFaultTime(int rank, const std::string& what);
   // When the launcher wrote its first failure_detected event (events.jsonl's "time").

@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -149,7 +150,9 @@ class FaultTest : public FaultClusterTest {
   void KilledAgent(int restarts) {
     FaultJobOptions options = Restarts(restarts);
     options.nodes = "2:3";
-    pid_t launcher = StartJob(absl::StrCat("agentkill-r", restarts), {}, options);
+    const std::string stamps = StampFile();
+    pid_t launcher =
+        StartJob(absl::StrCat("agentkill-r", restarts), {"--stamp-file", stamps}, options);
     ASSERT_GT(launcher, 0);
     ASSERT_TRUE(WaitAllRanksAtStep(5)) << LauncherOutput();
     pid_t agent = AgentPid("h2");
@@ -158,8 +161,15 @@ class FaultTest : public FaultClusterTest {
     // thread runs again after kill() on a busy machine.
     absl::Time killed = absl::Now();
     ASSERT_EQ(kill(agent, SIGKILL), 0);
+    const absl::Time workers_gone = WaitHostWorkersGone("h2", absl::Seconds(15));
     ExpectOutcome(launcher, restarts, absl::Seconds(6), 2);
     ExpectDetectedWithin(killed, absl::Seconds(2));
+    if (restarts > 0) {
+      const absl::Time round1 = FirstStamp(stamps, "start", 1);
+      ASSERT_NE(round1, absl::InfiniteFuture()) << "no rank of round 1 started";
+      EXPECT_LT(workers_gone, round1) << "h2's round-0 workers ran into round 1";
+      PrintLostNode("agent-killed", killed, workers_gone, round1);
+    }
     ExpectNothingLeft();
     // Here the agent is the node launcher's own process (the ssh replacement execs it), so its
     // death also ends that node launcher by a signal: the root cause must still be the node.
@@ -167,7 +177,7 @@ class FaultTest : public FaultClusterTest {
   }
 
   // h2's link down: the launcher stops hearing it (node silent); the cut-off agent, with no
-  // echo of its own messages for its lease (3 heartbeats, at least 5 s), stops its workers and
+  // echo of its own messages for its lease (3 heartbeats and half a second), kills its workers and
   // exits, link still down, well before the launcher would give up on the node's stop and end
   // its node launcher (3 s + grace 2 s + 3 s + 5 s of slack). With a restart, round 1 starts
   // only after h2's workers are surely gone (docs/restarts.md, "No two rounds at once").
@@ -178,8 +188,9 @@ class FaultTest : public FaultClusterTest {
     FaultJobOptions options = Restarts(restarts);
     options.nodes = "2:3";
     options.relay_fanout = relay_fanout;
+    const std::string stamps = StampFile();
     pid_t launcher = StartJob(absl::StrCat("partition-r", restarts, relay_fanout ? "-relays" : ""),
-                              {}, options);
+                              {"--stamp-file", stamps}, options);
     ASSERT_GT(launcher, 0);
     ASSERT_TRUE(WaitAllRanksAtStep(5)) << LauncherOutput();
     ASSERT_TRUE(cluster_->CutLink("h2").ok());
@@ -188,24 +199,36 @@ class FaultTest : public FaultClusterTest {
     std::vector<std::string> left = WaitHostEmpty("h2", absl::Seconds(10));
     EXPECT_TRUE(left.empty()) << "the cut-off agent did not fence itself:\n"
                               << absl::StrJoin(left, "\n");
-    EXPECT_TRUE(absl::StrContains(ReadJobFile("logs/agent-1.log"), "no word from the launcher"))
-        << ReadJobFile("logs/agent-1.log");
+    const std::string agent_log = ReadJobFile("logs/agent-1.log");
+    EXPECT_TRUE(absl::StrContains(agent_log, "no word from the launcher")) << agent_log;
+    // Fenced: its workers are killed, not stopped with a grace.
+    EXPECT_TRUE(absl::StrContains(agent_log, "killing workers")) << agent_log;
     ExpectOutcome(launcher, restarts, absl::Seconds(12), 2);
     ExpectNodeRootCause("node silent", 1, "no heartbeat");
     EXPECT_LE(FirstFailureTime() - cut, absl::Seconds(3.5 + 3));
     if (restarts > 0) {
-      // No two rounds at once: h2's round-0 workers were gone before round 1 started.
-      const absl::Time round1 = FirstEventTime("round_started");
+      // No two rounds at once: h2's round-0 workers were gone before round 1's first started.
+      const absl::Time round1 = FirstStamp(stamps, "start", 1);
+      ASSERT_NE(round1, absl::InfiniteFuture()) << "no rank of round 1 started";
       EXPECT_LT(workers_gone, round1)
           << "h2's round-0 workers ran " << absl::FormatDuration(workers_gone - round1)
           << " into round 1";
-      std::cout << "cut-off node's workers gone " << absl::FormatDuration(workers_gone - cut)
-                << " after the cut, " << absl::FormatDuration(round1 - workers_gone)
-                << " before round 1 started (" << absl::FormatDuration(round1 - cut)
-                << " after the cut)\n";
+      PrintLostNode("partition", cut, workers_gone, round1);
     }
     ASSERT_TRUE(cluster_->HealLink("h2").ok());
     ExpectNothingLeft();
+  }
+
+  // One line for bench/faults/lost_node.sh: the fault, the loss named, the cut-off node's
+  // workers gone and round 1's first worker started, each from the fault.
+  void PrintLostNode(const std::string& what, absl::Time fault, absl::Time workers_gone,
+                     absl::Time round1) {
+    const absl::Time named = FirstFailureTime();
+    std::cout << absl::StrFormat(
+        "lost-node %s: named %.3f s, workers gone %.3f s, round 1 started %.3f s after the "
+        "fault; %.3f s after it was named\n",
+        what, absl::ToDoubleSeconds(named - fault), absl::ToDoubleSeconds(workers_gone - fault),
+        absl::ToDoubleSeconds(round1 - fault), absl::ToDoubleSeconds(round1 - named));
   }
 
   // The launcher SIGKILLed: every agent sees its stream break, stops its workers and exits

@@ -83,16 +83,16 @@ TEST_F(JobStateOrderingTest, ACutOffNodesWorkersAreSurelyStoppedBeforeTheNextRou
   // Node 2 is cut off after its heartbeat at t=10: lost after 3 s of silence.
   JobActions lost = Run({0, 1}, 10.5, 13.5);
   ASSERT_THAT(Printed(lost), HasSubstr("node silent"));
-  state_->OnAgentMessage(0, RoundEnded(0), 13.6);
-  state_->OnAgentMessage(1, RoundEnded(0), 13.6);
   // Its agent heard nothing newer than its message of t=10 echoed: it fences within its lease
-  // (and a heartbeat to notice), then SIGTERM, the grace, SIGKILL.
-  const double gone_s =
-      10 + std::chrono::duration<double>(policy_.workers_gone_after(std::chrono::seconds(2))).count();
-  // The round goes out at most kStartLeadS ahead of that, saying when its workers may start.
-  JobActions all;
-  std::vector<SendStartRound> start;
-  double sent_s = 0;
+  // (and the lease check's slack), then SIGKILL; the stop grace is not waited for.
+  const double gone_s = 10 + std::chrono::duration<double>(policy_.workers_gone_after()).count();
+  // The round goes out at most kStartLeadS ahead of that, saying when its workers may start:
+  // here as the last member ends its round (13.6 s is past 14 s - 1 s).
+  JobActions all = state_->OnAgentMessage(0, RoundEnded(0), 13.6);
+  JobActions last = state_->OnAgentMessage(1, RoundEnded(0), 13.6);
+  all.insert(all.end(), last.begin(), last.end());
+  std::vector<SendStartRound> start = All<SendStartRound>(all);
+  double sent_s = 13.6;
   for (double t = 13.7; t <= gone_s + 1e-6 && start.empty(); t += 0.1) {
     JobActions step = state_->OnHealthCheck(t);
     all.insert(all.end(), step.begin(), step.end());

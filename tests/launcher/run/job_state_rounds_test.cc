@@ -252,12 +252,11 @@ TEST_F(JobStateRoundsTest, AMemberThatNeverEndsItsRoundIsDroppedAndRanksAreCompa
   EXPECT_THAT(exit[0].nodes, ElementsAre(0));
   EXPECT_TRUE(exit[0].exit);
   // Node 0 may still run round 0's workers: the next round waits until its lease has surely
-  // stopped them (last heard at 1 s: 1 + lease 5 + a heartbeat 1 + grace 2 + 0.5).
-  EXPECT_TRUE(All<SendStartRound>(late).empty());
-  EXPECT_TRUE(All<SendStartRound>(state_->OnHealthCheck(8.4)).empty());
-  auto start = All<SendStartRound>(state_->OnHealthCheck(8.5));  // sent 1 s ahead
+  // killed them (last heard at 1 s: 1 + lease 3.5 + the check's 0.25 + a kill's 0.25 = 5 s),
+  // long past by the stop's deadline: the round starts at once.
+  auto start = All<SendStartRound>(late);
   ASSERT_EQ(start.size(), 1u);
-  EXPECT_DOUBLE_EQ(start[0].workers_start_at_s, 9.5);
+  EXPECT_DOUBLE_EQ(start[0].workers_start_at_s, 8);
   EXPECT_THAT(start[0].node_ids, ElementsAre(1));
   EXPECT_EQ(start[0].round.assignments[0].node_rank, 0);
   EXPECT_EQ(start[0].round.assignments[0].rank_offset, 0);
@@ -319,11 +318,14 @@ TEST_F(JobStateRoundsTest, ALostAgentLeavesTheJobWhileNodesMinRemain) {
   EXPECT_THAT(All<SendStop>(a).at(0).nodes, ElementsAre(0, 1));
   state_->OnAgentMessage(0, RoundEndedMessage(0, 40000), 4.1);
   JobActions b = state_->OnAgentMessage(1, RoundEndedMessage(0, 40001), 4.2);
-  // The lost agent's stream ended at 4: its workers are gone a grace (2 s) + 0.5 s later.
-  EXPECT_TRUE(All<SendStartRound>(b).empty());
-  EXPECT_THAT(Printed(b), HasSubstr("restarting: round 1 (restart 1 of 2) in 2.3 s, 2 node(s), "
+  // The lost agent's stream ended at 4: its workers are gone a grace (2 s) + 0.25 s later, or
+  // sooner, by its lease from the last message heard at 1 s (1 + 3.5 + 0.25 + 0.25 = 5 s):
+  // the round is sent at once (it may be sent 1 s ahead), its workers to start at 5 s.
+  EXPECT_THAT(Printed(b), HasSubstr("restarting: round 1 (restart 1 of 2) in 0.8 s, 2 node(s), "
                                     "once the lost nodes' workers are surely stopped"));
-  auto start = All<SendStartRound>(state_->OnHealthCheck(6.5));
+  auto start = All<SendStartRound>(b);
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_DOUBLE_EQ(start[0].workers_start_at_s, 5);
   ASSERT_EQ(start.size(), 1u);
   EXPECT_THAT(start[0].node_ids, ElementsAre(0, 1));
   EXPECT_EQ(start[0].round.world_size, 4);
@@ -379,8 +381,11 @@ TEST_F(JobStateRoundsTest, ASpareTakesALostNodesPlace) {
   JobActions a = state_->OnAgentMessage(0, RoundEndedMessage(0, 40000), 4.1);
   EXPECT_THAT(Printed(a), HasSubstr("spare node 2 (n7) takes a lost node's place"));
   EXPECT_THAT(Events(a), HasSubstr("\"round\":1,\"spare_promoted\":{\"node_id\":2"));
-  EXPECT_TRUE(All<SendStartRound>(a).empty()) << "node 1's stream ended at 4: grace + 0.5 s";
-  auto start = All<SendStartRound>(state_->OnHealthCheck(6.5));
+  // Node 1's stream ended at 4, its last message heard at 1: its lease kills its workers by
+  // 1 + 3.5 + 0.25 + 0.25 = 5 s, sooner than the end + grace (2 s) + 0.25 s.
+  auto start = All<SendStartRound>(a);
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_DOUBLE_EQ(start[0].workers_start_at_s, 5);
   ASSERT_EQ(start.size(), 1u);
   EXPECT_THAT(start[0].node_ids, ElementsAre(0, 2));
   EXPECT_EQ(start[0].round.nodes[1].host, "n7");
