@@ -10,7 +10,10 @@ checkout's; the dlaunch binaries are each build's (DLAUNCH_TEST_BIN_DIR), so bot
 very same scenario and measurement, interleaved run by run. Each run prints one `lost-node`
 line (named, workers gone, round 1 started: from the fault; round 1: from the naming).
 
-  lost_node.py --before OLD_BUILD/bin --after build/bin [--reps 20] [--json FILE]
+  lost_node.py --before OLD_BUILD/bin --after build/bin [--reps 20] [--grace 2s] [--json FILE]
+
+--grace sets the jobs' stop.grace (DLAUNCH_FAULT_STOP_GRACE; the suite's own is 2 s, dlaunch's
+default 10 s): the build before waited a grace for a cut-off node, this one does not.
 """
 import argparse
 import json
@@ -29,9 +32,9 @@ LINE = re.compile(r"lost-node (\S+): named ([0-9.]+) s, workers gone ([0-9.]+) s
                   r"started ([0-9.]+) s after the fault; (-?[0-9.]+) s after it was named")
 
 
-def RunOnce(test_bin, bin_dir, scenario):
+def RunOnce(test_bin, bin_dir, scenario, grace):
     env = dict(os.environ, DLAUNCH_TEST_BIN_DIR=os.path.abspath(bin_dir),
-               DLAUNCH_FAULT_SUITE="full")
+               DLAUNCH_FAULT_SUITE="full", DLAUNCH_FAULT_STOP_GRACE=grace)
     r = subprocess.run([test_bin, f"--gtest_filter={TESTS[scenario]}"], env=env,
                        capture_output=True, text=True, timeout=300)
     m = LINE.search(r.stdout)
@@ -57,13 +60,14 @@ def main():
     ap.add_argument("--test-bin", default=os.path.join(ROOT, "build", "bin", "cluster_test"))
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--scenarios", default="partition,agent-killed")
+    ap.add_argument("--grace", default="2s")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     results = {}
     for scenario in args.scenarios.split(","):
         for rep in range(args.reps):
             for build, bin_dir in (("before", args.before), ("after", args.after)):
-                r = RunOnce(args.test_bin, bin_dir, scenario)
+                r = RunOnce(args.test_bin, bin_dir, scenario, args.grace)
                 results.setdefault(scenario, {}).setdefault(build, []).append(r)
                 print(f"{scenario} {build} {rep + 1}/{args.reps}: {json.dumps(r)[:300]}",
                       file=sys.stderr, flush=True)
