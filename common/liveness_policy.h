@@ -20,9 +20,12 @@ class LivenessPolicy {
  public:
   // Heartbeats are never more frequent than this, whatever the spec asks.
   static constexpr std::chrono::milliseconds kMinHeartbeat{50};
-  // The time SIGKILL of a worker's group takes to end it and be reaped, with a margin: measured
-  // at 9-44 ms for a rank holding torch and 1-4 GB (bench/faults/sigkill_time.py,
-  // docs/BENCHMARKS.md), so 250 ms leaves more than 5x for a loaded node.
+  // The time SIGKILL of a worker's group takes to end it, with a margin. Once the signal is
+  // delivered (microseconds) a rank runs no code of its own; what follows is the kernel's
+  // teardown until it can be reaped, measured (bench/faults/sigkill_time.py, docs/BENCHMARKS.md)
+  // at 10-45 ms for two ranks that imported torch on an idle machine and 116 ms (191 ms at most)
+  // on a loaded one, and about 0.25-0.5 s more per GiB of resident memory: it covers the reap of
+  // small ranks, and the end of every rank's own code.
   static constexpr std::chrono::milliseconds kKillSlack{250};
 
   // misses <= 0: kDefaultMisses (a JoinResponse that does not say).
