@@ -132,6 +132,101 @@ TEST(MergeReportsTest, AStepReportAfterACheckpointKeepsItsStepAndTheTotal) {
   EXPECT_EQ(m.samples(), 64);
 }
 
+v1::WorkerReport PhaseEnd(const std::string& name, double unix_s, double seconds) {
+  v1::WorkerReport r;
+  r.set_kind(v1::WorkerReport::PHASE);
+  r.set_rank(1);
+  v1::PhaseEvent* e = r.mutable_phase_log()->add_events();
+  e->set_name(name);
+  e->set_end(true);
+  e->set_unix_s(unix_s);
+  e->set_seconds(seconds);
+  return r;
+}
+
+TEST(MergeReportsTest, PhasesShorterThanAHeartbeatKeepTheirLengthsInOrder) {
+  // Between two heartbeats: a step, a checkpoint of 0.2 s, a step, an evaluation of 0.1 s.
+  v1::WorkerReport m = Report(10, 32, 0.5);
+  m = MergeReports(m, PhaseEnd("checkpoint", 1000.2, 0.2));
+  m = MergeReports(m, Report(11, 32, 0.5));
+  m = MergeReports(m, PhaseEnd("eval", 1000.9, 0.1));
+  EXPECT_EQ(m.step(), 11);
+  EXPECT_EQ(m.samples(), 64);
+  ASSERT_EQ(m.phase_log().events_size(), 2);
+  EXPECT_EQ(m.phase_log().events(0).name(), "checkpoint");
+  EXPECT_DOUBLE_EQ(m.phase_log().events(0).seconds(), 0.2);
+  EXPECT_EQ(m.phase_log().events(1).name(), "eval");
+  EXPECT_DOUBLE_EQ(m.phase_log().events(1).unix_s(), 1000.9);
+  EXPECT_EQ(m.phase_log().dropped(), 0);
+  // Reports without phases make none up.
+  EXPECT_FALSE(MergeReports(Report(1, 1, 1), Report(2, 1, 1)).has_phase_log());
+}
+
+TEST(MergeReportsTest, PhaseEventsPastTheBoundAreCounted) {
+  v1::WorkerReport m = Report(1, 1, 1);
+  for (int i = 0; i < kMaxPhaseEvents + 5; ++i) m = MergeReports(m, PhaseEnd("data", 1000 + i, 0.01));
+  EXPECT_EQ(m.phase_log().events_size(), kMaxPhaseEvents);
+  EXPECT_EQ(m.phase_log().dropped(), 5);
+  EXPECT_DOUBLE_EQ(m.phase_log().events(0).unix_s(), 1000);  // the first ones are kept
+  m = MergeReports(m, Report(2, 1, 1));
+  EXPECT_EQ(m.phase_log().dropped(), 5);
+}
+
+TEST(MergeReportsTest, APhaseOfTheScriptsOwnNameLeavesTheRanksPhase) {
+  v1::WorkerReport a = Report(16, 256, 2.0);
+  a.set_phase(v1::WorkerReport::EVALUATING);
+  v1::WorkerReport own = PhaseEnd("warmup", 1000, 1);  // no enum for it
+  EXPECT_EQ(MergeReports(a, own).phase(), v1::WorkerReport::EVALUATING);
+}
+
+TEST(ParseReportLineTest, ReadsThePythonPackagesPhaseEvents) {
+  v1::WorkerReport r;
+  ASSERT_TRUE(ParseReportLine(R"({"kind":"PHASE","phase":"TRAINING","phase_name":"checkpoint",)"
+                              R"("phase_event":"end","phase_s":4.1,"t":1718000004.35,"step":120,)"
+                              R"("total_steps":10000,"rank":3})",
+                              &r)
+                  .ok());
+  EXPECT_EQ(r.phase(), v1::WorkerReport::TRAINING);
+  EXPECT_EQ(r.step(), 120);
+  ASSERT_EQ(r.phase_log().events_size(), 1);
+  const v1::PhaseEvent& e = r.phase_log().events(0);
+  EXPECT_EQ(e.name(), "checkpoint");
+  EXPECT_TRUE(e.end());
+  EXPECT_DOUBLE_EQ(e.unix_s(), 1718000004.35);
+  EXPECT_DOUBLE_EQ(e.seconds(), 4.1);
+
+  v1::WorkerReport b;
+  ASSERT_TRUE(ParseReportLine(R"({"kind":"PHASE","phase_name":"process_group",)"
+                              R"("phase_event":"begin","t":1718000000.25,"rank":3})",
+                              &b)
+                  .ok());
+  ASSERT_EQ(b.phase_log().events_size(), 1);
+  EXPECT_FALSE(b.phase_log().events(0).end());
+  EXPECT_EQ(b.phase(), v1::WorkerReport::PHASE_UNSPECIFIED);
+
+  // A plain step line has no phase log at all.
+  v1::WorkerReport s;
+  ASSERT_TRUE(ParseReportLine(R"({"step": 5, "samples": 64, "phase_name": "x"})", &s).ok());
+  EXPECT_FALSE(s.has_phase_log());
+}
+
+TEST(ParseReportLineTest, AMalformedPhaseEventIsRefusedWithTheReason) {
+  v1::WorkerReport r;
+  absl::Status st = ParseReportLine(
+      R"({"kind":"PHASE","phase_name":"eval","phase_event":"middle","t":1718000000})", &r);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "phase_event is \"begin\" or \"end\", not \"middle\"");
+  EXPECT_EQ(ParseReportLine(R"({"phase_event":"end","t":1718000000,"phase_s":1})", &r).message(),
+            "phase_event without a phase_name");
+  EXPECT_EQ(ParseReportLine(R"({"phase_name":"a","phase_event":"end","phase_s":1})", &r).message(),
+            "phase_event without a time t (Unix seconds)");
+  EXPECT_EQ(ParseReportLine(R"({"phase_name":"a","phase_event":"end","t":5,"phase_s":-1})", &r)
+                .message(),
+            "phase_s is a length in seconds, 0 or more");
+  EXPECT_EQ(ParseReportLine(R"({"phase_name":"a","phase_event":"end","t":"soon"})", &r).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ParseReportLineTest, ReadsAPhaseReport) {
   v1::WorkerReport r;
   ASSERT_TRUE(ParseReportLine(R"({"kind": "PHASE", "rank": 1, "step": 16, "total_steps": 32,)"
