@@ -9,8 +9,9 @@ under every launcher (goodput_tables.py); for dlaunch also its own account (summ
 Faults (--faults, in this order, one every --fault-every seconds from round 0's first step; a
 fault waits until the job steps again after the previous one):
 
-  crash   SIGKILL of rank 3
-  stall   SIGSTOP of rank 2: it stops answering, its peers wait in their all-reduce
+  crash   SIGKILL of rank 1 (on rank 0's node)
+  stall   SIGSTOP of rank 2 (the other node): it stops answering, its peers wait in their
+          all-reduce
   node    SIGKILL of rank 2's node: its agent (dlaunch-agent, torchrun or ft_launcher) and
           every process under it; the job may go on with 1 node (nodes 1:2 everywhere)
 
@@ -126,7 +127,7 @@ class Run:
         return None
 
     def Inject(self, fault):
-        pid = self.RankPid({"crash": 3, "stall": 2, "node": 2}[fault])
+        pid = self.RankPid({"crash": 1, "stall": 2, "node": 2}[fault])
         if pid is None:
             return False
         targets = [pid]
@@ -223,12 +224,12 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kinds", default="dlaunch,torchrun2,ft_launcher")
     ap.add_argument("--reps", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=1200)
-    ap.add_argument("--ckpt-every", type=int, default=100)
-    ap.add_argument("--fault-every", type=float, default=25)
+    ap.add_argument("--steps", type=int, default=6000)
+    ap.add_argument("--ckpt-every", type=int, default=500)
+    ap.add_argument("--fault-every", type=float, default=30)
     ap.add_argument("--faults", default="crash,stall,node")
     ap.add_argument("--stall-timeout", type=int, default=30)
-    ap.add_argument("--pg-timeout", type=float, default=30)
+    ap.add_argument("--pg-timeout", type=float, default=60)
     ap.add_argument("--max-restarts", type=int, default=5)
     ap.add_argument("--cap", type=float, default=900, help="a run's limit (s)")
     ap.add_argument("--venv", default=os.path.join(ROOT, "build-compare", "venv"))
@@ -250,6 +251,8 @@ def main():
     args.python = os.path.join(args.venv, "bin", "python")
     args.dlaunch = os.path.abspath(args.dlaunch)
     kinds = args.kinds.split(",")
+    # A SIGTERM to the bench still cleans up the run in progress (RunOnce's finally).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     workdir = tempfile.mkdtemp(prefix="dlaunch-goodput-bench-")
     results = []
     # Interleaved: every launcher once, then again, so the machine's load falls on all alike.

@@ -267,7 +267,12 @@ class Accountant {
   // The phases the ranks reported (the Python package's phase()): their checkpoints and
   // evaluations count as the step trace's do; the others split the rounds' start-up.
   void ReadPhases() {
-    phases_ = ReadRankPhases(in_.metrics, end_us_);
+    std::vector<int64_t> round_starts;
+    for (const auto& [r, rec] : rounds_) {
+      if (r > 0) round_starts.push_back(rec.started_us.value_or(rec.first_event_us.value_or(end_us_)));
+    }
+    std::sort(round_starts.begin(), round_starts.end());
+    phases_ = ReadRankPhases(in_.metrics, round_starts, end_us_);
     for (const RankPhase& p : phases_) {
       if (p.kind != PhaseKind::kCheckpoint && p.kind != PhaseKind::kEvaluation) continue;
       const bool checkpoint = p.kind == PhaseKind::kCheckpoint;

@@ -23,7 +23,8 @@ struct Mark {
 };
 
 // Closes each of one rank's phases (its marks in time order).
-void CloseRankPhases(int rank, const std::vector<Mark>& marks, int64_t end_us,
+void CloseRankPhases(int rank, const std::vector<Mark>& marks,
+                     const std::vector<int64_t>& round_starts_us, int64_t end_us,
                      std::vector<RankPhase>* out) {
   for (size_t i = 0; i < marks.size(); ++i) {
     if (marks[i].step) continue;
@@ -41,7 +42,10 @@ void CloseRankPhases(int rank, const std::vector<Mark>& marks, int64_t end_us,
     // A begin whose end comes later (a `with` block) is that end's; one without lasts until
     // whatever the rank did next.
     bool ended = false;
-    int64_t next = end_us;
+    // A rank that died in the phase ends it with its round at the latest.
+    const auto next_round =
+        std::upper_bound(round_starts_us.begin(), round_starts_us.end(), marks[i].at_us);
+    int64_t next = next_round == round_starts_us.end() ? end_us : std::min(end_us, *next_round);
     for (size_t j = i + 1; j < marks.size(); ++j) {
       const Mark& m = marks[j];
       if (!m.step && m.event.name() == e.name()) {
@@ -75,7 +79,8 @@ PhaseKind PhaseKindOf(std::string_view name) {
   return PhaseKind::kOther;
 }
 
-std::vector<RankPhase> ReadRankPhases(const std::vector<v1::MetricLine>& metrics, int64_t end_us) {
+std::vector<RankPhase> ReadRankPhases(const std::vector<v1::MetricLine>& metrics,
+                                      const std::vector<int64_t>& round_starts_us, int64_t end_us) {
   std::map<int, std::vector<Mark>> marks;  // by rank
   for (const v1::MetricLine& m : metrics) {
     if (!m.has_report()) continue;
@@ -100,7 +105,7 @@ std::vector<RankPhase> ReadRankPhases(const std::vector<v1::MetricLine>& metrics
                      [](const Mark& a, const Mark& b) { return a.at_us < b.at_us; });
   }
   std::vector<RankPhase> out;
-  for (const auto& [rank, list] : marks) CloseRankPhases(rank, list, end_us, &out);
+  for (const auto& [rank, list] : marks) CloseRankPhases(rank, list, round_starts_us, end_us, &out);
   std::stable_sort(out.begin(), out.end(), [](const RankPhase& a, const RankPhase& b) {
     return a.rank != b.rank ? a.rank < b.rank : a.begin_us < b.begin_us;
   });
@@ -116,8 +121,9 @@ std::vector<v1::GoodputPhase> StartupPhases(const std::vector<RankPhase>& phases
   std::map<std::string, int64_t> first_begin;
   std::map<int, int64_t> rank_first;  // each rank's first phase in the start-up
   for (const RankPhase& p : phases) {
-    if (p.kind == PhaseKind::kTraining) continue;
-    const int64_t b = std::max(p.begin_us, begin_us), e = std::min(p.end_us, steps_us);
+    // A phase begun in an earlier round (a rank that died in it) is not this one's start-up.
+    if (p.kind == PhaseKind::kTraining || p.begin_us < begin_us) continue;
+    const int64_t b = p.begin_us, e = std::min(p.end_us, steps_us);
     if (e <= b) continue;
     by_name[p.name][p.rank] += e - b;
     auto [it, fresh] = first_begin.try_emplace(p.name, b);

@@ -30,12 +30,14 @@ struct RankPhase {
 
 // Every reported phase of every rank, ordered by rank and begin. An end event gives its phase
 // whole (its time less its length); a begin that no end of the same name follows (a plain
-// phase() call) lasts until the rank's next phase event or the next interval of steps it
-// reported, else until `end_us`.
-std::vector<RankPhase> ReadRankPhases(const std::vector<v1::MetricLine>& metrics, int64_t end_us);
+// phase() call, or a rank that died in it) lasts until the rank's next phase event or the next
+// interval of steps it reported, else until the next round starts (`round_starts_us`, sorted)
+// or `end_us`.
+std::vector<RankPhase> ReadRankPhases(const std::vector<v1::MetricLine>& metrics,
+                                      const std::vector<int64_t>& round_starts_us, int64_t end_us);
 
-// A round's start-up phase by phase: for each rank, its phases (other than training) inside
-// [begin_us, steps_us), and before them the time from its worker's start (`rank_started_us`,
+// A round's start-up phase by phase: for each rank, its phases (other than training) begun
+// inside [begin_us, steps_us) (to steps_us at most), and before them the time from its worker's start (`rank_started_us`,
 // by rank) to its first phase; per name, the rank that spent most. In the order the phases
 // first began. Empty when no rank reported a phase there.
 std::vector<v1::GoodputPhase> StartupPhases(const std::vector<RankPhase>& phases,

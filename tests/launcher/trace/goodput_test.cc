@@ -172,6 +172,34 @@ TEST(GoodputTest, ThePhasesOfAPythonScriptSplitItsStartupCheckpointsAndEvaluatio
                         "process_group 0.50 s"));
 }
 
+// A rank that dies in a phase ends it with its round: the next round's start-up lists only its
+// own phases.
+TEST(GoodputTest, APhaseARankDiedInEndsWithItsRound) {
+  std::string metrics = PhaseReport(3.5, 0, {PhaseEvent("load", false, 3)});
+  metrics += PhaseReport(15.2, 0, {PhaseEvent("import", true, 15, 1.5)});
+  for (int i = 0; i < 5; ++i) {
+    metrics += Report(17 + 2 * i, 1, 0, 10 * (i + 1), 2);
+  }
+  const std::string events =
+      Started() + Event(2, 0, "workers_started") + Event(2, 0, "worker_started", "{\"rank\":0}") +
+      Event(10, 0, "worker_failed", "{\"rank\":0,\"exit_code\":-9}") +
+      Event(12, 1, "round_started", "{\"world_size\":1}") + Event(13, 1, "workers_started") +
+      Event(13, 1, "worker_started", "{\"rank\":0}") + Finished(26, 1, "succeeded");
+  const v1::GoodputAccount a = ComputeGoodput(Input(events, metrics));
+  ExpectAddsUp(a);
+  ASSERT_EQ(a.rounds_size(), 2);
+  const auto names = [](const v1::RoundGoodput& r) {
+    std::vector<std::string> out;
+    for (const v1::GoodputPhase& p : r.startup_phases()) {
+      out.push_back(absl::StrFormat("%s %.2f", p.name(), p.seconds()));
+    }
+    return out;
+  };
+  // Round 0 has no step: its start-up phases run to its failure.
+  EXPECT_THAT(names(a.rounds(0)), ::testing::ElementsAre("before the first phase 1.00", "load 7.00"));
+  EXPECT_THAT(names(a.rounds(1)), ::testing::ElementsAre("before the first phase 0.50", "import 1.50"));
+}
+
 // The same account without phases: checkpoints and evaluations stay not known, and no start-up
 // phase is made up.
 TEST(GoodputTest, WithoutPhasesNothingIsSplitThatWasNotReported) {
