@@ -56,7 +56,9 @@ class ReportServer {
 // agent's memory.
 inline constexpr size_t kMaxReportLineBytes = 1 << 20;
 
-// Parses one report line (protobuf JSON mapping; unknown fields ignored).
+// Parses one report line (protobuf JSON mapping; unknown fields ignored). A line's phase event
+// (phase_name, phase_event "begin" or "end", t, phase_s: the Python package's phase()) becomes
+// the one event of its phase_log; a malformed one is an error, as a malformed field is.
 absl::Status ParseReportLine(const std::string& line, v1::WorkerReport* out);
 
 }  // namespace dlaunch

@@ -4,14 +4,42 @@
 
 namespace dlaunch {
 
+namespace {
+
+// The earlier report's phase events, then the later one's, up to the bound.
+void MergePhaseLogs(const v1::WorkerReport& earlier, const v1::WorkerReport& later,
+                    v1::WorkerReport* merged) {
+  if (!earlier.has_phase_log() && !later.has_phase_log()) {
+    merged->clear_phase_log();
+    return;
+  }
+  v1::PhaseLog log;
+  int dropped = earlier.phase_log().dropped() + later.phase_log().dropped();
+  for (const v1::PhaseLog* from : {&earlier.phase_log(), &later.phase_log()}) {
+    for (const v1::PhaseEvent& e : from->events()) {
+      if (log.events_size() < kMaxPhaseEvents) {
+        *log.add_events() = e;
+      } else {
+        ++dropped;
+      }
+    }
+  }
+  log.set_dropped(dropped);
+  *merged->mutable_phase_log() = std::move(log);
+}
+
+}  // namespace
+
 v1::WorkerReport MergeReports(const v1::WorkerReport& earlier, const v1::WorkerReport& later) {
   if (later.kind() == v1::WorkerReport::PHASE) {
     v1::WorkerReport merged = earlier;
-    merged.set_phase(later.phase());
+    // A phase without an enum (a script's own name) leaves the rank's phase as it was.
+    if (later.phase() != v1::WorkerReport::PHASE_UNSPECIFIED) merged.set_phase(later.phase());
     merged.set_step(std::max(earlier.step(), later.step()));
     merged.set_epoch(std::max(earlier.epoch(), later.epoch()));
     merged.set_total_steps(std::max(earlier.total_steps(), later.total_steps()));
     merged.set_checkpoint_step(std::max(earlier.checkpoint_step(), later.checkpoint_step()));
+    MergePhaseLogs(earlier, later, &merged);
     return merged;
   }
   v1::WorkerReport merged = later;
@@ -19,6 +47,7 @@ v1::WorkerReport MergeReports(const v1::WorkerReport& earlier, const v1::WorkerR
   // more: a step report that leaves it out does not take it back.
   merged.set_checkpoint_step(std::max(earlier.checkpoint_step(), later.checkpoint_step()));
   merged.set_total_steps(std::max(earlier.total_steps(), later.total_steps()));
+  MergePhaseLogs(earlier, later, &merged);
   merged.set_samples(earlier.samples() + later.samples());
   merged.set_interval_s(earlier.interval_s() + later.interval_s());
   auto* t = merged.mutable_timings();

@@ -26,7 +26,7 @@ v1::CheckpointAdvice AdviseCheckpointInterval(const v1::GoodputAccount& account,
   if (checkpoint_costs.empty()) {
     a.set_basis(v1::NOT_KNOWN);
     a.set_note("not known: no checkpoint's length is in the journal (dlaunch-worker's step "
-                "trace has them)");
+                "trace has them, and so do the Python package's phase(\"checkpoint\") reports)");
     return a;
   }
   double sum = 0;

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "launcher/trace/checkpoint_advice.h"
+#include "launcher/trace/goodput_phases.h"
 #include "launcher/trace/journal_events.h"
 #include "launcher/trace/json_lines.h"
 
@@ -49,6 +50,7 @@ struct RoundRecords {
   std::string failure_class;
   std::optional<int64_t> stop_us;           // a stop without a failure (a signal)
   std::map<int, std::vector<Progress>> ranks;  // by rank, in time order
+  std::map<int, std::optional<int64_t>> rank_started_us;  // worker_started, by rank
 };
 
 void Earliest(std::optional<int64_t>* at, int64_t us) {
@@ -124,6 +126,7 @@ class Accountant {
     ReadEvents();
     ReadReports();
     ReadPauses();
+    ReadPhases();
     if (!origin_us_) {
       account_.add_notes("not known: the journal has no timed events");
       return account_;
@@ -172,7 +175,10 @@ class Accountant {
       switch (e.event_case()) {
         case v1::JobEvent::kRoundStarted: Earliest(&rec.started_us, *t); break;
         case v1::JobEvent::kWorkersStarted: Earliest(&rec.workers_started_us, *t); break;
-        case v1::JobEvent::kWorkerStarted: Latest(&rec.last_worker_started_us, *t); break;
+        case v1::JobEvent::kWorkerStarted:
+          Latest(&rec.last_worker_started_us, *t);
+          Earliest(&rec.rank_started_us[e.worker_started().rank()], *t);
+          break;
         case v1::JobEvent::kWorkerEnded: Latest(&rec.last_worker_ended_us, *t); break;
         case v1::JobEvent::kFailureDetected:
           NoteFailure(&rec, *t, e.failure_detected().failure().failure_class());
@@ -253,8 +259,40 @@ class Accountant {
         if (!checkpoint && row.span != "evaluate") continue;
         pauses_.push_back({rank, row.ts_us, row.ts_us + row.dur_us, checkpoint});
         if (checkpoint) checkpoint_costs_.push_back(Seconds(row.dur_us));
+        traced_ = true;
       }
     }
+  }
+
+  // The phases the ranks reported (the Python package's phase()): their checkpoints and
+  // evaluations count as the step trace's do; the others split the rounds' start-up.
+  void ReadPhases() {
+    std::vector<int64_t> round_starts;
+    for (const auto& [r, rec] : rounds_) {
+      if (r > 0) round_starts.push_back(rec.started_us.value_or(rec.first_event_us.value_or(end_us_)));
+    }
+    std::sort(round_starts.begin(), round_starts.end());
+    phases_ = ReadRankPhases(in_.metrics, round_starts, end_us_);
+    for (const RankPhase& p : phases_) {
+      if (p.kind != PhaseKind::kCheckpoint && p.kind != PhaseKind::kEvaluation) continue;
+      const bool checkpoint = p.kind == PhaseKind::kCheckpoint;
+      pauses_.push_back({p.rank, p.begin_us, p.end_us, checkpoint});
+      if (checkpoint) {
+        checkpoint_costs_.push_back(Seconds(p.end_us - p.begin_us));
+        checkpoint_phases_ = true;
+      } else {
+        evaluation_phases_ = true;
+      }
+    }
+  }
+
+  std::vector<v1::GoodputPhase> RoundStartupPhases(const RoundRecords& rec, int64_t begin,
+                                                   int64_t steps_begin) const {
+    std::map<int, int64_t> started;
+    for (const auto& [rank, at] : rec.rank_started_us) {
+      if (at) started[rank] = *at;
+    }
+    return StartupPhases(phases_, started, begin, steps_begin);
   }
 
   // The moment every rank of `rec` has passed `step` again: within the report that crosses it,
@@ -332,6 +370,9 @@ class Accountant {
       } else {
         *split->mutable_tail() = Figure(after, v1::MEASURED, "last worker ended to the job's end");
       }
+      for (v1::GoodputPhase& p : RoundStartupPhases(rec, begin, stop)) {
+        *out->add_startup_phases() = std::move(p);
+      }
       AddSpan(out, startup_name, begin, workers, o);
       AddSpan(out, "not split", workers, stop, o);
       AddSpan(out, failed ? "stop and wait" : "tail", stop, end, o);
@@ -373,6 +414,9 @@ class Accountant {
     *startup = Figure(Seconds(steps_begin - begin), v1::MEASURED,
                       round == 0 ? "launch to every rank's first step (to a report's resolution)"
                                  : "a restart: stop, wait and the next round's start-up");
+    for (v1::GoodputPhase& p : RoundStartupPhases(rec, begin, steps_begin)) {
+      *out->add_startup_phases() = std::move(p);
+    }
 
     // Redone: the steps earlier rounds had reported, run again here.
     int64_t redo_end = steps_begin;
@@ -390,26 +434,31 @@ class Accountant {
       for (const Progress& p : list) checkpoint_before_ = std::max(checkpoint_before_, p.checkpoint_step);
     }
 
-    const bool traced = !pauses_.empty();
+    const bool ckpt_known = traced_ || checkpoint_phases_;
+    const bool eval_known = traced_ || evaluation_phases_;
     const double ckpt_all = PausedSeconds(pauses_, true, steps_begin, steps_end);
     const double eval_all = PausedSeconds(pauses_, false, steps_begin, steps_end);
     const double ckpt_redo = PausedSeconds(pauses_, true, steps_begin, redo_end);
     const double eval_redo = PausedSeconds(pauses_, false, steps_begin, redo_end);
     const double redone = std::max(0.0, Seconds(redo_end - steps_begin) - ckpt_redo - eval_redo);
     const double window = Seconds(steps_end - steps_begin);
-    double ckpt = std::min(ckpt_all, window), eval = std::min(eval_all, window - ckpt);
-    if (traced) {
-      *split->mutable_checkpoint() = Figure(ckpt, v1::MEASURED, "dlaunch-worker's step trace");
-      *split->mutable_evaluation() = Figure(eval, v1::MEASURED, "dlaunch-worker's step trace");
+    double ckpt = ckpt_known ? std::min(ckpt_all, window) : 0;
+    double eval = eval_known ? std::min(eval_all, window - ckpt) : 0;
+    const char* source = traced_ ? "dlaunch-worker's step trace" : "the ranks' phase reports";
+    if (ckpt_known) {
+      *split->mutable_checkpoint() = Figure(ckpt, v1::MEASURED, source);
     } else {
-      const std::string why =
+      *split->mutable_checkpoint() = Figure(
+          0, v1::NOT_KNOWN,
           checkpoint_steps_.empty()
               ? "not known: no report says so; counted as productive"
-              : "not known: reports name checkpoints but not their length; counted as productive";
-      *split->mutable_checkpoint() = Figure(0, v1::NOT_KNOWN, why);
+              : "not known: reports name checkpoints but not their length; counted as productive");
+    }
+    if (eval_known) {
+      *split->mutable_evaluation() = Figure(eval, v1::MEASURED, source);
+    } else {
       *split->mutable_evaluation() =
           Figure(0, v1::NOT_KNOWN, "not known: no report says so; counted as productive");
-      ckpt = eval = 0;
     }
     const double redone_kept = std::min(redone, window - ckpt - eval);
     *split->mutable_redone() = Figure(redone_kept, v1::MEASURED,
@@ -467,6 +516,10 @@ class Accountant {
   std::string result_;
   std::map<int, RoundRecords> rounds_;
   std::vector<Pause> pauses_;
+  std::vector<RankPhase> phases_;
+  bool traced_ = false;             // dlaunch-worker's step trace timed checkpoints or evaluations
+  bool checkpoint_phases_ = false;  // a rank reported a checkpoint phase
+  bool evaluation_phases_ = false;
   std::vector<double> checkpoint_costs_;
   std::set<int64_t> checkpoint_steps_;
   int64_t max_step_before_ = 0;

@@ -76,6 +76,16 @@ std::vector<std::string> GoodputReport(const v1::GoodputAccount& a) {
       lines.push_back(line);
     }
   }
+  for (const v1::RoundGoodput& r : a.rounds()) {
+    if (r.startup_phases().empty()) continue;
+    std::vector<std::string> parts;
+    for (const v1::GoodputPhase& p : r.startup_phases()) {
+      parts.push_back(absl::StrFormat("%s %.2f s", p.name(), p.seconds()));
+    }
+    lines.push_back(absl::StrFormat("  round %d start-up: launch %.2f s, then in the ranks (the "
+                                    "slowest in each): %s",
+                                    r.round(), r.launch_s(), absl::StrJoin(parts, ", ")));
+  }
   const v1::CheckpointAdvice& c = a.checkpoint_advice();
   if (c.basis() == v1::MEASURED) {
     std::string line = absl::StrFormat(

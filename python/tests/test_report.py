@@ -6,7 +6,9 @@ import socket
 import tempfile
 import threading
 import time
+import types
 import unittest
+from unittest import mock
 
 import dlaunch
 from report_server import FakeClock, LineServer
@@ -102,6 +104,37 @@ class ReportTest(Base):
         self.assertGreaterEqual(end_ckpt["phase_s"], 0.0)
         self.assertEqual((end_eval["phase_name"], end_eval["phase"]), ("eval", "TRAINING"))
         self.assertEqual((saved["kind"], saved["checkpoint_step"]), ("PHASE", 7))
+
+    def test_a_phase_is_left_out_of_the_next_reports_interval(self):
+        # The interval is the time the samples took: the goodput account finds where a rank's
+        # steps began from it, so a start-up phase or a checkpoint must not be inside it.
+        srv = self.server()
+        now = [100.0]
+        fake = types.SimpleNamespace(monotonic=lambda: now[0], time=time.time)
+        with mock.patch.object(dlaunch, "time", fake):
+            self.start(srv.path)
+            now[0] = 101.0
+            with dlaunch.phase("process_group"):
+                now[0] = 104.0
+            now[0] = 104.5
+            dlaunch.report(step=1, samples=8)
+            now[0] = 105.0
+            with dlaunch.phase("checkpoint"):
+                now[0] = 107.0
+            now[0] = 107.25
+            dlaunch.report(step=2, samples=8)
+            with dlaunch.phase("eval"):
+                now[0] = 108.0
+                dlaunch.report(step=2, samples=0)  # inside the phase: all of it was the phase's
+                now[0] = 109.0
+            now[0] = 109.5
+            dlaunch.report(step=3, samples=8)
+        lines = srv.wait_for(9)
+        steps = [l for l in lines if l["kind"] == "STEP"]
+        self.assertEqual([s["interval_s"] for s in steps], [1.5, 0.75, 0.75, 0.5])
+        ends = [l for l in lines if l.get("phase_event") == "end"]
+        self.assertEqual([(e["phase_name"], e["phase_s"]) for e in ends],
+                         [("process_group", 3.0), ("checkpoint", 2.0), ("eval", 1.75)])
 
     def test_a_plain_phase_call_holds_until_the_next(self):
         srv = self.server()

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "dlaunch/control.grpc.pb.h"
+#include "dlaunch/goodput.pb.h"
 #include "proto/control_credentials.h"
 #include "launcher/jobdir/journal.h"
 #include "tests/integration/test_process.h"
@@ -363,8 +365,9 @@ TEST_F(RunTest, WorkerReportsReachTheLauncher) {
 
 // The dlaunch Python package (python/) in a plain script on 2 nodes x 2 ranks: its reports and
 // its checkpoint's step reach metrics.jsonl, the summary counts their samples, and the goodput
-// account has measured productive time. (A phase shorter than a heartbeat is folded into the
-// rank's next report by the agent: its length does not reach the journal yet.)
+// account has measured productive time. Its phases, the checkpoint far shorter than a
+// heartbeat among them, reach the journal with their lengths, and the account splits the
+// checkpoint and the start-up by them.
 TEST_F(RunTest, ThePythonPackagesReportsReachTheJournalAndTheAccount) {
   const std::string src = DLAUNCH_SOURCE_DIR;
   ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2",
@@ -392,6 +395,47 @@ TEST_F(RunTest, ThePythonPackagesReportsReachTheJournalAndTheAccount) {
   EXPECT_TRUE(absl::StrContains(summary, "\"goodput\":{")) << summary;
   EXPECT_TRUE(absl::StrContains(run.Stderr() + run.Stdout(), "[dlaunch] goodput ")) << run.Stderr();
   EXPECT_FALSE(absl::StrContains(run.Stderr() + run.Stdout(), "goodput not known")) << run.Stderr();
+
+  // Every rank's phases, each begun and ended once, with the lengths it slept at least.
+  std::map<int, std::map<std::string, double>> ended;
+  std::map<int, int> begun;
+  for (const v1::MetricLine& m : metrics->metrics) {
+    for (const v1::PhaseEvent& e : m.report().phase_log().events()) {
+      if (e.end()) {
+        ended[m.report().rank()][e.name()] += e.seconds();
+      } else {
+        ++begun[m.report().rank()];
+      }
+    }
+  }
+  EXPECT_EQ(begun, (std::map<int, int>{{0, 2}, {1, 2}, {2, 2}, {3, 2}}));
+  ASSERT_EQ(ended.size(), 4u);
+  for (const auto& [rank, phases] : ended) {
+    ASSERT_EQ(phases.size(), 2u) << "rank " << rank;
+    EXPECT_GE(phases.at("setup"), 0.3) << "rank " << rank;
+    EXPECT_GE(phases.at("checkpoint"), 0.2) << "rank " << rank;
+  }
+  const size_t at = summary.find("\"goodput\":");
+  ASSERT_NE(at, std::string::npos);
+  v1::GoodputAccount account;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(
+                  summary.substr(at + 10, summary.rfind('}') - at - 10), &account, options)
+                  .ok());
+  EXPECT_EQ(account.split().checkpoint().basis(), v1::MEASURED);
+  EXPECT_GE(account.split().checkpoint().seconds(), 0.2);
+  EXPECT_EQ(account.split().evaluation().basis(), v1::NOT_KNOWN);  // the script says none
+  ASSERT_EQ(account.rounds_size(), 1);
+  std::map<std::string, int> startup_ranks;
+  for (const v1::GoodputPhase& p : account.rounds(0).startup_phases()) {
+    startup_ranks[p.name()] = p.ranks();
+    if (p.name() == "setup") EXPECT_GE(p.seconds(), 0.3);
+  }
+  EXPECT_EQ(startup_ranks.at("setup"), 4) << summary;
+  EXPECT_EQ(startup_ranks.count("checkpoint"), 0u) << "a checkpoint between steps is not start-up";
+  EXPECT_TRUE(absl::StrContains(run.Stderr() + run.Stdout(), "round 0 start-up: launch "))
+      << run.Stderr();
 }
 
 TEST_F(RunTest, HeartbeatsCarryEachNodesHealthIntoTheJournalAndTheTrace) {

@@ -1,6 +1,8 @@
 """A plain Python training loop (no torch) that reports through the dlaunch package (python/):
-the total, a step every 50 ms with samples and loss, and a checkpoint phase at step 10
-and the checkpoint's step after it (dlaunch_run_test.cc). The package is found through PYTHONPATH, as after `pip install ./python`."""
+a start-up phase ("setup", 0.3 s), the total, a step every 50 ms with samples and loss, a
+checkpoint phase of 0.2 s at step 10 (far shorter than a heartbeat apart from the steps around
+it) and the checkpoint's step after it (dlaunch_run_test.cc). The package is found through
+PYTHONPATH, as after `pip install ./python`."""
 import sys
 import time
 
@@ -11,6 +13,8 @@ def main():
     if not dlaunch.is_active():
         print("not under dlaunch: DLAUNCH_REPORT_SOCKET is not set", file=sys.stderr)
         return 3
+    with dlaunch.phase("setup"):
+        time.sleep(0.3)
     dlaunch.total_steps(20)
     for step in range(1, 21):
         time.sleep(0.05)

@@ -123,5 +123,52 @@ TEST(MergeReportsTest, AStepReportAfterACheckpointKeepsItsStepAndTheTotal) {
   EXPECT_EQ(m.samples(), 64);
 }
 
+v1::WorkerReport PhaseEnd(const std::string& name, double unix_s, double seconds) {
+  v1::WorkerReport r;
+  r.set_kind(v1::WorkerReport::PHASE);
+  r.set_rank(1);
+  v1::PhaseEvent* e = r.mutable_phase_log()->add_events();
+  e->set_name(name);
+  e->set_end(true);
+  e->set_unix_s(unix_s);
+  e->set_seconds(seconds);
+  return r;
+}
+
+TEST(MergeReportsTest, PhasesShorterThanAHeartbeatKeepTheirLengthsInOrder) {
+  // Between two heartbeats: a step, a checkpoint of 0.2 s, a step, an evaluation of 0.1 s.
+  v1::WorkerReport m = Report(10, 32, 0.5);
+  m = MergeReports(m, PhaseEnd("checkpoint", 1000.2, 0.2));
+  m = MergeReports(m, Report(11, 32, 0.5));
+  m = MergeReports(m, PhaseEnd("eval", 1000.9, 0.1));
+  EXPECT_EQ(m.step(), 11);
+  EXPECT_EQ(m.samples(), 64);
+  ASSERT_EQ(m.phase_log().events_size(), 2);
+  EXPECT_EQ(m.phase_log().events(0).name(), "checkpoint");
+  EXPECT_DOUBLE_EQ(m.phase_log().events(0).seconds(), 0.2);
+  EXPECT_EQ(m.phase_log().events(1).name(), "eval");
+  EXPECT_DOUBLE_EQ(m.phase_log().events(1).unix_s(), 1000.9);
+  EXPECT_EQ(m.phase_log().dropped(), 0);
+  // Reports without phases make none up.
+  EXPECT_FALSE(MergeReports(Report(1, 1, 1), Report(2, 1, 1)).has_phase_log());
+}
+
+TEST(MergeReportsTest, PhaseEventsPastTheBoundAreCounted) {
+  v1::WorkerReport m = Report(1, 1, 1);
+  for (int i = 0; i < kMaxPhaseEvents + 5; ++i) m = MergeReports(m, PhaseEnd("data", 1000 + i, 0.01));
+  EXPECT_EQ(m.phase_log().events_size(), kMaxPhaseEvents);
+  EXPECT_EQ(m.phase_log().dropped(), 5);
+  EXPECT_DOUBLE_EQ(m.phase_log().events(0).unix_s(), 1000);  // the first ones are kept
+  m = MergeReports(m, Report(2, 1, 1));
+  EXPECT_EQ(m.phase_log().dropped(), 5);
+}
+
+TEST(MergeReportsTest, APhaseOfTheScriptsOwnNameLeavesTheRanksPhase) {
+  v1::WorkerReport a = Report(16, 256, 2.0);
+  a.set_phase(v1::WorkerReport::EVALUATING);
+  v1::WorkerReport own = PhaseEnd("warmup", 1000, 1);  // no enum for it
+  EXPECT_EQ(MergeReports(a, own).phase(), v1::WorkerReport::EVALUATING);
+}
+
 }  // namespace
 }  // namespace dlaunch

@@ -95,7 +95,8 @@ def stats():
 def report(step=None, samples=None, loss=None, interval_s=None, **extra):
     """Reports training progress: the global step, the samples this rank processed since its
     previous report, and the loss. `interval_s` (the time those samples took) defaults to the
-    time since the previous report of this process. Any other keyword travels as an extra JSON
+    time since the previous report of this process (or since init()), less the time spent in
+    phases ended since (`with phase(...)`). Any other keyword travels as an extra JSON
     field (the agent keeps the ones proto/report.proto names: epoch, accuracy, message, ...)."""
     r = _reporter
     if r is None:
@@ -173,7 +174,9 @@ class _Phase:
         return self
 
     def __exit__(self, *exc):
-        _send_phase(self.name, "end", self.previous, time.monotonic() - self.begun)
+        now = time.monotonic()
+        _leave_phase_time_out(self.begun, now)
+        _send_phase(self.name, "end", self.previous, now - self.begun)
         return False
 
     def end(self):
@@ -211,6 +214,14 @@ def phase(name):
         return _Phase(name, previous, time.monotonic())
     except Exception:
         return _NO_PHASE
+
+
+def _leave_phase_time_out(begun, now):
+    # The next report's interval is the time its samples took: a phase (a checkpoint, an
+    # evaluation, the start-up's) since the previous report is left out of it.
+    r = _reporter
+    if r is not None:
+        r.last_report = now if begun < r.last_report else r.last_report + (now - begun)
 
 
 def _send_phase(name, event, restored, seconds):

@@ -103,6 +103,120 @@ TEST(GoodputTest, CleanRunSplitsStartupStepsCheckpointsAndTail) {
   EXPECT_THAT(GoodputHeadline(a), HasSubstr("goodput 68.8% of 24.0 s"));
 }
 
+// One phase event as the agent keeps it (WorkerReport.phase_log), at `at_s` since 10:00.
+std::string PhaseEvent(const std::string& name, bool end, double at_s, double seconds = 0) {
+  return absl::StrFormat(R"({"name":"%s","end":%s,"unix_s":%.6f,"seconds":%g})", name,
+                         end ? "true" : "false", UnixUs(at_s) / 1e6, seconds);
+}
+// A metrics line of `rank` carrying phase events; a step report when step > 0, else a PHASE one.
+std::string PhaseReport(double s, int rank, const std::vector<std::string>& events, int step = 0,
+                        double interval_s = 0) {
+  const std::string kind =
+      step > 0 ? absl::StrCat(R"("kind":"STEP","step":")", step,
+                              R"(","samples":"64","interval_s":)", interval_s)
+               : std::string(R"("kind":"PHASE")");
+  return absl::StrCat("{\"time\":\"", At(s), "\",\"node_id\":", rank, ",\"round\":0,\"report\":{",
+                      kind, ",\"rank\":", rank, ",\"phase_log\":{\"events\":[",
+                      absl::StrJoin(events, ","), "]}}}\n");
+}
+
+// A Python script's phases (the package's phase()), folded by the agent into the reports of
+// the next heartbeat: its start-up phase by phase, its checkpoint and evaluation measured.
+TEST(GoodputTest, ThePhasesOfAPythonScriptSplitItsStartupCheckpointsAndEvaluations) {
+  std::string metrics;
+  // Rank 0: import 2.5-5.0, then a plain phase("load") ended by its first steps at t=6.
+  metrics += PhaseReport(5.3, 0, {PhaseEvent("import", true, 5.0, 2.5), PhaseEvent("load", false, 5.0)});
+  // Rank 1: import 2.5-5.5 and process_group 5.5-6.0, both in its first step report's line.
+  metrics += PhaseReport(8, 1, {PhaseEvent("import", true, 5.5, 3.0),
+                                PhaseEvent("process_group", false, 5.5),
+                                PhaseEvent("process_group", true, 6.0, 0.5)},
+                         10, 2);
+  metrics += Report(8, 0, 0, 10, 2);
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int i = 1; i < 7; ++i) {
+      const double at = 8 + 2 * i;
+      std::vector<std::string> events;
+      // Rank 0 writes a 0.8 s checkpoint that ends at 13; both evaluate 16.5-17.0.
+      if (rank == 0 && at == 14) events = {PhaseEvent("checkpoint", false, 12.2), PhaseEvent("checkpoint", true, 13, 0.8)};
+      if (at == 18) events = {PhaseEvent("eval", true, 17, 0.5)};
+      metrics += events.empty() ? Report(at, 0, rank, 10 * (i + 1), 2)
+                                : PhaseReport(at, rank, events, 10 * (i + 1), at == 14 ? 1.2 : 1.5);
+    }
+  }
+  const std::string events = Started() + Event(2, 0, "workers_started", "{\"workers\":2}") +
+                             Event(2, 0, "worker_started", "{\"rank\":0}") +
+                             Event(2, 0, "worker_started", "{\"rank\":1}") +
+                             Finished(21, 0, "succeeded");
+  const v1::GoodputAccount a = ComputeGoodput(Input(events, metrics));
+  ExpectAddsUp(a);
+  ASSERT_EQ(a.rounds_size(), 1);
+  const v1::RoundGoodput& r = a.rounds(0);
+  EXPECT_NEAR(a.split().startup().seconds(), 6, 1e-6);
+  EXPECT_NEAR(a.split().checkpoint().seconds(), 0.8, 1e-6);
+  EXPECT_EQ(a.split().checkpoint().basis(), v1::MEASURED);
+  EXPECT_EQ(a.split().checkpoint().note(), "the ranks' phase reports");
+  EXPECT_NEAR(a.split().evaluation().seconds(), 0.5, 1e-6);
+  EXPECT_NEAR(a.split().productive().seconds(), 14 - 0.8 - 0.5, 1e-6);
+  std::vector<std::string> phases;
+  for (const v1::GoodputPhase& p : r.startup_phases()) {
+    phases.push_back(absl::StrFormat("%s %.2f x%d", p.name(), p.seconds(), p.ranks()));
+  }
+  EXPECT_THAT(phases, ::testing::ElementsAre("before the first phase 0.50 x2", "import 3.00 x2",
+                                             "load 1.00 x1", "process_group 0.50 x1"));
+  // The Young/Daly cost is the phase's length, though the job had no failure to space them by.
+  EXPECT_NEAR(a.checkpoint_advice().checkpoint_cost_s(), 0.8, 1e-6);
+  EXPECT_EQ(a.checkpoint_advice().basis(), v1::NOT_KNOWN);
+  EXPECT_THAT(absl::StrJoin(GoodputReport(a), "\n"),
+              HasSubstr("round 0 start-up: launch 2.00 s, then in the ranks (the slowest in each): "
+                        "before the first phase 0.50 s, import 3.00 s, load 1.00 s, "
+                        "process_group 0.50 s"));
+}
+
+// A rank that dies in a phase ends it with its round: the next round's start-up lists only its
+// own phases.
+TEST(GoodputTest, APhaseARankDiedInEndsWithItsRound) {
+  std::string metrics = PhaseReport(3.5, 0, {PhaseEvent("load", false, 3)});
+  metrics += PhaseReport(15.2, 0, {PhaseEvent("import", true, 15, 1.5)});
+  for (int i = 0; i < 5; ++i) {
+    metrics += Report(17 + 2 * i, 1, 0, 10 * (i + 1), 2);
+  }
+  const std::string events =
+      Started() + Event(2, 0, "workers_started") + Event(2, 0, "worker_started", "{\"rank\":0}") +
+      Event(10, 0, "worker_failed", "{\"rank\":0,\"exit_code\":-9}") +
+      Event(12, 1, "round_started", "{\"world_size\":1}") + Event(13, 1, "workers_started") +
+      Event(13, 1, "worker_started", "{\"rank\":0}") + Finished(26, 1, "succeeded");
+  const v1::GoodputAccount a = ComputeGoodput(Input(events, metrics));
+  ExpectAddsUp(a);
+  ASSERT_EQ(a.rounds_size(), 2);
+  const auto names = [](const v1::RoundGoodput& r) {
+    std::vector<std::string> out;
+    for (const v1::GoodputPhase& p : r.startup_phases()) {
+      out.push_back(absl::StrFormat("%s %.2f", p.name(), p.seconds()));
+    }
+    return out;
+  };
+  // Round 0 has no step: its start-up phases run to its failure.
+  EXPECT_THAT(names(a.rounds(0)), ::testing::ElementsAre("before the first phase 1.00", "load 7.00"));
+  EXPECT_THAT(names(a.rounds(1)), ::testing::ElementsAre("before the first phase 0.50", "import 1.50"));
+}
+
+// The same account without phases: checkpoints and evaluations stay not known, and no start-up
+// phase is made up.
+TEST(GoodputTest, WithoutPhasesNothingIsSplitThatWasNotReported) {
+  std::string metrics;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int i = 0; i < 7; ++i) metrics += Report(8 + 2 * i, 0, rank, 10 * (i + 1), 2);
+  }
+  const v1::GoodputAccount a = ComputeGoodput(Input(
+      Started() + Event(2, 0, "workers_started") + Event(2, 0, "worker_started", "{\"rank\":0}") +
+          Finished(21, 0, "succeeded"),
+      metrics));
+  ExpectAddsUp(a);
+  EXPECT_EQ(a.split().checkpoint().basis(), v1::NOT_KNOWN);
+  EXPECT_EQ(a.split().evaluation().basis(), v1::NOT_KNOWN);
+  EXPECT_TRUE(a.rounds(0).startup_phases().empty());
+}
+
 TEST(GoodputTest, CrashAndRestartFromACheckpointCountsTheWorkRedone) {
   std::string metrics;
   for (int rank = 0; rank < 2; ++rank) {

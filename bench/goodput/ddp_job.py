@@ -1,0 +1,149 @@
+"""The goodput bench's training job: a real PyTorch 2.x DDP job on the CPU (gloo), the same under
+every launcher. An MLP on synthetic data, SGD, a checkpoint of model and optimizer every
+--ckpt-every steps written by rank 0 (through a temporary file and a rename), every rank resuming
+from the newest one at start. It reports through the dlaunch package (python/: steps, phases,
+checkpoints; it does nothing without DLAUNCH_REPORT_SOCKET) and, under ft_launcher, sends
+nvidia-resiliency-ext's rank heartbeats (--ft-heartbeats).
+
+Whatever the launcher, every rank appends its own time stamps (Unix seconds) to
+<stamps>/rank<R>-<pid>.jsonl, which goodput_tables.py reads:
+
+  start        the process's start (/proc/self/stat), before the interpreter ran
+  imported     `import torch` done (and torch.distributed, nn)
+  pg           init_process_group returned (every rank has met)
+  loaded       the model built, DDP wrapped, the newest checkpoint loaded (`resumed` its step)
+  step         rank 0 only: each step's end (`step`); the first one of a process is its first
+               step, which includes DDP's first bucket set-up
+  ckpt         rank 0: a checkpoint's begin and end (`b`, `e`, `step`)
+  done         the last step reached
+
+The round is the number of faults the bench had injected when the process started (the bench
+writes them to <stamps>/faults), counted alike under every launcher.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import dlaunch  # the standard library only: costs nothing next to torch
+
+
+def process_start_unix():
+    with open("/proc/self/stat") as f:
+        stat = f.read()
+    start_ticks = int(stat[stat.rindex(")") + 2:].split()[19])
+    since_boot = time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+    return time.time() - since_boot
+
+
+class Stamps:
+    def __init__(self, directory, rank):
+        self.rank = rank
+        self.path = os.path.join(directory, f"rank{rank}-{os.getpid()}.jsonl")
+        faults = os.path.join(directory, "faults")
+        try:
+            with open(faults) as f:
+                self.round = sum(1 for _ in f)
+        except FileNotFoundError:
+            self.round = 0
+
+    def __call__(self, event, t=None, **fields):
+        fields.update(e=event, t=time.time() if t is None else t, rank=self.rank, round=self.round,
+                      pid=os.getpid())
+        with open(self.path, "a") as f:
+            f.write(json.dumps(fields) + "\n")
+
+
+def newest_checkpoint(directory):
+    steps = [int(n[5:-3]) for n in os.listdir(directory)
+             if n.startswith("ckpt-") and n.endswith(".pt") and n[5:-3].isdigit()]
+    return max(steps, default=0)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--ckpt-every", type=int, default=100)
+    p.add_argument("--ckpt-dir", required=True)
+    p.add_argument("--stamps", required=True)
+    p.add_argument("--width", type=int, default=256)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--pg-timeout", type=float, default=30.0,
+                   help="gloo's collective timeout (s): how long a rank waits for a stopped peer")
+    p.add_argument("--ft-heartbeats", action="store_true")
+    args = p.parse_args()
+    rank = int(os.environ["RANK"])
+    stamp = Stamps(args.stamps, rank)
+    stamp("start", t=process_start_unix())
+
+    with dlaunch.phase("import"):
+        import datetime
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+    stamp("imported")
+    torch.set_num_threads(1)
+    hb = None
+    if args.ft_heartbeats:
+        from nvidia_resiliency_ext.fault_tolerance import RankMonitorClient
+        hb = RankMonitorClient()
+        hb.init_workload_monitoring()
+
+    with dlaunch.phase("process_group"):
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.pg_timeout))
+    stamp("pg")
+    world = dist.get_world_size()
+
+    with dlaunch.phase("load"):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(args.width, args.width), nn.ReLU(),
+                              nn.Linear(args.width, args.width), nn.ReLU(),
+                              nn.Linear(args.width, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        resumed = newest_checkpoint(args.ckpt_dir)
+        if resumed:
+            state = torch.load(os.path.join(args.ckpt_dir, f"ckpt-{resumed}.pt"))
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["opt"])
+        ddp = DDP(model)
+        g = torch.Generator().manual_seed(rank)
+        x = torch.randn(args.batch, args.width, generator=g)
+        y = torch.randint(0, 10, (args.batch,), generator=g)
+    stamp("loaded", resumed=resumed, world=world)
+    dlaunch.total_steps(args.steps)
+    if resumed:
+        dlaunch.checkpoint_saved(resumed)
+
+    loss_fn = nn.CrossEntropyLoss()
+    for step in range(resumed + 1, args.steps + 1):
+        opt.zero_grad()
+        loss = loss_fn(ddp(x), y)
+        loss.backward()
+        opt.step()
+        if hb:
+            hb.send_heartbeat()
+        dlaunch.report(step=step, samples=args.batch, loss=loss.item())
+        if rank == 0:
+            stamp("step", step=step)
+        if step % args.ckpt_every == 0 and step < args.steps:
+            if rank == 0:
+                b = time.time()
+                with dlaunch.phase("checkpoint"):
+                    tmp = os.path.join(args.ckpt_dir, f".ckpt-{step}.tmp")
+                    torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, tmp)
+                    os.rename(tmp, os.path.join(args.ckpt_dir, f"ckpt-{step}.pt"))
+                stamp("ckpt", b=b, e=time.time(), step=step)
+                dlaunch.checkpoint_saved(step)
+            dist.barrier()  # the others wait for the checkpoint, as with a sharded save
+    stamp("done", step=args.steps)
+    if hb:
+        hb.shutdown_workload_monitoring()
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
