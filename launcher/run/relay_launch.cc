@@ -127,7 +127,8 @@ void RelayGroup::Stop(double grace_s) {
                     },
                     [](const std::vector<pid_t>& pids, int sig) {
                       for (pid_t pid : pids) kill(pid, sig);
-                    }});
+                    },
+                    /*found=*/nullptr});
   pids_.clear();
 }
 

@@ -119,7 +119,8 @@ struct Processes {
                 signals.push_back({p, sig});
                 if (sig == SIGKILL || deaf.count(p) == 0) alive.erase(p);
               }
-            }};
+            },
+            /*found=*/nullptr};
   }
 };
 
