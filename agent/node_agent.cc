@@ -27,12 +27,15 @@ namespace dlaunch {
 using std::chrono::milliseconds;
 
 NodeAgent::NodeAgent(boost::asio::io_context& io, AgentOptions options,
-                     std::unique_ptr<GpuMonitor> gpu_monitor)
+                     std::unique_ptr<GpuMonitor> gpu_monitor,
+                     std::unique_ptr<HostMonitor> host_monitor)
     : io_(io),
       options_(std::move(options)),
       clock_(io),
       sweeper_(clock_, [this](const std::string& l) { Log(l); }),
-      gpu_monitor_(std::move(gpu_monitor)) {
+      gpu_monitor_(std::move(gpu_monitor)),
+      host_monitor_(std::move(host_monitor)),
+      host_monitor_given_(host_monitor_ != nullptr) {
   if (options_.host.empty()) options_.host = LocalHostName();
   if (options_.addr.empty()) options_.addr = RouteAddressTo(options_.control);
   agent_id_ = absl::StrCat(options_.host, ":", getpid(), ":", RandomHex(6));
@@ -440,8 +443,8 @@ void NodeAgent::Heartbeat() {
   for (const auto& [rank, n] : output_lines_) (*hb->mutable_output_lines())[rank] = n;
   AddGpuSamples(gpu_monitor_->Sample(), hb);
   // The job directory is known once the agent has a place (a spare's comes with its round).
-  if (!host_monitor_ || host_monitor_dir_ != job_.job_dir()) {
-    host_monitor_.emplace(std::vector<std::string>{job_.job_dir(), "/tmp"});
+  if (!host_monitor_given_ && (!host_monitor_ || host_monitor_dir_ != job_.job_dir())) {
+    host_monitor_ = std::make_unique<HostMonitor>(std::vector<std::string>{job_.job_dir(), "/tmp"});
     host_monitor_dir_ = job_.job_dir();
   }
   *hb->mutable_host() = host_monitor_->Sample();

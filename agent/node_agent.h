@@ -54,8 +54,11 @@ struct AgentOptions {
 class NodeAgent {
  public:
   // `gpu_monitor` samples the GPUs for the heartbeats; null: NVML on the GPUs this node sees.
+  // `host_monitor` samples the node's health; null: one for the job directory and /tmp, made
+  // when the agent learns the job directory (a spare's comes with its first round).
   NodeAgent(boost::asio::io_context& io, AgentOptions options,
-            std::unique_ptr<GpuMonitor> gpu_monitor = nullptr);
+            std::unique_ptr<GpuMonitor> gpu_monitor = nullptr,
+            std::unique_ptr<HostMonitor> host_monitor = nullptr);
   ~NodeAgent();
 
   // Joins, opens the session and starts the first round's workers (a spare starts none);
@@ -145,8 +148,9 @@ class NodeAgent {
   AsioTimerClock clock_;
   OrphanSweeper sweeper_;  // what the workers left: swept at each round's end and the exit
   std::unique_ptr<GpuMonitor> gpu_monitor_;
-  std::optional<HostMonitor> host_monitor_;  // for the job directory it was made with
-  std::string host_monitor_dir_;
+  std::unique_ptr<HostMonitor> host_monitor_;
+  bool host_monitor_given_ = false;
+  std::string host_monitor_dir_;  // the job directory the one made here watches
   OomDetector oom_;  // names a worker the kernel's OOM killer took
   std::unique_ptr<StackDumper> stack_dumper_;
   std::optional<AgentState> state_;   // from the JoinResponse on
