@@ -180,37 +180,6 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
   Apply(state_->OnWorkersStarted(ok, static_cast<int>(requests.size()) - ok));
 }
 
-void NodeAgent::SweepOrphans(std::function<void()> then) {
-  // The job's grace, at most 2 s: the round's end or the agent's exit waits for it. A fenced
-  // agent gives no grace: nothing of this node may run past its lease.
-  const milliseconds grace =
-      state_->fenced() ? milliseconds(0) : std::min(milliseconds(job_.grace_ms()), milliseconds(2000));
-  sweeper_.Sweep(grace, cgroup_.get(), std::move(then));
-}
-
-void NodeAgent::WatchAdoptedExits() {
-  if (!sigchld_) sigchld_.emplace(io_, SIGCHLD);
-  sigchld_->async_wait([this](const boost::system::error_code& ec, int) {
-    if (ec) return;
-    ReapAdoptedZombies();
-    WatchAdoptedExits();
-  });
-}
-
-void NodeAgent::ReportRoundEnded(int round) {
-  // The launcher starts the next round once every node said its round ended: nothing the
-  // workers left may run into it.
-  SweepOrphans([this, round] {
-    v1::AgentMessage msg = Message();
-    auto* ended = msg.mutable_round_ended();
-    ended->set_round(round);
-    ended->set_worker_port(FreePort(options_.addr));
-    Log(absl::StrCat("round ", round, " ended; offering port ", ended->worker_port(),
-                     " for the next"));
-    Send(std::move(msg));
-  });
-}
-
 std::chrono::milliseconds NodeAgent::JoinTimeout() const {
   return milliseconds(static_cast<int64_t>(options_.join_timeout_s * 1000) + 5000);
 }
