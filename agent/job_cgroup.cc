@@ -10,7 +10,6 @@
 
 #include <cstring>
 #include <optional>
-#include <set>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -202,25 +201,21 @@ std::vector<pid_t> JobCgroup::Pids() const {
   return text.ok() ? ParseCgroupProcs(*text) : std::vector<pid_t>{};
 }
 
+void JobCgroup::Kill(const std::vector<pid_t>& pids) const {
+  if (WriteString(dir_ + "/cgroup.kill", "1")) return;
+  for (pid_t pid : pids) kill(pid, SIGKILL);
+}
+
+EscalationTarget JobCgroup::KillTarget(std::vector<std::string>* found) const {
+  return {[this] { return Pids(); },
+          [this](const std::vector<pid_t>& pids, int) { Kill(pids); },
+          [found](pid_t pid) { found->push_back(absl::StrCat(pid, " (", Comm(pid), ")")); }};
+}
+
 std::vector<std::string> JobCgroup::KillAll(milliseconds limit) {
   std::vector<std::string> found;
-  std::set<pid_t> seen;
-  const Clock::time_point deadline = Clock::now() + limit;
-  // cgroup.kill (Linux 5.14) kills the whole cgroup at once, a process forking right then
-  // included; without it, SIGKILL to each pid listed, again until none is left.
-  const std::string kill_file = dir_ + "/cgroup.kill";
-  for (;;) {
-    const std::vector<pid_t> pids = Pids();
-    if (pids.empty()) break;
-    for (pid_t pid : pids) {
-      if (seen.insert(pid).second) found.push_back(absl::StrCat(pid, " (", Comm(pid), ")"));
-    }
-    if (!WriteString(kill_file, "1")) {
-      for (pid_t pid : pids) kill(pid, SIGKILL);
-    }
-    if (Clock::now() >= deadline) break;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
+  Escalation kill(Clock::now(), milliseconds(0), {milliseconds(10), limit});
+  EscalateBlocking(kill, KillTarget(&found));
   return found;
 }
 

@@ -3,7 +3,9 @@
 // group, session or parent it ends up with, so at the end of a round (and as the agent exits)
 // every process left in it is killed at once (cgroup.kill, or SIGKILL to each pid until it is
 // empty): a daemon that forks away from each signal cannot outrun it as it can the subreaper's
-// sweep (agent/orphan_sweeper.h), which stays the first, gentler pass (SIGTERM, grace).
+// sweep (agent/orphan_sweeper.h), which stays the first, gentler pass (SIGTERM, grace). The
+// agent runs that kill as timer steps on its loop (KillTarget, common/escalation_driver.h);
+// KillAll, and the destructor, block.
 // Without a writable cgroup v2 the agent says why once and relies on the subreaper alone.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/escalation_driver.h"
 
 namespace dlaunch {
 
@@ -55,9 +58,17 @@ class JobCgroup {
   int procs_fd() const { return procs_fd_; }
   // The live processes in it now.
   std::vector<pid_t> Pids() const;
-  // Kills every process in it and waits, up to `limit`, until it is empty. Returns "pid (comm)"
-  // of each process it found there.
-  std::vector<std::string> KillAll(std::chrono::milliseconds limit = std::chrono::seconds(5));
+  // SIGKILL to every process in it: cgroup.kill (Linux 5.14) kills the whole cgroup at once, a
+  // process forking right then included; without it, each of `pids`.
+  void Kill(const std::vector<pid_t>& pids) const;
+  // Its processes as an escalation's target (with no grace: every signal is a Kill); "pid (comm)"
+  // of each process it finds goes to `found`, which must outlive it.
+  EscalationTarget KillTarget(std::vector<std::string>* found) const;
+  // How long a kill waits for the cgroup to empty before it gives up.
+  static constexpr std::chrono::milliseconds kKillLimit{5000};
+  // Kills every process in it and waits (blocking), up to `limit`, until it is empty. Returns
+  // "pid (comm)" of each process it found there.
+  std::vector<std::string> KillAll(std::chrono::milliseconds limit = kKillLimit);
   // "killed 2 process(es) left in cgroup dlaunch-...: 41 (sleep), 42 (python3)".
   std::string DescribeKilled(const std::vector<std::string>& killed) const;
 

@@ -11,8 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "agent/host_monitor.h"
-#include "agent/orphan_sweeper.h"
 #include "agent/preflight.h"
 #include "agent/torch_error_file.h"
 #include "agent/worker_env.h"
@@ -29,8 +27,15 @@ namespace dlaunch {
 using std::chrono::milliseconds;
 
 NodeAgent::NodeAgent(boost::asio::io_context& io, AgentOptions options,
-                     std::unique_ptr<GpuMonitor> gpu_monitor)
-    : io_(io), options_(std::move(options)), clock_(io), gpu_monitor_(std::move(gpu_monitor)) {
+                     std::unique_ptr<GpuMonitor> gpu_monitor,
+                     std::unique_ptr<HostMonitor> host_monitor)
+    : io_(io),
+      options_(std::move(options)),
+      clock_(io),
+      sweeper_(clock_, [this](const std::string& l) { Log(l); }),
+      gpu_monitor_(std::move(gpu_monitor)),
+      host_monitor_(std::move(host_monitor)),
+      host_monitor_given_(host_monitor_ != nullptr) {
   if (options_.host.empty()) options_.host = LocalHostName();
   if (options_.addr.empty()) options_.addr = RouteAddressTo(options_.control);
   agent_id_ = absl::StrCat(options_.host, ":", getpid(), ":", RandomHex(6));
@@ -96,6 +101,7 @@ absl::Status NodeAgent::Start() {
   WatchSignals();
   // Daemons the workers start (setsid, double fork) are handed to this agent, not to init.
   if (!BecomeSubreaper()) Log("cannot become the workers' subreaper: their daemons may outlive the job");
+  WatchAdoptedExits();
   auto cgroup = JobCgroup::CreateForThisProcess(JobCgroupName(job_.job_id(), agent_id_));
   if (cgroup.ok()) cgroup_ = *std::move(cgroup);
   else Log(absl::StrCat("no cgroup for the workers (the subreaper alone): ", cgroup.status().message()));
@@ -172,33 +178,6 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
                        : std::vector<absl::StatusOr<pid_t>>(requests.size(), unstartable);
   int ok = ReportStarts(requests, slots, started);
   Apply(state_->OnWorkersStarted(ok, static_cast<int>(requests.size()) - ok));
-}
-
-void NodeAgent::SweepOrphans() {
-  // What is queued (a rank's exit event) goes up now, not after a sweep that may wait.
-  if (client_) client_->Wake();
-  // Bounded by the job's grace (at most 2 s per pass): the round or the agent's exit waits. A
-  // fenced agent gives no grace: nothing of this node may run past its lease.
-  const milliseconds grace =
-      state_->fenced() ? milliseconds(0) : std::min(milliseconds(job_.grace_ms()), milliseconds(2000));
-  std::vector<std::string> ended = EndAdopted(grace);
-  if (!ended.empty()) Log(DescribeEnded(ended));
-  // Then what escaped the sweep (a daemon forking away from each signal): no grace left.
-  if (!cgroup_) return;
-  if (std::vector<std::string> killed = cgroup_->KillAll(); !killed.empty()) {
-    Log(cgroup_->DescribeKilled(killed));
-  }
-}
-
-void NodeAgent::ReportRoundEnded(int round) {
-  SweepOrphans();
-  v1::AgentMessage msg = Message();
-  auto* ended = msg.mutable_round_ended();
-  ended->set_round(round);
-  ended->set_worker_port(FreePort(options_.addr));
-  Log(absl::StrCat("round ", round, " ended; offering port ", ended->worker_port(),
-                   " for the next"));
-  Send(std::move(msg));
 }
 
 std::chrono::milliseconds NodeAgent::JoinTimeout() const {
@@ -289,7 +268,9 @@ void NodeAgent::ArmTick() {
 void NodeAgent::OnTick() {
   heartbeat_timer_.reset();
   Apply(state_->OnTick(clock_.Now()));
-  if (!state_->finished()) ArmTick();
+  // On its way out, the agent still beats while the sweep its RoundEnded and exit wait for runs.
+  if (state_->finished() && sweeper_.busy()) Heartbeat();
+  if (!state_->finished() || sweeper_.busy()) ArmTick();
   ArmLeaseCheck();
 }
 
@@ -406,7 +387,7 @@ void NodeAgent::Stop(const StopWorkers& stop) {
     // SIGKILL to every worker's group, then to what they left behind, now (docs/restarts.md).
     Log(absl::StrCat("killing workers: ", stop.why));
     if (supervisor_) supervisor_->KillAll();
-    SweepOrphans();
+    SweepOrphans(nullptr);
     return;
   }
   if (!supervisor_) return;
@@ -419,7 +400,6 @@ void NodeAgent::Stop(const StopWorkers& stop) {
 }
 
 void NodeAgent::Heartbeat() {
-  ReapAdoptedZombies();
   if (!state_->session_open()) return;
   v1::AgentMessage msg = Message();
   auto* hb = msg.mutable_heartbeat();
@@ -432,7 +412,11 @@ void NodeAgent::Heartbeat() {
   for (const auto& [rank, n] : output_lines_) (*hb->mutable_output_lines())[rank] = n;
   AddGpuSamples(gpu_monitor_->Sample(), hb);
   // The job directory is known once the agent has a place (a spare's comes with its round).
-  *hb->mutable_host() = HostMonitor({job_.job_dir(), "/tmp"}).Sample();
+  if (!host_monitor_given_ && (!host_monitor_ || host_monitor_dir_ != job_.job_dir())) {
+    host_monitor_ = std::make_unique<HostMonitor>(std::vector<std::string>{job_.job_dir(), "/tmp"});
+    host_monitor_dir_ = job_.job_dir();
+  }
+  *hb->mutable_host() = host_monitor_->Sample();
   Send(std::move(msg));
 }
 
@@ -492,7 +476,11 @@ void NodeAgent::ReportsDrained() {
 
 void NodeAgent::Finish(int code) {
   exit_code_ = code;
-  SweepOrphans();
+  SweepOrphans([this] { Close(); });
+  if (sweeper_.busy() && !heartbeat_timer_) ArmTick();
+}
+
+void NodeAgent::Close() {
   cgroup_.reset();  // removed: empty now
   if (drain_timer_) clock_.Cancel(*drain_timer_);
   if (heartbeat_timer_) clock_.Cancel(*heartbeat_timer_);
@@ -501,6 +489,7 @@ void NodeAgent::Finish(int code) {
   heartbeat_timer_.reset();
   lease_timer_.reset();
   if (signals_) signals_->cancel();
+  if (sigchld_) sigchld_->cancel();
   reports_.reset();
   worker_sockets_.reset();
   // Let the writer flush the last events before the stream is half-closed.

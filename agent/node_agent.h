@@ -4,7 +4,8 @@
 // One process runs any number of restart rounds, each with the place its StartRound gives; the
 // session, report socket and GPU inventory outlive rounds. Every event goes to AgentState; the
 // actions it returns are applied here. Everything runs on one io_context thread (the control
-// client's threads post onto it).
+// client's threads post onto it), and nothing on it waits: stack dumps, the sweep of what the
+// workers left behind and the kill of their cgroup are timer steps beside the heartbeats.
 #pragma once
 
 #include <chrono>
@@ -22,9 +23,11 @@
 #include "agent/control_client.h"
 #include "agent/gpu_discovery.h"
 #include "agent/gpu_monitor.h"
+#include "agent/host_monitor.h"
 #include "agent/job_cgroup.h"
 #include "agent/local_rank_plan.h"
 #include "agent/oom_detector.h"
+#include "agent/orphan_sweeper.h"
 #include "agent/report_server.h"
 #include "agent/stack_dumper.h"
 #include "agent/worker_server_socket.h"
@@ -51,8 +54,11 @@ struct AgentOptions {
 class NodeAgent {
  public:
   // `gpu_monitor` samples the GPUs for the heartbeats; null: NVML on the GPUs this node sees.
+  // `host_monitor` samples the node's health; null: one for the job directory and /tmp, made
+  // when the agent learns the job directory (a spare's comes with its first round).
   NodeAgent(boost::asio::io_context& io, AgentOptions options,
-            std::unique_ptr<GpuMonitor> gpu_monitor = nullptr);
+            std::unique_ptr<GpuMonitor> gpu_monitor = nullptr,
+            std::unique_ptr<HostMonitor> host_monitor = nullptr);
   ~NodeAgent();
 
   // Joins, opens the session and starts the first round's workers (a spare starts none);
@@ -75,9 +81,12 @@ class NodeAgent {
     return !options_.control_fallback.empty() && options_.control != options_.control_fallback;
   }
   void WatchSignals();
+  // Reaps the adopted processes that exited (a worker's daemon ending on its own) on SIGCHLD.
+  void WatchAdoptedExits();
   // Ends what the workers left behind (agent/orphan_sweeper.h) and logs it: SIGTERM and a
-  // grace, or, once fenced, SIGKILL at once.
-  void SweepOrphans();
+  // grace, or, once fenced, SIGKILL at once; then `then` (at once when nothing was left, else
+  // from a timer: the loop goes on meanwhile).
+  void SweepOrphans(std::function<void()> then);
   // Keeps a timer armed for AgentState::lease_due() while the session is open.
   void ArmLeaseCheck();
   absl::Status StartReportServer(const std::string& socket_path);
@@ -110,7 +119,8 @@ class NodeAgent {
   void Apply(const AgentActions& actions);
   // Adopts the StartRound place (if one came) and starts its workers.
   void StartRoundWorkers(const StartWorkers& start);
-  // RoundEnded with a fresh free port of this node: the next round's MASTER_PORT if it is node 0.
+  // RoundEnded with a fresh free port of this node (the next round's MASTER_PORT if it is node
+  // 0), once what the round's workers left behind is swept.
   void ReportRoundEnded(int round);
   void Stop(const StopWorkers& stop);
   // The stacks of each listed rank on this node not yet recorded this round, to
@@ -121,7 +131,10 @@ class NodeAgent {
   void ReportWorkerExit(const SendWorkerExit& ev);
   void BeginDrain();
   void ReportsDrained();
+  // Sweeps what the workers left, then Close.
   void Finish(int code);
+  // Closes the session and ends the loop.
+  void Close();
 
   v1::AgentMessage Message() const;
   // Queues `msg` for the launcher. The writer is woken once the loop has done what it is doing,
@@ -133,7 +146,11 @@ class NodeAgent {
   boost::asio::io_context& io_;
   AgentOptions options_;
   AsioTimerClock clock_;
+  OrphanSweeper sweeper_;  // what the workers left: swept at each round's end and the exit
   std::unique_ptr<GpuMonitor> gpu_monitor_;
+  std::unique_ptr<HostMonitor> host_monitor_;
+  bool host_monitor_given_ = false;
+  std::string host_monitor_dir_;  // the job directory the one made here watches
   OomDetector oom_;  // names a worker the kernel's OOM killer took
   std::unique_ptr<StackDumper> stack_dumper_;
   std::optional<AgentState> state_;   // from the JoinResponse on
@@ -144,6 +161,7 @@ class NodeAgent {
   std::unique_ptr<WorkerStoreServer> worker_store_;  // node 0's, with rendezvous.worker_store: agent
   std::unique_ptr<JobCgroup> cgroup_;  // the workers' cgroup; null where the node allows none
   std::optional<boost::asio::signal_set> signals_;
+  std::optional<boost::asio::signal_set> sigchld_;  // WatchAdoptedExits
   std::optional<TimerClock::TimerId> heartbeat_timer_;
   std::optional<TimerClock::TimerId> drain_timer_;
   std::optional<TimerClock::TimerId> lease_timer_;  // ArmLeaseCheck

@@ -8,7 +8,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <thread>
+#include <map>
+#include <memory>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -105,33 +106,35 @@ std::vector<pid_t> AdoptedChildren() {
   return pids;
 }
 
-std::vector<std::string> EndAdopted(std::chrono::milliseconds grace, int passes) {
+EscalationTarget AdoptedTarget(std::vector<std::string>* found) {
+  // The names of the last listing, for `found`.
+  auto names = std::make_shared<std::map<pid_t, std::string>>();
+  return {[names] {
+            std::vector<pid_t> live;
+            names->clear();
+            for (const Adoptee& a : Adopted()) {
+              if (a.state == 'Z' && Reaped(a.pid)) continue;
+              live.push_back(a.pid);
+              (*names)[a.pid] = a.comm;
+            }
+            return live;
+          },
+          [](const std::vector<pid_t>& pids, int sig) {
+            for (pid_t pid : pids) {
+              if (getpgid(pid) == pid) kill(-pid, sig);
+              kill(pid, sig);
+            }
+          },
+          [names, found](pid_t pid) {
+            found->push_back(absl::StrCat(pid, " (", (*names)[pid], ")"));
+          }};
+}
+
+std::vector<std::string> EndAdopted(std::chrono::milliseconds grace) {
   std::vector<std::string> ended;
-  for (int pass = 0; pass < passes; ++pass) {
-    std::vector<pid_t> live;
-    for (const Adoptee& a : Adopted()) {
-      if (a.state == 'Z') {
-        Reaped(a.pid);
-        continue;
-      }
-      ended.push_back(absl::StrCat(a.pid, " (", a.comm, ")"));
-      if (getpgid(a.pid) == a.pid) kill(-a.pid, SIGTERM);
-      kill(a.pid, SIGTERM);
-      live.push_back(a.pid);
-    }
-    if (live.empty()) break;
-    const auto deadline = std::chrono::steady_clock::now() + grace;
-    while (!live.empty() && std::chrono::steady_clock::now() < deadline) {
-      live.erase(std::remove_if(live.begin(), live.end(), Reaped), live.end());
-      if (!live.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    for (pid_t pid : live) {
-      if (getpgid(pid) == pid) kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      int status = 0;
-      waitpid(pid, &status, 0);
-    }
-  }
+  Escalation escalation(std::chrono::steady_clock::now(), grace,
+                        {OrphanSweeper::kPoll, OrphanSweeper::kKillLimit});
+  EscalateBlocking(escalation, AdoptedTarget(&ended));
   return ended;
 }
 
@@ -146,6 +149,59 @@ int ReapAdoptedZombies() {
     if (a.state == 'Z' && Reaped(a.pid)) ++reaped;
   }
   return reaped;
+}
+
+void OrphanSweeper::Sweep(std::chrono::milliseconds grace, JobCgroup* cgroup,
+                          std::function<void()> done) {
+  if (current_) {
+    if (!next_) next_.emplace(Request{grace, cgroup, {}});
+    next_->grace = std::min(next_->grace, grace);
+    if (cgroup) next_->cgroup = cgroup;
+    if (done) next_->done.push_back(std::move(done));
+    // Fenced: no grace is left for anything, the running sweep's included.
+    if (grace.count() <= 0 && escalation_ && current_->grace.count() > 0) escalation_->Hurry();
+    return;
+  }
+  Request request{grace, cgroup, {}};
+  if (done) request.done.push_back(std::move(done));
+  Begin(std::move(request));
+}
+
+void OrphanSweeper::Begin(Request request) {
+  current_ = std::move(request);
+  ended_.clear();
+  killed_.clear();
+  escalation_ = std::make_unique<TimedEscalation>(clock_, AdoptedTarget(&ended_), current_->grace,
+                                                  Escalation::Limits{kPoll, kKillLimit},
+                                                  [this] { AdoptedSwept(); });
+  escalation_->Start();
+}
+
+void OrphanSweeper::AdoptedSwept() {
+  // Then what escaped it (a daemon forking away from each signal): no grace left.
+  if (!current_->cgroup) {
+    Finish();
+    return;
+  }
+  escalation_ = std::make_unique<TimedEscalation>(
+      clock_, current_->cgroup->KillTarget(&killed_), std::chrono::milliseconds(0),
+      Escalation::Limits{kPoll, JobCgroup::kKillLimit}, [this] { Finish(); });
+  escalation_->Start();
+}
+
+void OrphanSweeper::Finish() {
+  if (!ended_.empty()) log_(DescribeEnded(ended_));
+  if (!killed_.empty()) log_(current_->cgroup->DescribeKilled(killed_));
+  // Called from the escalation's last step: it is destroyed here, and nothing of it runs after.
+  escalation_.reset();
+  std::vector<std::function<void()>> done = std::move(current_->done);
+  current_.reset();
+  for (auto& d : done) d();
+  if (!current_ && next_) {
+    Request request = std::move(*next_);
+    next_.reset();
+    Begin(std::move(request));
+  }
 }
 
 }  // namespace dlaunch

@@ -249,34 +249,53 @@ void ChildSupervisor::MaybeComplete(pid_t pid, bool force) {
   e.tail.assign(w->tail.begin(), w->tail.end());
   // Pending async operations hold references into `w`; let them complete (cancelled) first.
   boost::asio::post(io_, [w = std::move(w)] {});
-  if (workers_.empty() && kill_timer_) {
-    clock_.Cancel(*kill_timer_);
+  if (workers_.empty()) {
+    if (kill_timer_) clock_.Cancel(*kill_timer_);
     kill_timer_.reset();
+    stop_.reset();  // the next children's stop is a new one
   }
   if (callbacks_.on_exit) callbacks_.on_exit(e);
 }
 
 void ChildSupervisor::StopAll(std::chrono::milliseconds grace) {
   if (workers_.empty()) return;
-  for (auto& [pid, w] : workers_) {
-    if (w->stopping) continue;
-    w->stopping = true;
-    if (w->reaped) continue;
+  for (auto& [pid, w] : workers_) w->stopping = true;
+  const SteadyTime now = clock_.Now();
+  if (!stop_) {
+    stop_.emplace(now, grace);
+  } else {
+    stop_->KillBy(now + grace);
+  }
+  Escalate();
+}
+
+void ChildSupervisor::Escalate() {
+  if (kill_timer_) clock_.Cancel(*kill_timer_);
+  kill_timer_.reset();
+  std::vector<pid_t> left;
+  for (const auto& [pid, w] : workers_) {
+    if (w->stopping && !w->reaped) left.push_back(pid);
+  }
+  const EscalationStep step = stop_->Look(left, clock_.Now());
+  for (pid_t pid : step.term) {
     Signal(pid, SIGTERM);
     // A stopped rank (SIGSTOP, or a debugger's stop) holds SIGTERM pending until it runs again;
     // without this it would sit out the whole grace and take the SIGKILL.
     Signal(pid, SIGCONT);
   }
-  SteadyTime kill_at = clock_.Now() + grace;
-  if (kill_timer_) {
-    if (kill_at_ <= kill_at) return;
-    clock_.Cancel(*kill_timer_);
+  for (pid_t pid : step.kill) Signal(pid, SIGKILL);
+  if (!step.next) {
+    stop_.reset();  // none left to stop: a later stop is a new one
+    return;
   }
-  kill_at_ = kill_at;
-  kill_timer_ = clock_.RunAfter(grace, [this] {
-    kill_timer_.reset();
-    KillAll();
-  });
+  // Exits come by SIGCHLD (Reap), so the only look left to make is the deadline's.
+  const SteadyTime now = clock_.Now();
+  if (now >= stop_->kill_at()) return;
+  kill_timer_ = clock_.RunAfter(
+      std::chrono::ceil<std::chrono::milliseconds>(stop_->kill_at() - now), [this] {
+        kill_timer_.reset();
+        Escalate();
+      });
 }
 
 void ChildSupervisor::Signal(pid_t pid, int sig) {
@@ -285,12 +304,7 @@ void ChildSupervisor::Signal(pid_t pid, int sig) {
   launcher_.SignalChild(pid, sig);
 }
 
-void ChildSupervisor::KillAll() {
-  for (auto& [pid, w] : workers_) {
-    w->stopping = true;
-    if (!w->reaped) Signal(pid, SIGKILL);
-  }
-}
+void ChildSupervisor::KillAll() { StopAll(std::chrono::milliseconds(0)); }
 
 void ChildSupervisor::Kill(pid_t pid) {
   auto it = workers_.find(pid);

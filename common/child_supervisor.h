@@ -1,7 +1,8 @@
 // ChildSupervisor: runs a set of child processes (the agent's workers, the launcher's node
 // launchers). Spawns each in its own process group, copies its stdout/stderr to a log file and
-// to a line callback, reaps it, and stops the set with SIGTERM -> grace -> SIGKILL. Processes
-// and time come through ProcessLauncher and TimerClock, so tests drive both by hand.
+// to a line callback, reaps it, and stops the set with SIGTERM -> grace -> SIGKILL (the one rule
+// of common/escalation.h; exits come by SIGCHLD, so it looks again only at the deadline).
+// Processes and time come through ProcessLauncher and TimerClock, so tests drive both by hand.
 // All methods run on the io_context's thread.
 #pragma once
 
@@ -22,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "common/child_exit.h"
 #include "common/clock.h"
+#include "common/escalation.h"
 #include "common/process.h"
 #include "common/process_launcher.h"
 
@@ -71,10 +73,11 @@ class ChildSupervisor {
   // Output without a newline is cut into lines of at most this many bytes, so a child that
   // writes a gigabyte in one line costs the supervisor this much memory, not a gigabyte.
   static constexpr size_t kMaxLineBytes = 64 * 1024;
-  // SIGTERM to every running child's group now, SIGKILL to what is left after `grace`.
-  // Idempotent: a child gets one SIGTERM, and a later call can bring the SIGKILL forward but
-  // never push it later.
+  // SIGTERM to every running child's group now, SIGKILL to what is left after `grace` (none:
+  // SIGKILL now). Idempotent: a child gets one SIGTERM, and a later call can bring the SIGKILL
+  // forward but never push it later.
   void StopAll(std::chrono::milliseconds grace);
+  // SIGKILL to every running child's group now (StopAll with no grace left).
   void KillAll();
   // SIGKILL to one child's group now (a no-op for one already reported through on_exit).
   void Kill(pid_t pid);
@@ -118,6 +121,8 @@ class ChildSupervisor {
   // A child is done once it has been reaped and both its pipes reached end of file (or the
   // linger timer gave up on them), so no output it wrote is lost.
   void MaybeComplete(pid_t pid, bool force);
+  // The stop's look: its signals to the unreaped stopping children, and a timer for its deadline.
+  void Escalate();
 
   boost::asio::io_context& io_;
   std::string log_dir_;
@@ -129,8 +134,8 @@ class ChildSupervisor {
   std::unique_ptr<TimerClock> own_clock_;
   ProcessLauncher& launcher_;
   TimerClock& clock_;
-  std::optional<TimerClock::TimerId> kill_timer_;
-  SteadyTime kill_at_;
+  std::optional<Escalation> stop_;  // from the first StopAll/KillAll until no child is left
+  std::optional<TimerClock::TimerId> kill_timer_;  // the stop's deadline
   std::map<pid_t, std::unique_ptr<Worker>> workers_;
 };
 

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/escalation_driver.h"
 #include "common/file_io.h"
 #include "common/process.h"
 
@@ -106,24 +107,28 @@ std::vector<std::string> RelayGroup::ReapExited() {
 }
 
 void RelayGroup::Stop(double grace_s) {
-  for (pid_t pid : pids_) {
-    if (pid > 0) kill(pid, SIGTERM);
-  }
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
-  for (pid_t& pid : pids_) {
-    if (pid <= 0) continue;
-    int status = 0;
-    while (WaitChild(pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pid, SIGKILL);
-        WaitChild(pid, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    pid = -1;
-  }
+  // The one TERM -> grace -> KILL rule (common/escalation.h), blocking: the launcher is on its
+  // way out, or its start failed.
+  Escalation escalation(std::chrono::steady_clock::now(),
+                        std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000)));
+  EscalateBlocking(escalation,
+                   {[this] {
+                      std::vector<pid_t> left;
+                      for (pid_t& pid : pids_) {
+                        int status = 0;
+                        if (pid <= 0) continue;
+                        if (WaitChild(pid, &status, WNOHANG) != 0) {
+                          pid = -1;  // reaped now (or not this process's child)
+                          continue;
+                        }
+                        left.push_back(pid);
+                      }
+                      return left;
+                    },
+                    [](const std::vector<pid_t>& pids, int sig) {
+                      for (pid_t pid : pids) kill(pid, sig);
+                    },
+                    /*found=*/nullptr});
   pids_.clear();
 }
 

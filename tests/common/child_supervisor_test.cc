@@ -328,6 +328,25 @@ TEST_F(ChildSupervisorTest, KillAllSignalsAtOnceAndMarksTheChildrenStopped) {
   EXPECT_TRUE(exits_[0].stopped);
 }
 
+TEST_F(ChildSupervisorTest, AStopWithNoGraceKillsAtOnceWithoutSigterm) {
+  pid_t pid = Start(1)[0];
+  supervisor_.StopAll(milliseconds(0));
+  EXPECT_EQ(launcher_.SignalsWhileRunning(pid, SIGTERM), 0);
+  EXPECT_EQ(launcher_.SignalsWhileRunning(pid, SIGKILL), 1);
+  EXPECT_EQ(clock_.pending(), 0);
+}
+
+TEST_F(ChildSupervisorTest, AKillDuringTheGraceKillsNowAndTheDeadlineSendsNothingMore) {
+  pid_t pid = Start(1)[0];
+  supervisor_.StopAll(milliseconds(5000));
+  clock_.Advance(milliseconds(100));
+  supervisor_.KillAll();
+  EXPECT_EQ(launcher_.SignalsWhileRunning(pid, SIGKILL), 1);
+  clock_.Advance(milliseconds(5000));
+  EXPECT_EQ(launcher_.SignalsWhileRunning(pid, SIGKILL), 1);
+  EXPECT_EQ(launcher_.SignalsWhileRunning(pid, SIGTERM), 1);
+}
+
 // A child that moved to another process group (setpgid) is not reached through its own group:
 // each stop signal also goes to the child itself, and never after it was reaped.
 TEST_F(ChildSupervisorTest, StopSignalsReachTheChildItselfNotOnlyItsGroup) {

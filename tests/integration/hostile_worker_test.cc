@@ -391,8 +391,8 @@ TEST_F(HostileWorkerTest, AFloodAt100MBPerSecondFinishesWithBoundedMemoryAndACou
 }
 
 // A daemon deaf to SIGTERM that forks and exits every 10 ms: each pid the subreaper's sweep
-// lists is gone (its child adopted) before the SIGKILL, and its passes run out. The workers'
-// cgroup kills it all at once. Skipped where the agent could make no cgroup (it says why).
+// lists may be gone (its child adopted) before its signal. The workers' cgroup kills it all at
+// once. Skipped where the agent could make no cgroup (it says why).
 constexpr char kRunawayWorker[] = R"(import os, signal, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 if os.fork() == 0:
@@ -421,7 +421,11 @@ TEST_F(HostileWorkerTest, ADaemonThatForksAwayFromEverySignalEndsWithTheWorkersC
   }
   EXPECT_TRUE(left.empty()) << left.size() << " process(es) of the daemon outlived the job\n"
                             << agent_log;
-  EXPECT_TRUE(absl::StrContains(agent_log, "left in cgroup dlaunch-")) << agent_log;
+  // Past the sweep's deadline each new fork is killed as it is found, which may catch it before
+  // it forks again; else the cgroup ends it.
+  EXPECT_TRUE(absl::StrContains(agent_log, "left in cgroup dlaunch-") ||
+              absl::StrContains(agent_log, "process(es) the workers left behind"))
+      << agent_log;
 }
 
 }  // namespace

@@ -4,12 +4,15 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
@@ -77,6 +80,11 @@ class AgentRoundsProcessTest : public ::testing::Test {
 
   std::string AgentLogs(const ChildProcess& run) const { return run.Stdout() + run.Stderr(); }
 
+  // What every agent of the job wrote, from the job directory.
+  std::string AgentFiles() const {
+    return ReadFile(job_dir_ + "/logs/agent-0.log") + ReadFile(job_dir_ + "/logs/agent-1.log");
+  }
+
   std::string tmp_, job_id_, job_dir_;
 };
 
@@ -140,6 +148,105 @@ TEST_F(AgentRoundsProcessTest, AnAgentThatLostItsLauncherFencesItselfAndLeavesNo
   for (const WorkerStart& s : starts) {
     EXPECT_NE(kill(std::stoi(s.agent_pid), 0), 0) << "agent " << s.agent_pid << " still alive";
   }
+}
+
+// A chain of daemons deaf to SIGTERM, each in a session of its own and the parent of the next:
+// the agent adopts each only once it killed the one before. Their pids go to argv[1], a line each.
+constexpr char kDeafDaemonChain[] = R"(import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+pidfile, depth = sys.argv[1], 4
+if os.fork() == 0:
+    for i in range(depth):
+        os.setsid()
+        with open(pidfile, "a") as f:
+            f.write("%d\n" % os.getpid())
+        if i == depth - 1 or os.fork() != 0:
+            break
+    while True:
+        time.sleep(1)
+while len(open(pidfile).read().split()) < depth if os.path.exists(pidfile) else True:
+    time.sleep(0.01)
+)";
+
+// A daemon deaf to SIGTERM that forks and exits every 10 ms: each pid the sweep lists may be gone
+// (its child adopted) before its signal; the workers' cgroup ends it all at once.
+constexpr char kRunawayDaemon[] = R"(import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+if os.fork() == 0:
+    os.setsid()
+    while True:
+        if os.fork() != 0:
+            os._exit(0)
+        time.sleep(0.01)
+time.sleep(0.5)
+)";
+
+bool Alive(pid_t pid) {
+  // A zombie is gone for this purpose: it holds nothing but its pid.
+  const std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  return !stat.empty() && !absl::StrContains(stat.substr(stat.rfind(')')), ") Z");
+}
+
+// Round 0: rank 1 starts `daemon` and fails; round 1 succeeds. The agent of node 1 sweeps the
+// daemon at the end of round 0, on timers: with a heartbeat of 1 s and 3 misses, a sweep on the
+// loop longer than 3 s would cost the node its place (the job has no spare, so it would fail).
+class AgentSweepProcessTest : public AgentRoundsProcessTest {
+ protected:
+  std::unique_ptr<ChildProcess> RunWithDaemon(const char* daemon) {
+    std::ofstream(tmp_ + "/daemon.py") << daemon;
+    const std::string script = RecordingWorker(
+        tmp_, absl::StrCat("if [ \"$DLAUNCH_ROUND\" = 0 ]; then [ \"$RANK\" = 1 ] && python3 ",
+                           tmp_, "/daemon.py ", tmp_, "/daemons && sleep 1 && exit 3; sleep 60; fi;",
+                           " exit 0"));
+    return Run(2, script, {"--max-restarts", "1"});
+  }
+
+  // The job succeeded in round 1 with the same two agents as round 0: no node was lost.
+  void ExpectSameAgentsSucceeded(ChildProcess& run) {
+    const std::optional<int> code = run.Wait(seconds(120));
+    ASSERT_TRUE(code.has_value()) << "dlaunch run did not finish\n" << AgentLogs(run);
+    EXPECT_EQ(*code, 0) << AgentLogs(run);
+    const std::string all = AgentLogs(run) + AgentFiles();
+    EXPECT_FALSE(absl::StrContains(all, "no heartbeat for")) << all;
+    std::map<int, std::set<std::string>> agents_of_round;
+    for (const WorkerStart& s : ReadStarts(tmp_ + "/starts")) agents_of_round[s.round].insert(s.agent_pid);
+    EXPECT_EQ(agents_of_round[0].size(), 2u);
+    EXPECT_EQ(agents_of_round[0], agents_of_round[1]) << "a node was replaced";
+  }
+};
+
+TEST_F(AgentSweepProcessTest, ANodeWhoseWorkerLeftDaemonsDeafToSigtermKeepsItsPlaceWhileTheyAreSwept) {
+  auto run = RunWithDaemon(kDeafDaemonChain);
+  ExpectSameAgentsSucceeded(*run);
+  std::vector<pid_t> daemons;
+  for (absl::string_view line : absl::StrSplit(ReadFile(tmp_ + "/daemons"), '\n', absl::SkipEmpty())) {
+    pid_t pid = 0;
+    if (absl::SimpleAtoi(line, &pid)) daemons.push_back(pid);
+  }
+  for (pid_t pid : daemons) kill(pid, SIGKILL);  // whatever the outcome, nothing stays behind
+  ASSERT_EQ(daemons.size(), 4u) << "the daemons never started";
+  for (pid_t pid : daemons) EXPECT_FALSE(Alive(pid)) << "daemon " << pid << " outlived the sweep";
+  // Ended by the sweep of round 0 (by SIGKILL: they ignore SIGTERM), not by the agent's exit.
+  const std::string logs = AgentFiles();
+  EXPECT_TRUE(absl::StrContains(logs, "ended 4 process(es) the workers left behind")) << logs;
+}
+
+TEST_F(AgentSweepProcessTest, ANodeWhoseWorkerLeftADaemonForkingAwayKeepsItsPlaceAndTheCgroupEndsIt) {
+  auto run = RunWithDaemon(kRunawayDaemon);
+  const std::string daemon = tmp_ + "/daemon.py";
+  ExpectSameAgentsSucceeded(*run);
+  const std::vector<pid_t> left = FindProcesses("", daemon);
+  for (pid_t pid : left) kill(pid, SIGKILL);
+  const std::string logs = AgentFiles();
+  if (absl::StrContains(logs, "no cgroup for the workers")) {
+    GTEST_SKIP() << "the agents made no cgroup here: " << logs;
+  }
+  EXPECT_TRUE(left.empty()) << left.size() << " process(es) of the daemon outlived the job\n" << logs;
+  // Past the sweep's deadline each new fork is killed as it is found, which may catch it before
+  // it forks again; else the cgroup ends it.
+  EXPECT_TRUE(absl::StrContains(logs, "left in cgroup dlaunch-") ||
+              absl::StrContains(logs, "process(es) the workers left behind"))
+      << logs;
 }
 
 }  // namespace
