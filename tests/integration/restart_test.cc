@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/liveness_policy.h"
 #include "tests/integration/test_process.h"
 
 namespace dlaunch::testing {
@@ -171,14 +172,16 @@ TEST_F(RestartTest, ASpareTakesTheKilledAgentsPlace) {
   EXPECT_NE(all.find("round 1 running: 2 nodes, 4 workers"), std::string::npos) << all;
   EXPECT_NE(Events().find("\"spare_promoted\":{"), std::string::npos) << Events();
   for (int rank = 0; rank < 4; ++rank) EXPECT_EQ(Seen(rank, 1).size(), 4u) << "rank " << rank;
-  // The killed agent's workers are surely gone a grace (2 s) and 0.5 s after its session
-  // ended, which was after the kill; round 1 was sent up to 1 s ahead of that, and none of its
-  // workers started before it.
+  // The killed agent's workers are surely gone a grace (2 s) and the kill slack after its
+  // session ended, which was after the kill; round 1 was sent up to 1 s ahead of that, and none
+  // of its workers started before it.
+  const double gone_after_s =
+      2 + std::chrono::duration<double>(LivenessPolicy::kKillSlack).count();
   double killed_s = 0;
   ASSERT_TRUE(absl::SimpleAtod(
       absl::StripAsciiWhitespace(ReadFile(out_ + "/killed-at")), &killed_s));
   for (int rank = 0; rank < 4; ++rank) {
-    EXPECT_GE(WrittenAt(rank, 1), killed_s + 2.5 - 0.02)
+    EXPECT_GE(WrittenAt(rank, 1), killed_s + gone_after_s - 0.02)
         << "rank " << rank << " of round 1 started " << WrittenAt(rank, 1) - killed_s
         << " s after the kill\n" << Events() << all;
   }
