@@ -68,30 +68,22 @@ JobActions JobState::OnStarted(std::vector<std::string> launcher_programs, doubl
   launcher_programs_ = std::move(launcher_programs);
   launchers_running_ = static_cast<int>(launcher_programs_.size());
   last_summary_s_ = now_s;
-  out.push_back(AppendEvent{JournalOpenedEvent(config_.job_id)});
-  out.push_back(AppendEvent{JobStartedEvent(config_.job_id, config_.hosts, config_.node_launcher)});
-  Say(absl::StrCat("job ", config_.job_id, ": ", config_.hosts.size(), " node(s) via ",
-                   config_.node_launcher, ", job dir ", config_.job_dir),
-      out);
+  RecordEvent(JournalOpenedEvent(config_.job_id), out);
+  RecordEvent(
+      JobStartedEvent(config_.job_id, config_.hosts, config_.node_launcher, config_.job_dir), out);
   if (!config_.preflight_note.empty()) Say(config_.preflight_note, out);
   return out;
 }
 
 JobActions JobState::OnNodeJoined(const Participant& p, int joined, int expected, double) {
   JobActions out;
-  Say(absl::StrCat("node joined: ", p.host, " (", p.addr, "), ", p.slots, " slot(s) [", joined,
-                   "/", expected, "]"),
-      out);
-  out.push_back(AppendEvent{NodeJoinedEvent(p, joined)});
+  RecordEvent(NodeJoinedEvent(p, joined, expected), out);
   return out;
 }
 
 JobActions JobState::OnNodeUnfit(const Participant& p, double) {
   JobActions out;
-  out.push_back(PrintLine{true, absl::StrCat("[dlaunch] node left out: ", p.host, " (", p.addr,
-                                             ") failed its preflight: ",
-                                             absl::StrJoin(UnfitReasons(p), "; "))});
-  out.push_back(AppendEvent{NodeUnfitEvent(p)});
+  RecordEvent(NodeUnfitEvent(p), out);
   return out;
 }
 
@@ -102,12 +94,8 @@ JobActions JobState::OnRendezvousClosed(const RoundResult& result, double now_s)
   nodes_.AddRound0(result, now_s);
   BeginRound(result, nodes_.members(), now_s);
   ArmHealth(out);
-  Say(absl::StrCat("rendezvous complete in ", absl::StrFormat("%.2f", now_s), " s: ",
-                   result.nodes.size(), " node(s), world size ", result.world_size,
-                   ", MASTER_ADDR=", result.master_addr, " MASTER_PORT=", result.master_port),
-      out);
+  RecordEvent(RendezvousClosedEvent(result, nodes_.members(), now_s), out);
   SayMetricsCadence(result.world_size, out);
-  out.push_back(AppendEvent{RendezvousClosedEvent(result, nodes_.members())});
   // A stop decided while the round was open reached only the launchers; the agents that
   // just got their places must hear it too.
   if (outcome_ != Outcome::kRunning) StopAll(config_.stop_grace_s, ledger_.job_failure(), now_s, out);
@@ -154,7 +142,7 @@ JobActions JobState::OnAgentMessage(int node, const v1::AgentMessage& msg, doubl
       HandleWorkerEvent(node, msg.worker(), now_s, out);
       break;
     case v1::AgentMessage::kStacks:
-      out.push_back(AppendEvent{StacksRecordedEvent(current_round(), nodes_.PlaceOf(node), msg.stacks())});
+      RecordEvent(StacksRecordedEvent(current_round(), nodes_.PlaceOf(node), msg.stacks()), out);
       HandleStacks(msg.stacks(), now_s, out);
       break;
     case v1::AgentMessage::kLog: {
@@ -236,7 +224,7 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
   SetState(rank, ev.state());
   if (ev.pid() != 0) rank.pid = ev.pid();
   if (auto e = WorkerLifecycleEvent(current_round(), nodes_.PlaceOf(node), ev)) {
-    out.push_back(AppendEvent{*std::move(e)});
+    RecordEvent(*std::move(e), out);
   }
   if (WorkerEnded(ev.state())) {
     monitor_.OnExit(ev.rank(), ev.state() == v1::WorkerEvent::SUCCEEDED, now_s);
@@ -245,7 +233,7 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
   if (ev.state() == v1::WorkerEvent::STARTED) {
     NoteAllStarted(now_s, out);
   } else if (ev.state() == v1::WorkerEvent::FAILED) {
-    out.push_back(AppendEvent{WorkerFailedEvent(current_round(), nodes_.PlaceOf(node), ev)});
+    RecordEvent(WorkerFailedEvent(current_round(), nodes_.PlaceOf(node), ev), out);
     Failure f = RankFailure(CrashClass(ev), ev.rank(), now_s);
     f.exit_code = ev.signal() != 0 ? -1 : ev.exit_code();
     f.signal = ev.signal();
@@ -316,16 +304,10 @@ void JobState::NoteAllStarted(double now_s, JobActions& out) {
   if (started != round_->world_size) return;
   all_started_reported_ = true;
   rounds_.NoteRoundRunning(now_s);
-  double took = 0;
-  if (round_->round == 0) {
-    Say(absl::StrCat("all ", started, " workers started in ", absl::StrFormat("%.2f", now_s), " s"), out);
-  } else {
-    took = now_s - rounds_.detected_at_s().value_or(now_s);
-    Say(absl::StrFormat("round %d running: %d nodes, %d workers; restart took %.2f s",
-                        round_->round, static_cast<int>(nodes_.members().size()), started, took),
-        out);
-  }
-  out.push_back(AppendEvent{WorkersStartedEvent(round_->round, started, now_s, took)});
+  const double took = round_->round == 0 ? 0 : now_s - rounds_.detected_at_s().value_or(now_s);
+  RecordEvent(WorkersStartedEvent(round_->round, static_cast<int>(nodes_.members().size()),
+                                  started, now_s, took),
+              out);
 }
 
 bool JobState::KilledByOthers(const v1::WorkerEvent& ev, double now_s) const {
@@ -444,19 +426,12 @@ bool SayRefusal(int64_t count) {
   return count == 1;
 }
 
-std::string SoFar(int64_t count) {
-  return count <= 3 ? "" : absl::StrCat(" (", count, " refused so far; only every tenfold is said)");
-}
-
 }  // namespace
 
 JobActions JobState::OnCallRefused(const std::string& peer, const std::string& method) {
   JobActions out;
   if (!SayRefusal(++calls_refused_)) return out;
-  out.push_back(PrintLine{true, absl::StrCat("[dlaunch] refused ", method, " from ", peer,
-                                             ": missing or wrong job token",
-                                             SoFar(calls_refused_))});
-  out.push_back(AppendEvent{CallRefusedEvent(current_round(), peer, method)});
+  RecordEvent(CallRefusedEvent(current_round(), peer, method, calls_refused_), out);
   return out;
 }
 
@@ -470,7 +445,7 @@ JobActions JobState::OnJoinRefused(const std::string& why) {
   JobActions out;
   if (!SayRefusal(++joins_refused_)) return out;
   out.push_back(PrintLine{true, absl::StrCat("[dlaunch] refused a join: ", why,
-                                             SoFar(joins_refused_))});
+                                             RefusedSoFar(joins_refused_))});
   return out;
 }
 

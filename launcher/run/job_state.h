@@ -10,7 +10,9 @@
 // It is a thin composition of parts, each with its own tests: the NodeTable (who is in the
 // job, sessions, liveness), the FailureLedger (failures, root cause, its announcement), the
 // RoundCoordinator (restart rounds), the ProgressMonitor (stalls, hangs at exit) and the
-// summary (job_view.h). The live view's snapshot is read from the same parts (job_snapshot.h).
+// summary (v1::JobSummary, totalled by job_view.h). The live view's snapshot is read from the
+// same parts (job_snapshot.h). Its terminal lines that tell what an event tells are made from
+// the event (NarrateEvent, job_view.h).
 #pragma once
 
 #include <map>
@@ -165,7 +167,7 @@ class JobState {
   void StopAll(double grace_s, const std::string& reason, double now_s, JobActions& out);
   void MaybeFinish(double now_s, JobActions& out);
   void Finish(double now_s, JobActions& out);
-  JobSummary Summarize(double now_s) const;
+  v1::JobSummary Summarize(double now_s) const;
 
   // Restart rounds (job_state_rounds.cc).
   bool CanRestart(const Failure& f) const;
