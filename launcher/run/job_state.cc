@@ -55,7 +55,7 @@ v1::JobSnapshot JobState::Snapshot(double now_s) const {
   in.nodes_expected = static_cast<int>(config_.hosts.size());
   in.round = round_ ? &*round_ : nullptr;
   in.nodes = &nodes_;
-  in.ranks = &ranks_;
+  in.ranks = &ranks_.all();
   in.steps = &steps_;
   in.silent_after_s = SecondsOf(liveness_.silent_after());
   in.moving = &moving_;
@@ -179,7 +179,7 @@ void JobState::HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, 
   nodes_.at(node).workers_running = hb.workers_running();
   for (const auto& r : hb.reports()) HandleReport(node, r, now_s, out);
   for (const auto& [rank, lines] : hb.output_lines()) {
-    RankProgress& rs = RankOf(rank, node);
+    RankProgress& rs = ranks_.Of(rank, node);
     if (lines > rs.output_lines) monitor_.OnProgress(rank, -1, now_s);
     rs.output_lines = std::max<int64_t>(rs.output_lines, lines);
   }
@@ -188,7 +188,7 @@ void JobState::HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, 
 
 void JobState::HandleReport(int node, const v1::WorkerReport& r, double now_s, JobActions& out) {
   monitor_.OnProgress(r.rank(), static_cast<long>(r.step()), now_s);
-  RankProgress& rs = RankOf(r.rank(), node);
+  RankProgress& rs = ranks_.Of(r.rank(), node);
   rs.step = std::max<int64_t>(rs.step, r.step());
   if (r.phase() != v1::WorkerReport::PHASE_UNSPECIFIED) rs.phase = r.phase();
   steps_.Note(r.step(), r.total_steps(), now_s);
@@ -209,7 +209,7 @@ void JobState::HandleReport(int node, const v1::WorkerReport& r, double now_s, J
 
 void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now_s,
                                  JobActions& out) {
-  RankProgress& rank = RankOf(ev.rank(), node);
+  RankProgress& rank = ranks_.Of(ev.rank(), node);
   if (WorkerEnded(rank.state)) {
     // A rank ends once per round. A real agent never reports it again; a broken one must not
     // make an ended rank run again (the job would wait for its end forever) or end it twice.
@@ -221,7 +221,7 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
     }
     return;
   }
-  SetState(rank, ev.state());
+  ranks_.SetState(rank, ev.state());
   if (ev.pid() != 0) rank.pid = ev.pid();
   if (auto e = WorkerLifecycleEvent(current_round(), nodes_.PlaceOf(node), ev)) {
     RecordEvent(*std::move(e), out);
@@ -281,26 +281,9 @@ void JobState::SayMetricsCadence(int world_size, JobActions& out) {
       out);
 }
 
-RankProgress& JobState::RankOf(int rank, int node) {
-  auto [it, inserted] = ranks_.try_emplace(rank);
-  if (inserted) {  // a rank outside the round's places: counted with the node that sent it
-    it->second.node = node;
-    ++unfinished_by_node_[node];
-  }
-  return it->second;
-}
-
-void JobState::SetState(RankProgress& rs, v1::WorkerEvent::State state) {
-  const v1::WorkerEvent::State before = rs.state;
-  rs.state = state;
-  started_ += before == v1::WorkerEvent::STATE_UNSPECIFIED && state != before;
-  succeeded_ += (state == v1::WorkerEvent::SUCCEEDED) - (before == v1::WorkerEvent::SUCCEEDED);
-  unfinished_by_node_[rs.node] += WorkerEnded(before) - WorkerEnded(state);
-}
-
 void JobState::NoteAllStarted(double now_s, JobActions& out) {
   if (!round_ || all_started_reported_) return;
-  const int started = started_;
+  const int started = ranks_.started();
   if (started != round_->world_size) return;
   all_started_reported_ = true;
   rounds_.NoteRoundRunning(now_s);
@@ -331,7 +314,7 @@ JobActions JobState::OnSessionEnded(int node, int session, double now_s) {
     MaybeFinish(now_s, out);
     return out;
   }
-  if (auto it = unfinished_by_node_.find(node); it != unfinished_by_node_.end() && it->second > 0) {
+  if (ranks_.Unfinished(node)) {
     NodeLost(node, FailureClass::kAgentLost,
              "its agent's session ended with workers unaccounted for", now_s, out);
   } else if (outcome_ == Outcome::kRunning && config_.restarts.max_restarts > 0 &&
@@ -382,7 +365,7 @@ JobActions JobState::OnTick(double now_s, double loop_lag_s) {
   }
   if (outcome_ == Outcome::kRunning && now_s - last_summary_s_ >= config_.summary_interval_s) {
     Say(SummaryLine(now_s, nodes_.MembersUp(), static_cast<int>(config_.hosts.size()),
-                    nodes_.WorkersRunning(), round_ ? round_->world_size : 0, ranks_),
+                    nodes_.WorkersRunning(), round_ ? round_->world_size : 0, ranks_.all()),
         out);
     last_summary_s_ = now_s;
   }

@@ -94,8 +94,8 @@ Failure JobState::RankFailure(FailureClass cls, int rank, double now_s) const {
   Failure f;
   f.cls = cls;
   f.global_rank = rank;
-  auto it = ranks_.find(rank);
-  f.node_id = it == ranks_.end() ? -1 : it->second.node;
+  const RankProgress* r = ranks_.Find(rank);
+  f.node_id = r == nullptr ? -1 : r->node;
   f.node_rank = nodes_.NodeRankOf(f.node_id);
   if (const NodeRecord* n = nodes_.Find(f.node_id)) f.host = n->host;
   if (round_ && f.node_rank >= 0 && f.node_rank < static_cast<int>(round_->assignments.size())) {
@@ -180,8 +180,7 @@ void JobState::BeginStallInquiry(const Hang& h, double now_s, JobActions& out) {
   std::set<int> nodes;
   for (const auto& [rank, silent] : silences) {
     dump_ranks_.push_back(rank);
-    auto it = ranks_.find(rank);
-    if (it != ranks_.end()) nodes.insert(it->second.node);
+    if (const RankProgress* r = ranks_.Find(rank)) nodes.insert(r->node);
   }
   // Slack for the stacks' way up after the agents' budget.
   constexpr double kStacksSlackS = 2;
@@ -313,7 +312,7 @@ void JobState::StopAll(double grace_s, const std::string& reason, double now_s, 
 void JobState::MaybeFinish(double now_s, JobActions& out) {
   if (finished_) return;
   if (outcome_ == Outcome::kRunning && round_) {
-    if (succeeded_ == round_->world_size) {
+    if (ranks_.succeeded() == round_->world_size) {
       outcome_ = Outcome::kSucceeded;
       // Agents that may see another round (restarts, spares) wait until told the job is over.
       bool waiting = config_.restarts.max_restarts > 0;
@@ -356,7 +355,7 @@ v1::JobSummary JobState::Summarize(double now_s) const {
     s.mutable_failure_detail()->CopyFrom(s.root_cause().log_tail());
     for (const Failure& c : verdict.consequences) *s.add_consequences() = FailureRecordOf(c);
   }
-  SummarizeRanks(ranks_, &s);
+  SummarizeRanks(ranks_.all(), &s);
   s.set_samples_per_sec_per_rank(s.world_size() > 0 ? s.samples_per_sec() / s.world_size() : 0);
   return s;
 }
@@ -381,7 +380,7 @@ void JobState::Finish(double now_s, JobActions& out) {
   }
   v1::JobSummary s = Summarize(now_s);
   exit_code_ = s.exit_code();
-  for (auto& line : FinalReport(s, ranks_, nodes_.Hosts())) {
+  for (auto& line : FinalReport(s, ranks_.all(), nodes_.Hosts())) {
     out.push_back(PrintLine{exit_code_ != 0, std::move(line)});
   }
   v1::JobEvent finished = JobFinishedEvent(current_round(), s.result(), exit_code_, now_s);

@@ -153,21 +153,9 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
 
 void JobState::BeginRound(const RoundResult& round, const std::vector<int>& ids, double now_s) {
   round_ = round;
-  ranks_.clear();
-  unfinished_by_node_.clear();
-  started_ = 0;
-  succeeded_ = 0;
   steps_ = StepClock();  // a resumed round may restart below the last round's step
   all_started_reported_ = false;
-  std::vector<int> all_ranks;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    for (int k = 0; k < round.assignments[i].local_world_size; ++k) {
-      ranks_[round.assignments[i].rank_offset + k].node = ids[i];
-      ++unfinished_by_node_[ids[i]];
-      all_ranks.push_back(round.assignments[i].rank_offset + k);
-    }
-  }
-  monitor_.StartRound(all_ranks, now_s);
+  monitor_.StartRound(ranks_.BeginRound(round, ids), now_s);
 }
 
 void JobState::StartNextRound(std::vector<int> ids, double now_s, double workers_start_at_s,
