@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "launcher/run/job_events.h"
 #include "launcher/run/job_state.h"
 
