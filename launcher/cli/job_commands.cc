@@ -94,10 +94,10 @@ JobFiles ReadJobFiles(const std::string& job_dir) {
   }
   absl::StatusOr<std::string> summary_text = ReadFile(job_dir + "/summary.json");
   if (summary_text.ok()) {
-    absl::StatusOr<std::map<std::string, std::string>> summary =
-        ParseJsonObjectFields(*summary_text);
+    absl::StatusOr<JobSummaryFile> summary = ParseJobSummary(*summary_text);
     if (summary.ok()) {
-      files.summary = *std::move(summary);
+      files.summary = std::move(summary->summary);
+      files.goodput_error = std::move(summary->goodput_error);
       files.summary_json = *std::move(summary_text);
     }
   }

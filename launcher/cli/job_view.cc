@@ -1,11 +1,12 @@
 #include "launcher/cli/job_view.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/json_line.h"
@@ -23,19 +24,18 @@ std::string FieldOr(const Fields& fields, const std::string& key, const std::str
   return it == fields.end() ? otherwise : it->second;
 }
 
-// A count the summary holds, when above 0.
-std::optional<int64_t> PositiveCount(const Fields& fields, const std::string& key) {
-  int64_t n = 0;
-  auto it = fields.find(key);
-  if (it == fields.end() || !absl::SimpleAtoi(it->second, &n) || n <= 0) return std::nullopt;
-  return n;
+// A figure as summary.json's JSON spelled it: whole numbers without a fraction.
+std::string Figure(double v) {
+  if (v == static_cast<double>(static_cast<long long>(v)) && std::abs(v) < 1e15) {
+    return absl::StrCat(static_cast<long long>(v));
+  }
+  return absl::StrFormat("%g", v);
 }
 
 std::string WallTime(const JobFiles& files) {
   double seconds = -1;
-  if (files.summary.has_value()) {
-    auto it = files.summary->find("wall_time_s");
-    if (it != files.summary->end() && !absl::SimpleAtod(it->second, &seconds)) seconds = -1;
+  if (files.summary.has_value() && files.summary->wall_time_s() > 0) {
+    seconds = files.summary->wall_time_s();
   }
   for (const v1::JobEvent& e : files.events) {
     if (seconds < 0 && e.has_job_finished()) seconds = e.job_finished().wall_time_s();
@@ -44,8 +44,8 @@ std::string WallTime(const JobFiles& files) {
 }
 
 std::string NodesLine(const JobFiles& files) {
-  if (files.summary.has_value()) {
-    if (auto n = PositiveCount(*files.summary, "nodes")) return absl::StrCat(*n);
+  if (files.summary.has_value() && files.summary->nodes() > 0) {
+    return absl::StrCat(files.summary->nodes());
   }
   for (const v1::JobEvent& e : files.events) {
     if (e.has_job_started() && e.job_started().nodes() > 0) {
@@ -56,14 +56,12 @@ std::string NodesLine(const JobFiles& files) {
 }
 
 std::string RanksLine(const JobFiles& files) {
-  if (files.summary.has_value()) {
-    if (auto n = PositiveCount(*files.summary, "world_size")) {
-      std::string line = absl::StrCat(*n);
-      if (auto it = files.summary->find("ranks_succeeded"); it != files.summary->end()) {
-        absl::StrAppend(&line, ", ", it->second, " succeeded");
-      }
-      return line;
+  if (files.summary.has_value() && files.summary->world_size() > 0) {
+    std::string line = absl::StrCat(files.summary->world_size());
+    if (files.summary->has_ranks_succeeded()) {
+      absl::StrAppend(&line, ", ", files.summary->ranks_succeeded().value(), " succeeded");
     }
+    return line;
   }
   int world = 0;
   for (const v1::JobEvent& e : files.events) {
@@ -101,54 +99,49 @@ std::string EventValueText(const std::string& v) {
   return absl::StrCat("[", entries, " entries]");
 }
 
-// The summary in words; its nested failures by the line dlaunch printed for them.
-std::string SummaryLines(const Fields& summary) {
+// The summary in words; its failures by the line dlaunch printed for them.
+std::string SummaryLines(const v1::JobSummary& summary, const std::string& goodput_error) {
   std::string out = "summary:\n";
-  std::string result = FieldOr(summary, "result", FieldOr(summary, "status", "finished"));
-  if (summary.count("exit_code")) absl::StrAppend(&result, " (exit ", summary.at("exit_code"), ")");
-  absl::StrAppend(&out, "  result: ", result, "\n");
-  if (auto it = summary.find("root_cause"); it != summary.end()) {
-    absl::StatusOr<Fields> cause = ParseJsonObjectFields(it->second);
-    std::string text = cause.ok() ? FieldOr(*cause, "description", FieldOr(*cause, "class", ""))
-                                  : "";
-    absl::StrAppend(&out, "  root cause: ", text.empty() ? it->second : text, "\n");
-  } else if (auto f = summary.find("failure"); f != summary.end()) {
-    absl::StrAppend(&out, "  failure: ", f->second, "\n");
+  absl::StrAppend(&out, "  result: ", summary.result().empty() ? "finished" : summary.result(),
+                  " (exit ", summary.exit_code(), ")\n");
+  if (summary.has_root_cause()) {
+    const v1::FailureRecord& cause = summary.root_cause();
+    absl::StrAppend(&out, "  root cause: ",
+                    cause.description().empty() ? cause.failure_class() : cause.description(),
+                    "\n");
+  } else if (!summary.failure().empty()) {
+    absl::StrAppend(&out, "  failure: ", summary.failure(), "\n");
   }
   // Without a report from any rank (a script that sends none) the throughput is unknown, not 0:
   // final_loss is there once a rank reported, and samples once it counted any.
-  if (summary.count("final_loss") || PositiveCount(summary, "samples")) {
-    absl::StrAppend(&out, "  samples: ", FieldOr(summary, "samples", "0"), " at ",
-                    FieldOr(summary, "samples_per_sec", "0"), " samples/s\n");
+  if (summary.has_final_loss() || summary.samples() > 0) {
+    absl::StrAppend(&out, "  samples: ", summary.samples(), " at ",
+                    Figure(summary.samples_per_sec()), " samples/s\n");
   }
-  if (summary.count("final_loss")) {
-    absl::StrAppend(&out, "  final loss: ", summary.at("final_loss"), "\n");
+  if (summary.has_final_loss()) {
+    absl::StrAppend(&out, "  final loss: ", Figure(summary.final_loss().value()), "\n");
   }
-  if (summary.count("test_accuracy")) {
-    absl::StrAppend(&out, "  test accuracy: ", summary.at("test_accuracy"), "\n");
+  if (summary.has_test_accuracy()) {
+    absl::StrAppend(&out, "  test accuracy: ", Figure(summary.test_accuracy().value()), "\n");
   }
-  if (PositiveCount(summary, "max_restarts") || PositiveCount(summary, "restarts")) {
-    absl::StrAppend(&out, "  restarts: ", FieldOr(summary, "restarts", "0"), " of ",
-                    FieldOr(summary, "max_restarts", "0"), "\n");
+  if (summary.max_restarts() > 0 || summary.restarts() > 0) {
+    absl::StrAppend(&out, "  restarts: ", summary.restarts(), " of ", summary.max_restarts(), "\n");
   }
-  if (summary.count("not_restarted")) {
-    absl::StrAppend(&out, "  not restarted: ", summary.at("not_restarted"), "\n");
+  if (!summary.not_restarted().empty()) {
+    absl::StrAppend(&out, "  not restarted: ", summary.not_restarted(), "\n");
   }
   // The job's seconds (docs/goodput.md): the headline, the rounds and the checkpoint advice.
-  if (auto it = summary.find("goodput"); it != summary.end()) {
-    absl::StatusOr<v1::GoodputAccount> account = ParseGoodputJson(it->second);
-    if (!account.ok()) {
-      absl::StrAppend(&out, "  goodput: unreadable (", account.status().message(), ")\n");
-    } else {
-      absl::StrAppend(&out, "  ", GoodputHeadline(*account), "\n");
-      for (const std::string& line : GoodputReport(*account)) {
-        if (absl::StartsWith(line, "  round ") ||
-            absl::StartsWith(line, "  checkpoint interval that")) {
-          absl::StrAppend(&out, "  ", line, "\n");
-        }
+  if (!goodput_error.empty()) {
+    absl::StrAppend(&out, "  goodput: unreadable (", goodput_error, ")\n");
+  } else if (summary.has_goodput()) {
+    absl::StrAppend(&out, "  ", GoodputHeadline(summary.goodput()), "\n");
+    for (const std::string& line : GoodputReport(summary.goodput())) {
+      if (absl::StartsWith(line, "  round ") ||
+          absl::StartsWith(line, "  checkpoint interval that")) {
+        absl::StrAppend(&out, "  ", line, "\n");
       }
     }
-  } else if (summary.count("wall_time_s")) {
+  } else {
     // A run's summary from an earlier dlaunch, or one whose journal was too big to read at exit.
     absl::StrAppend(&out, "  goodput: not in summary.json; `dlaunch trace JOB` computes it\n");
   }
@@ -175,12 +168,9 @@ std::string SchedulerLine(const SubmitRecord& record, const SchedulerAnswer& sch
 
 std::string LauncherView(const JobFiles& files) {
   if (files.summary.has_value()) {
-    const auto& summary = *files.summary;
-    std::string state = summary.count("result")   ? summary.at("result")
-                        : summary.count("status") ? summary.at("status")
-                                                  : "finished";
-    if (summary.count("exit_code")) absl::StrAppend(&state, " (exit ", summary.at("exit_code"), ")");
-    return state;
+    const std::string& result = files.summary->result();
+    return absl::StrCat(result.empty() ? "finished" : result, " (exit ",
+                        files.summary->exit_code(), ")");
   }
   if (files.events.empty()) return files.events_present ? "started, no events yet" : "not started";
   int joined = 0, failed = 0, lost = 0;
@@ -242,7 +232,7 @@ std::string FormatJobStatus(const std::string& job_dir,
       out += "\n";
     }
   }
-  if (files.summary.has_value()) out += SummaryLines(*files.summary);
+  if (files.summary.has_value()) out += SummaryLines(*files.summary, files.goodput_error);
   absl::StrAppend(&out, "files:\n", "  logs     ", job_dir, "/logs\n");
   if (files.events_present) absl::StrAppend(&out, "  events   ", job_dir, "/events.jsonl\n");
   if (files.summary.has_value()) absl::StrAppend(&out, "  summary  ", job_dir, "/summary.json\n");

@@ -21,8 +21,9 @@ struct JobFiles {
   std::vector<v1::JobEvent> events;
   int schema_version = kJournalSchemaVersion;  // of events.jsonl as found
   std::string events_error;     // why events.jsonl could not be read (a newer schema)
-  std::optional<std::map<std::string, std::string>> summary;  // summary.json, when it parses
-  std::string summary_json;     // summary.json as written, when it parses (for --json)
+  std::optional<v1::JobSummary> summary;  // summary.json, when it reads (journal.h)
+  std::string summary_json;     // summary.json as written, when it reads (for --json)
+  std::string goodput_error;    // why summary.json's goodput account could not be read
   std::string kind;             // the `kind` file: "doctor" for a `dlaunch doctor` run
 };
 

@@ -105,7 +105,7 @@ absl::Status StreamSnapshots(const JobEndpoint& endpoint,
 
 // The job directory says the job is over: summary.json, or job_finished as the last event.
 bool EndedPerDirectory(const std::string& job_dir) {
-  if (ReadFile(job_dir + "/summary.json").ok()) return true;
+  if (ReadJobSummary(job_dir).ok()) return true;
   absl::StatusOr<EventJournal> journal = ReadEventJournal(job_dir);
   return journal.ok() && !journal->events.empty() && journal->events.back().has_job_finished();
 }

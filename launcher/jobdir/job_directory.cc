@@ -86,9 +86,11 @@ absl::Status JobDirectory::WriteLauncherInfo(const LauncherInfo& info) const {
                              kStartupFile);
 }
 
-absl::Status JobDirectory::WriteSummary(const std::string& json) const {
+absl::Status JobDirectory::WriteSummary(const v1::JobSummary& summary) const {
+  absl::StatusOr<std::string> json = JobSummaryJson(summary);
+  if (!json.ok()) return json.status();
   // Synced: `dlaunch logs --follow` and `status` rely on it as the job's last word.
-  return WriteFileAtomically(path_ + "/summary.json", json + "\n");
+  return WriteFileAtomically(path_ + "/summary.json", *json + "\n");
 }
 
 absl::Status JobDirectory::WriteKind(const std::string& kind) const {

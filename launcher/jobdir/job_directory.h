@@ -46,8 +46,9 @@ class JobDirectory {
   absl::Status WriteHostfile(const std::vector<std::string>& hosts) const;
   // Where `dlaunch cancel` finds the running launcher.
   absl::Status WriteLauncherInfo(const LauncherInfo& info) const;
-  // The job's result; `dlaunch logs --follow` stops when it appears.
-  absl::Status WriteSummary(const std::string& json) const;
+  // The job's result (summary.json, as journal.h writes it); `dlaunch logs --follow` stops when
+  // it appears.
+  absl::Status WriteSummary(const v1::JobSummary& summary) const;
   // What started the job when it is not a training run (kDoctorKind): `dlaunch status` leaves
   // such jobs out of its list.
   absl::Status WriteKind(const std::string& kind) const;

@@ -1,6 +1,7 @@
 // JobRecord: the job directory (runs/<job-id>/) as `dlaunch submit` writes it and `dlaunch
-// status / logs / cancel` read it back: job ids, submit.json, summary.json and launcher.json
-// (events.jsonl and metrics.jsonl: journal.h). The parsing is pure; the few file helpers are named as such.
+// status / logs / cancel` read it back: job ids, submit.json and launcher.json (events.jsonl,
+// metrics.jsonl and summary.json: journal.h). The parsing is pure; the few file helpers are
+// named as such.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +42,7 @@ std::string MakeJobId(const std::string& name, absl::Time now, uint32_t random);
 std::string SubmitRecordToJson(const SubmitRecord& record);
 absl::StatusOr<SubmitRecord> ParseSubmitRecord(const std::string& json);
 
-// A JSON object's top-level fields rendered as text (for summary.json).
+// A JSON object's top-level fields rendered as text (a nested value of an event, for `status`).
 absl::StatusOr<std::map<std::string, std::string>> ParseJsonObjectFields(const std::string& json);
 // A JSON value as that text: strings unquoted, integral numbers without a fraction, the rest
 // as JSON.

@@ -62,12 +62,15 @@ void Rename(Struct& s, const std::string& from, const std::string& to) {
 }
 
 // Version 1 wrote a failure's node *rank* under "node", and its class under "class".
+void UpgradeV1FailureObject(Struct& f) {
+  Rename(f, "node", "node_rank");
+  Rename(f, "class", "failure_class");
+}
+
 void UpgradeV1Failure(Struct& s, const std::string& key) {
   auto it = s.mutable_fields()->find(key);
   if (it == s.mutable_fields()->end() || !it->second.has_struct_value()) return;
-  Struct* f = it->second.mutable_struct_value();
-  Rename(*f, "node", "node_rank");
-  Rename(*f, "class", "failure_class");
+  UpgradeV1FailureObject(*it->second.mutable_struct_value());
 }
 
 // Node fields version 1 did not write are unknown (-1), not node 0.
@@ -160,6 +163,49 @@ std::optional<Struct> ParseObject(absl::string_view line) {
   return s;
 }
 
+// An earlier dlaunch's summary.json (its failures as version 1 wrote them), or one whose
+// goodput account does not read: what can be read of it.
+absl::StatusOr<JobSummaryFile> UpgradeSummary(const Struct& given) {
+  JobSummaryFile out;
+  Struct s = given;
+  auto& fields = *s.mutable_fields();
+  UpgradeV1Failure(s, "root_cause");
+  std::vector<Struct> consequences;
+  if (auto it = fields.find("consequences"); it != fields.end() && it->second.has_list_value()) {
+    for (Value& v : *it->second.mutable_list_value()->mutable_values()) {
+      if (!v.has_struct_value()) continue;
+      UpgradeV1FailureObject(*v.mutable_struct_value());
+      consequences.push_back(v.struct_value());
+    }
+  }
+  std::optional<Value> goodput;
+  if (auto it = fields.find("goodput"); it != fields.end()) {
+    goodput = it->second;
+    fields.erase(it);
+  }
+  if (!Parse(Json(s), &out.summary, /*ignore_unknown=*/true)) {
+    return absl::DataLossError("summary.json does not hold a job's summary");
+  }
+  // Node fields it did not write are unknown (-1), not node 0.
+  if (auto it = fields.find("root_cause"); it != fields.end() && it->second.has_struct_value()) {
+    MarkUnwrittenNodes(it->second.struct_value(), out.summary.mutable_root_cause());
+  }
+  for (int i = 0; i < out.summary.consequences_size() && i < static_cast<int>(consequences.size());
+       ++i) {
+    MarkUnwrittenNodes(consequences[i], out.summary.mutable_consequences(i));
+  }
+  if (goodput) {
+    pbutil::JsonParseOptions options;
+    options.ignore_unknown_fields = true;
+    auto st = pbutil::JsonStringToMessage(Json(*goodput), out.summary.mutable_goodput(), options);
+    if (!st.ok()) {
+      out.summary.clear_goodput();
+      out.goodput_error = std::string(st.message());
+    }
+  }
+  return out;
+}
+
 // Each call of protobuf's JSON parser costs several times the parse of a metrics line.
 constexpr size_t kMetricBatch = 1000;
 
@@ -192,6 +238,34 @@ absl::StatusOr<std::string> EventJournalLine(const v1::JobEvent& event) {
 
 absl::StatusOr<std::string> MetricJournalLine(const v1::MetricLine& metric) {
   return ToLine(metric, "a metrics.jsonl");
+}
+
+absl::StatusOr<std::string> JobSummaryJson(const v1::JobSummary& summary) {
+  if (!summary.has_goodput()) return ToLine(summary, "summary.json's");
+  // The account last, whatever order protobuf's printer gives the fields (it puts wrapper
+  // fields after every other): a later account replaces it by cutting the object at its key.
+  v1::JobSummary rest = summary;
+  rest.clear_goodput();
+  absl::StatusOr<std::string> head = ToLine(rest, "summary.json's");
+  absl::StatusOr<std::string> account = ToLine(summary.goodput(), "summary.json's goodput");
+  if (!head.ok()) return head.status();
+  if (!account.ok()) return account.status();
+  head->pop_back();  // its closing brace
+  return absl::StrCat(*head, head->size() > 1 ? "," : "", "\"goodput\":", *account, "}");
+}
+
+absl::StatusOr<JobSummaryFile> ParseJobSummary(absl::string_view text) {
+  JobSummaryFile out;
+  if (Parse(text, &out.summary, /*ignore_unknown=*/false)) return out;
+  std::optional<Struct> s = ParseObject(text);
+  if (!s) return absl::DataLossError("summary.json is not a JSON object");
+  return UpgradeSummary(*s);
+}
+
+absl::StatusOr<JobSummaryFile> ReadJobSummary(const std::string& job_dir) {
+  absl::StatusOr<std::string> text = ReadFile(job_dir + "/summary.json");
+  if (!text.ok()) return text.status();
+  return ParseJobSummary(*text);
 }
 
 absl::StatusOr<EventJournal> ParseEventJournal(absl::string_view text, const std::string& file) {

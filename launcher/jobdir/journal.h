@@ -1,8 +1,9 @@
 // The job's journal: events.jsonl (v1::JobEvent) and metrics.jsonl (v1::MetricLine), one line
-// of protobuf JSON each (proto/journal.proto). The one writer of their lines and the one reader
-// of both files: the trace, the study, `dlaunch status`, `watch` and `logs` read through here.
-// A journal written before the schema (version 1: `"event":"..."` lines, a bare `"node"`) is
-// upgraded as it is read; one from a newer dlaunch is refused. Pure, apart from the Read* shells.
+// of protobuf JSON each, and summary.json (v1::JobSummary), the job's end (proto/journal.proto).
+// The one writer of their text and the one reader of the three files: the trace, the study,
+// `dlaunch status`, `watch`, `logs` and `scale` read through here. A journal or summary written
+// before the schema (version 1: `"event":"..."` lines, a bare `"node"`) is upgraded as it is
+// read; a journal from a newer dlaunch is refused. Pure, apart from the Read* shells.
 #pragma once
 
 #include <string>
@@ -23,6 +24,9 @@ absl::StatusOr<std::string> EventJournalLine(const v1::JobEvent& event);
 // One metrics.jsonl line.
 absl::StatusOr<std::string> MetricJournalLine(const v1::MetricLine& metric);
 
+// summary.json's object (no newline), in the journal's mapping.
+absl::StatusOr<std::string> JobSummaryJson(const v1::JobSummary& summary);
+
 struct EventJournal {
   int schema_version = kJournalSchemaVersion;  // as found in the file; 1 was upgraded
   std::vector<v1::JobEvent> events;
@@ -41,6 +45,19 @@ struct MetricJournal {
 absl::StatusOr<EventJournal> ParseEventJournal(absl::string_view text,
                                                const std::string& file = "events.jsonl");
 MetricJournal ParseMetricJournal(absl::string_view text);
+
+struct JobSummaryFile {
+  v1::JobSummary summary;
+  // Why the goodput account could not be read, when it was there but unreadable; the rest of
+  // the summary is read without it.
+  std::string goodput_error;
+};
+
+// summary.json's text, of this dlaunch or an earlier one. DataLoss when it is not one JSON
+// object of the summary's fields.
+absl::StatusOr<JobSummaryFile> ParseJobSummary(absl::string_view text);
+// The summary of job directory `job_dir`: NotFound when it has none (the job has not ended).
+absl::StatusOr<JobSummaryFile> ReadJobSummary(const std::string& job_dir);
 
 // The files of job directory `job_dir`. A missing metrics.jsonl is an empty journal (no worker
 // reported yet); a missing events.jsonl is NotFound.

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "launcher/run/job_events.h"
+#include "launcher/run/job_view.h"
 
 namespace dlaunch {
 namespace {
@@ -22,7 +23,7 @@ bool FailureLedger::PeerLike(const Failure& f) {
 
 void FailureLedger::Record(Failure failure, bool first_of_job, double now_s, int round,
                            JobActions& out) {
-  out.push_back(AppendEvent{FailureDetectedEvent(round, failure)});
+  RecordEvent(FailureDetectedEvent(round, failure), out);
   failures_.push_back(std::move(failure));
   if (first_of_job && PeerLike(failures_.back())) announce_at_s_ = now_s + kPeerSettleS;
 }
@@ -55,14 +56,11 @@ void FailureLedger::Announce(double now_s, bool force, int round, JobActions& ou
   const RootCauseVerdict verdict = Verdict();
   const std::string text = DescribeFailure(verdict.root);
   if (text == announced_) return;
-  std::string line = announced_.empty()
-                         ? absl::StrCat("[dlaunch] error: ", text, "; stopping all workers")
-                         : absl::StrCat("[dlaunch] root cause: ", text,
-                                        " (the failure reported above is a consequence)");
-  out.push_back(PrintLine{true, std::move(line)});
+  // Said as the error the first time, then as the cause of what was said before it.
+  RecordEvent(RootCauseEvent(round, verdict.root, static_cast<int>(verdict.consequences.size()),
+                             !announced_.empty()),
+              out);
   announced_ = text;
-  out.push_back(AppendEvent{
-      RootCauseEvent(round, verdict.root, static_cast<int>(verdict.consequences.size()))});
 }
 
 void FailureLedger::NoteStuckAt(int rank, const StuckAt& at) {

@@ -67,8 +67,8 @@ struct ArmStopDeadline {
 struct ArmHealthCheck {
   double at_s = 0;  // call OnHealthCheck then (a later arming replaces an earlier one)
 };
-struct WriteSummary {
-  std::string json;
+struct WriteSummary {  // summary.json, the job's end (written by the journal's code)
+  v1::JobSummary summary;
 };
 struct FinishJob {
   int exit_code = 0;

@@ -223,7 +223,7 @@ void JobController::Apply(const JobActions& actions) {
           } else if constexpr (std::is_same_v<T, dlaunch::ArmHealthCheck>) {
             ArmHealthCheck(a.at_s);
           } else if constexpr (std::is_same_v<T, WriteSummary>) {
-            if (absl::Status st = dir_.WriteSummary(a.json); !st.ok()) {
+            if (absl::Status st = dir_.WriteSummary(a.summary); !st.ok()) {
               err_ << "[dlaunch] error: " << st.message() << '\n';
             }
           } else if constexpr (std::is_same_v<T, FinishJob>) {

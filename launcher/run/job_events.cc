@@ -39,6 +39,14 @@ v1::FailureRecord FailureRecordOf(const Failure& f) {
   r.set_detail(f.detail);
   r.set_description(DescribeFailure(f));
   for (const auto& line : f.log_tail) r.add_log_tail(line);
+  if (f.stuck_at) {
+    v1::StuckAt* at = r.mutable_stuck_at();
+    at->set_function(f.stuck_at->function);
+    at->set_file(f.stuck_at->file);
+    at->set_line(f.stuck_at->line);
+    at->set_source(f.stuck_at->source);
+    at->set_stacks(f.stuck_at->stacks);
+  }
   return r;
 }
 
@@ -65,17 +73,18 @@ v1::JobEvent JournalOpenedEvent(const std::string& job_id) {
 }
 
 v1::JobEvent JobStartedEvent(const std::string& job_id, const std::vector<std::string>& hosts,
-                             const std::string& node_launcher) {
+                             const std::string& node_launcher, const std::string& job_dir) {
   v1::JobEvent e;
   auto* s = e.mutable_job_started();
   s->set_job_id(job_id);
   s->set_nodes(static_cast<int>(hosts.size()));
   s->set_node_launcher(node_launcher);
   for (const auto& h : hosts) s->add_hosts(h);
+  s->set_job_dir(job_dir);
   return e;
 }
 
-v1::JobEvent NodeJoinedEvent(const Participant& p, int joined) {
+v1::JobEvent NodeJoinedEvent(const Participant& p, int joined, int expected) {
   v1::JobEvent e;
   auto* j = e.mutable_node_joined();
   j->set_host(p.host);
@@ -83,6 +92,7 @@ v1::JobEvent NodeJoinedEvent(const Participant& p, int joined) {
   j->set_slots(p.slots);
   j->set_joined(joined);
   for (const v1::CheckResult& c : p.checks) *j->add_checks() = c;
+  j->set_expected(expected);
   return e;
 }
 
@@ -105,7 +115,8 @@ v1::JobEvent SpareJoinedEvent(int round, int node_id, const Participant& p) {
   return e;
 }
 
-v1::JobEvent RendezvousClosedEvent(const RoundResult& r, const std::vector<int>& node_ids) {
+v1::JobEvent RendezvousClosedEvent(const RoundResult& r, const std::vector<int>& node_ids,
+                                   double elapsed_s) {
   v1::JobEvent e = InRound(r.round);
   auto* c = e.mutable_rendezvous_closed();
   c->set_world_size(r.world_size);
@@ -113,6 +124,7 @@ v1::JobEvent RendezvousClosedEvent(const RoundResult& r, const std::vector<int>&
   c->set_master_port(r.master_port);
   for (const auto& n : r.nodes) c->add_node_order(n.host);
   for (int id : node_ids) c->add_node_ids(id);
+  c->set_elapsed_s(elapsed_s);
   return e;
 }
 
@@ -151,12 +163,14 @@ std::optional<v1::JobEvent> WorkerLifecycleEvent(int round, const NodePlace& nod
   return e;
 }
 
-v1::JobEvent WorkersStartedEvent(int round, int workers, double elapsed_s, double restart_s) {
+v1::JobEvent WorkersStartedEvent(int round, int nodes, int workers, double elapsed_s,
+                                 double restart_s) {
   v1::JobEvent e = InRound(round);
   auto* s = e.mutable_workers_started();
   s->set_workers(workers);
   s->set_elapsed_s(elapsed_s);
   s->set_restart_s(restart_s);
+  s->set_nodes(nodes);
   return e;
 }
 
@@ -199,12 +213,15 @@ v1::JobEvent RelayLostEvent(int round, const std::string& relay, const std::vect
   return e;
 }
 
-v1::JobEvent SessionResumedEvent(int round, const NodePlace& node, double after_s) {
+v1::JobEvent SessionResumedEvent(int round, const NodePlace& node, double after_s,
+                                 const std::string& relay, bool relay_back) {
   v1::JobEvent e = InRound(round);
   auto* r = e.mutable_session_resumed();
   r->set_node_id(node.node_id);
   r->set_host(node.host);
   r->set_after_s(after_s);
+  r->set_relay(relay);
+  r->set_relay_back(relay_back);
   return e;
 }
 
@@ -224,10 +241,11 @@ v1::JobEvent FailureDetectedEvent(int round, const Failure& failure) {
   return e;
 }
 
-v1::JobEvent RootCauseEvent(int round, const Failure& root, int consequences) {
+v1::JobEvent RootCauseEvent(int round, const Failure& root, int consequences, bool revises) {
   v1::JobEvent e = InRound(round);
   *e.mutable_root_cause()->mutable_failure() = FailureRecordOf(root);
   e.mutable_root_cause()->set_consequences(consequences);
+  e.mutable_root_cause()->set_revises(revises);
   return e;
 }
 
@@ -264,10 +282,12 @@ v1::JobEvent JobFinishedEvent(int round, const std::string& result, int exit_cod
   return e;
 }
 
-v1::JobEvent CallRefusedEvent(int round, const std::string& peer, const std::string& method) {
+v1::JobEvent CallRefusedEvent(int round, const std::string& peer, const std::string& method,
+                              int64_t refused) {
   v1::JobEvent e = InRound(round);
   e.mutable_call_refused()->set_peer(peer);
   e.mutable_call_refused()->set_method(method);
+  e.mutable_call_refused()->set_refused(refused);
   return e;
 }
 
@@ -315,14 +335,16 @@ v1::JobEvent SparePromotedEvent(int round, int node_id, const std::string& host)
   return e;
 }
 
-v1::JobEvent RestartEvent(int round, int restarts_used, int max_restarts, double backoff_s,
-                          const std::vector<int>& node_ids) {
+v1::JobEvent RestartEvent(int round, const RestartPlanned& restart) {
   v1::JobEvent e = InRound(round);
   auto* r = e.mutable_restart();
-  r->set_restarts_used(restarts_used);
-  r->set_max_restarts(max_restarts);
-  r->set_backoff_s(backoff_s);
-  for (int id : node_ids) r->add_node_ids(id);
+  r->set_restarts_used(restart.restarts_used);
+  r->set_max_restarts(restart.max_restarts);
+  r->set_backoff_s(restart.backoff_s);
+  for (int id : restart.node_ids) r->add_node_ids(id);
+  r->set_reason(restart.reason);
+  r->set_starts_in_s(restart.starts_in_s);
+  r->set_waits_for_lost_workers(restart.waits_for_lost_workers);
   return e;
 }
 

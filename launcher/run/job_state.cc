@@ -10,7 +10,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "common/process.h"
 #include "launcher/run/job_events.h"
 
@@ -60,7 +59,7 @@ v1::JobSnapshot JobState::Snapshot(double now_s) const {
   in.nodes_expected = static_cast<int>(config_.hosts.size());
   in.round = round_ ? &*round_ : nullptr;
   in.nodes = &nodes_;
-  in.ranks = &ranks_;
+  in.ranks = &ranks_.all();
   in.steps = &steps_;
   in.silent_after_s = SecondsOf(liveness_.silent_after());
   in.moving = &moving_;
@@ -73,30 +72,22 @@ JobActions JobState::OnStarted(std::vector<std::string> launcher_programs, doubl
   launcher_programs_ = std::move(launcher_programs);
   launchers_running_ = static_cast<int>(launcher_programs_.size());
   last_summary_s_ = now_s;
-  out.push_back(AppendEvent{JournalOpenedEvent(config_.job_id)});
-  out.push_back(AppendEvent{JobStartedEvent(config_.job_id, config_.hosts, config_.node_launcher)});
-  Say(absl::StrCat("job ", config_.job_id, ": ", config_.hosts.size(), " node(s) via ",
-                   config_.node_launcher, ", job dir ", config_.job_dir),
-      out);
+  RecordEvent(JournalOpenedEvent(config_.job_id), out);
+  RecordEvent(
+      JobStartedEvent(config_.job_id, config_.hosts, config_.node_launcher, config_.job_dir), out);
   if (!config_.preflight_note.empty()) Say(config_.preflight_note, out);
   return out;
 }
 
 JobActions JobState::OnNodeJoined(const Participant& p, int joined, int expected, double) {
   JobActions out;
-  Say(absl::StrCat("node joined: ", p.host, " (", p.addr, "), ", p.slots, " slot(s) [", joined,
-                   "/", expected, "]"),
-      out);
-  out.push_back(AppendEvent{NodeJoinedEvent(p, joined)});
+  RecordEvent(NodeJoinedEvent(p, joined, expected), out);
   return out;
 }
 
 JobActions JobState::OnNodeUnfit(const Participant& p, double) {
   JobActions out;
-  out.push_back(PrintLine{true, absl::StrCat("[dlaunch] node left out: ", p.host, " (", p.addr,
-                                             ") failed its preflight: ",
-                                             absl::StrJoin(UnfitReasons(p), "; "))});
-  out.push_back(AppendEvent{NodeUnfitEvent(p)});
+  RecordEvent(NodeUnfitEvent(p), out);
   return out;
 }
 
@@ -107,12 +98,8 @@ JobActions JobState::OnRendezvousClosed(const RoundResult& result, double now_s)
   nodes_.AddRound0(result, now_s);
   BeginRound(result, nodes_.members(), now_s);
   ArmHealth(out);
-  Say(absl::StrCat("rendezvous complete in ", absl::StrFormat("%.2f", now_s), " s: ",
-                   result.nodes.size(), " node(s), world size ", result.world_size,
-                   ", MASTER_ADDR=", result.master_addr, " MASTER_PORT=", result.master_port),
-      out);
+  RecordEvent(RendezvousClosedEvent(result, nodes_.members(), now_s), out);
   SayMetricsCadence(result.world_size, out);
-  out.push_back(AppendEvent{RendezvousClosedEvent(result, nodes_.members())});
   // A stop decided while the round was open reached only the launchers; the agents that
   // just got their places must hear it too.
   if (outcome_ != Outcome::kRunning) StopAll(config_.stop_grace_s, ledger_.job_failure(), now_s, out);
@@ -159,7 +146,7 @@ JobActions JobState::OnAgentMessage(int node, const v1::AgentMessage& msg, doubl
       HandleWorkerEvent(node, msg.worker(), now_s, out);
       break;
     case v1::AgentMessage::kStacks:
-      out.push_back(AppendEvent{StacksRecordedEvent(current_round(), nodes_.PlaceOf(node), msg.stacks())});
+      RecordEvent(StacksRecordedEvent(current_round(), nodes_.PlaceOf(node), msg.stacks()), out);
       HandleStacks(msg.stacks(), now_s, out);
       break;
     case v1::AgentMessage::kLog: {
@@ -196,7 +183,7 @@ void JobState::HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, 
   nodes_.at(node).workers_running = hb.workers_running();
   for (const auto& r : hb.reports()) HandleReport(node, r, now_s, out);
   for (const auto& [rank, lines] : hb.output_lines()) {
-    RankProgress& rs = RankOf(rank, node);
+    RankProgress& rs = ranks_.Of(rank, node);
     if (lines > rs.output_lines) monitor_.OnProgress(rank, -1, now_s);
     rs.output_lines = std::max<int64_t>(rs.output_lines, lines);
   }
@@ -205,7 +192,7 @@ void JobState::HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, 
 
 void JobState::HandleReport(int node, const v1::WorkerReport& r, double now_s, JobActions& out) {
   monitor_.OnProgress(r.rank(), static_cast<long>(r.step()), now_s);
-  RankProgress& rs = RankOf(r.rank(), node);
+  RankProgress& rs = ranks_.Of(r.rank(), node);
   rs.step = std::max<int64_t>(rs.step, r.step());
   if (r.phase() != v1::WorkerReport::PHASE_UNSPECIFIED) rs.phase = r.phase();
   steps_.Note(r.step(), r.total_steps(), now_s);
@@ -226,7 +213,7 @@ void JobState::HandleReport(int node, const v1::WorkerReport& r, double now_s, J
 
 void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now_s,
                                  JobActions& out) {
-  RankProgress& rank = RankOf(ev.rank(), node);
+  RankProgress& rank = ranks_.Of(ev.rank(), node);
   if (WorkerEnded(rank.state)) {
     // A rank ends once per round. A real agent never reports it again; a broken one must not
     // make an ended rank run again (the job would wait for its end forever) or end it twice.
@@ -238,10 +225,10 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
     }
     return;
   }
-  SetState(rank, ev.state());
+  ranks_.SetState(rank, ev.state());
   if (ev.pid() != 0) rank.pid = ev.pid();
   if (auto e = WorkerLifecycleEvent(current_round(), nodes_.PlaceOf(node), ev)) {
-    out.push_back(AppendEvent{*std::move(e)});
+    RecordEvent(*std::move(e), out);
   }
   if (WorkerEnded(ev.state())) {
     monitor_.OnExit(ev.rank(), ev.state() == v1::WorkerEvent::SUCCEEDED, now_s);
@@ -250,7 +237,7 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
   if (ev.state() == v1::WorkerEvent::STARTED) {
     NoteAllStarted(now_s, out);
   } else if (ev.state() == v1::WorkerEvent::FAILED) {
-    out.push_back(AppendEvent{WorkerFailedEvent(current_round(), nodes_.PlaceOf(node), ev)});
+    RecordEvent(WorkerFailedEvent(current_round(), nodes_.PlaceOf(node), ev), out);
     Failure f = RankFailure(CrashClass(ev), ev.rank(), now_s);
     f.exit_code = ev.signal() != 0 ? -1 : ev.exit_code();
     f.signal = ev.signal();
@@ -298,39 +285,16 @@ void JobState::SayMetricsCadence(int world_size, JobActions& out) {
       out);
 }
 
-RankProgress& JobState::RankOf(int rank, int node) {
-  auto [it, inserted] = ranks_.try_emplace(rank);
-  if (inserted) {  // a rank outside the round's places: counted with the node that sent it
-    it->second.node = node;
-    ++unfinished_by_node_[node];
-  }
-  return it->second;
-}
-
-void JobState::SetState(RankProgress& rs, v1::WorkerEvent::State state) {
-  const v1::WorkerEvent::State before = rs.state;
-  rs.state = state;
-  started_ += before == v1::WorkerEvent::STATE_UNSPECIFIED && state != before;
-  succeeded_ += (state == v1::WorkerEvent::SUCCEEDED) - (before == v1::WorkerEvent::SUCCEEDED);
-  unfinished_by_node_[rs.node] += WorkerEnded(before) - WorkerEnded(state);
-}
-
 void JobState::NoteAllStarted(double now_s, JobActions& out) {
   if (!round_ || all_started_reported_) return;
-  const int started = started_;
+  const int started = ranks_.started();
   if (started != round_->world_size) return;
   all_started_reported_ = true;
   rounds_.NoteRoundRunning(now_s);
-  double took = 0;
-  if (round_->round == 0) {
-    Say(absl::StrCat("all ", started, " workers started in ", absl::StrFormat("%.2f", now_s), " s"), out);
-  } else {
-    took = now_s - rounds_.detected_at_s().value_or(now_s);
-    Say(absl::StrFormat("round %d running: %d nodes, %d workers; restart took %.2f s",
-                        round_->round, static_cast<int>(nodes_.members().size()), started, took),
-        out);
-  }
-  out.push_back(AppendEvent{WorkersStartedEvent(round_->round, started, now_s, took)});
+  const double took = round_->round == 0 ? 0 : now_s - rounds_.detected_at_s().value_or(now_s);
+  RecordEvent(WorkersStartedEvent(round_->round, static_cast<int>(nodes_.members().size()),
+                                  started, now_s, took),
+              out);
 }
 
 bool JobState::KilledByOthers(const v1::WorkerEvent& ev, double now_s) const {
@@ -354,7 +318,7 @@ JobActions JobState::OnSessionEnded(int node, int session, double now_s) {
     MaybeFinish(now_s, out);
     return out;
   }
-  if (auto it = unfinished_by_node_.find(node); it != unfinished_by_node_.end() && it->second > 0) {
+  if (ranks_.Unfinished(node)) {
     NodeLost(node, FailureClass::kAgentLost,
              "its agent's session ended with workers unaccounted for", now_s, out);
   } else if (outcome_ == Outcome::kRunning && config_.restarts.max_restarts > 0 &&
@@ -405,7 +369,7 @@ JobActions JobState::OnTick(double now_s, double loop_lag_s) {
   }
   if (outcome_ == Outcome::kRunning && now_s - last_summary_s_ >= config_.summary_interval_s) {
     Say(SummaryLine(now_s, nodes_.MembersUp(), static_cast<int>(config_.hosts.size()),
-                    nodes_.WorkersRunning(), round_ ? round_->world_size : 0, ranks_),
+                    nodes_.WorkersRunning(), round_ ? round_->world_size : 0, ranks_.all()),
         out);
     last_summary_s_ = now_s;
   }
@@ -449,19 +413,12 @@ bool SayRefusal(int64_t count) {
   return count == 1;
 }
 
-std::string SoFar(int64_t count) {
-  return count <= 3 ? "" : absl::StrCat(" (", count, " refused so far; only every tenfold is said)");
-}
-
 }  // namespace
 
 JobActions JobState::OnCallRefused(const std::string& peer, const std::string& method) {
   JobActions out;
   if (!SayRefusal(++calls_refused_)) return out;
-  out.push_back(PrintLine{true, absl::StrCat("[dlaunch] refused ", method, " from ", peer,
-                                             ": missing or wrong job token",
-                                             SoFar(calls_refused_))});
-  out.push_back(AppendEvent{CallRefusedEvent(current_round(), peer, method)});
+  RecordEvent(CallRefusedEvent(current_round(), peer, method, calls_refused_), out);
   return out;
 }
 
@@ -475,7 +432,7 @@ JobActions JobState::OnJoinRefused(const std::string& why) {
   JobActions out;
   if (!SayRefusal(++joins_refused_)) return out;
   out.push_back(PrintLine{true, absl::StrCat("[dlaunch] refused a join: ", why,
-                                             SoFar(joins_refused_))});
+                                             RefusedSoFar(joins_refused_))});
   return out;
 }
 

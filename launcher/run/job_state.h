@@ -8,9 +8,12 @@
 // moves the kill deadline later.
 //
 // It is a thin composition of parts, each with its own tests: the NodeTable (who is in the
-// job, sessions, liveness), the FailureLedger (failures, root cause, its announcement), the
-// RoundCoordinator (restart rounds), the ProgressMonitor (stalls, hangs at exit) and the
-// summary (job_view.h). The live view's snapshot is read from the same parts (job_snapshot.h).
+// job, sessions, liveness), the RankTable (the round's ranks, their progress and counts), the
+// FailureLedger (failures, root cause, its announcement), the RoundCoordinator (restart
+// rounds), the ProgressMonitor (stalls, hangs at exit) and the summary (v1::JobSummary,
+// totalled by job_view.h). The live view's snapshot is read from the same parts
+// (job_snapshot.h). Its terminal lines that tell what an event tells are made from the event
+// (NarrateEvent, job_view.h).
 #pragma once
 
 #include <map>
@@ -32,6 +35,7 @@
 #include "launcher/run/metrics_cadence.h"
 #include "launcher/run/node_table.h"
 #include "launcher/run/progress_monitor.h"
+#include "launcher/run/rank_table.h"
 #include "launcher/run/restart_policy.h"
 #include "launcher/run/round_coordinator.h"
 #include "launcher/run/stall_inquiry.h"
@@ -137,10 +141,6 @@ class JobState {
   void JournalMetric(std::optional<MetricsCadence::Line> line, JobActions& out);
   void JournalHeldMetrics(JobActions& out);  // every rank's held reports (a round's or job's end)
   void SayMetricsCadence(int world_size, JobActions& out);
-  // The rank's progress, created for `node` when the round did not place it.
-  RankProgress& RankOf(int rank, int node);
-  // Moves a rank to `state`, keeping the round's counts.
-  void SetState(RankProgress& rank, v1::WorkerEvent::State state);
   // Every worker of the round has started: say so once per round.
   void NoteAllStarted(double now_s, JobActions& out);
   // A rank reported stopped that died of a SIGKILL no agent had sent yet.
@@ -168,7 +168,7 @@ class JobState {
   void StopAll(double grace_s, const std::string& reason, double now_s, JobActions& out);
   void MaybeFinish(double now_s, JobActions& out);
   void Finish(double now_s, JobActions& out);
-  JobSummary Summarize(double now_s) const;
+  v1::JobSummary Summarize(double now_s) const;
 
   // Restart rounds (job_state_rounds.cc).
   bool CanRestart(const Failure& f) const;
@@ -202,11 +202,7 @@ class JobState {
   double rendezvous_closed_at_s_ = 0;
 
   NodeTable nodes_;
-  std::map<int, RankProgress> ranks_;   // the current round's, by global rank
-  // Counts kept as ranks change state, so no message walks every rank.
-  int started_ = 0;                     // ranks that reported any state
-  int succeeded_ = 0;
-  std::map<int, int> unfinished_by_node_;  // ranks not yet succeeded, failed or stopped
+  RankTable ranks_;                     // the current round's, by global rank
   StepClock steps_;
   FailureLedger ledger_;
   RoundCoordinator rounds_;

@@ -76,7 +76,7 @@ void JobState::NodeLost(int node, FailureClass cls, const std::string& why, doub
   // A silent node stays silent tick after tick until its round's stop is over; its session may
   // also end meanwhile. It failed once.
   if (std::exchange(nodes_.at(node).lost, true)) return;
-  out.push_back(AppendEvent{NodeLostEvent(current_round(), nodes_.PlaceOf(node), why)});
+  RecordEvent(NodeLostEvent(current_round(), nodes_.PlaceOf(node), why), out);
   Failure f;
   f.cls = cls;
   f.node_id = node;
@@ -94,8 +94,8 @@ Failure JobState::RankFailure(FailureClass cls, int rank, double now_s) const {
   Failure f;
   f.cls = cls;
   f.global_rank = rank;
-  auto it = ranks_.find(rank);
-  f.node_id = it == ranks_.end() ? -1 : it->second.node;
+  const RankProgress* r = ranks_.Find(rank);
+  f.node_id = r == nullptr ? -1 : r->node;
   f.node_rank = nodes_.NodeRankOf(f.node_id);
   if (const NodeRecord* n = nodes_.Find(f.node_id)) f.host = n->host;
   if (round_ && f.node_rank >= 0 && f.node_rank < static_cast<int>(round_->assignments.size())) {
@@ -159,7 +159,7 @@ void JobState::CheckHealth(double now_s, JobActions& out) {
     absl::StrAppend(&f.detail, "; ", RankList(std::vector<int>(hung.begin() + 1, hung.end())),
                     " over the limit too");
   }
-  out.push_back(AppendEvent{HangDetectedEvent(current_round(), f, h, now_s, hung)});
+  RecordEvent(HangDetectedEvent(current_round(), f, h, now_s, hung), out);
   if (h.kind == HangKind::kExitHang) {
     // Ranks still running after a peer finished: their own stacks say where each is held up.
     dump_ranks_ = hung;
@@ -180,8 +180,7 @@ void JobState::BeginStallInquiry(const Hang& h, double now_s, JobActions& out) {
   std::set<int> nodes;
   for (const auto& [rank, silent] : silences) {
     dump_ranks_.push_back(rank);
-    auto it = ranks_.find(rank);
-    if (it != ranks_.end()) nodes.insert(it->second.node);
+    if (const RankProgress* r = ranks_.Find(rank)) nodes.insert(r->node);
   }
   // Slack for the stacks' way up after the agents' budget.
   constexpr double kStacksSlackS = 2;
@@ -298,7 +297,7 @@ void JobState::StopAll(double grace_s, const std::string& reason, double now_s, 
   // Agents still in the rendezvous have no workers yet: stopping their launchers is enough.
   if (!round_) out.push_back(StopLaunchers{MillisOf(grace_s)});
   if (!stop_started_at_s_) {
-    out.push_back(AppendEvent{StopRequestedEvent(current_round(), reason)});
+    RecordEvent(StopRequestedEvent(current_round(), reason), out);
     stop_started_at_s_ = now_s;
   }
   double deadline = now_s + grace_s + SecondsOf(liveness_.lost_after()) + kStopSlackS +
@@ -313,7 +312,7 @@ void JobState::StopAll(double grace_s, const std::string& reason, double now_s, 
 void JobState::MaybeFinish(double now_s, JobActions& out) {
   if (finished_) return;
   if (outcome_ == Outcome::kRunning && round_) {
-    if (succeeded_ == round_->world_size) {
+    if (ranks_.succeeded() == round_->world_size) {
       outcome_ = Outcome::kSucceeded;
       // Agents that may see another round (restarts, spares) wait until told the job is over.
       bool waiting = config_.restarts.max_restarts > 0;
@@ -330,33 +329,34 @@ void JobState::MaybeFinish(double now_s, JobActions& out) {
   Finish(now_s, out);
 }
 
-JobSummary JobState::Summarize(double now_s) const {
-  JobSummary s;
-  s.job_id = config_.job_id;
+v1::JobSummary JobState::Summarize(double now_s) const {
+  v1::JobSummary s;
+  s.set_job_id(config_.job_id);
   switch (outcome_) {
-    case Outcome::kSucceeded: s.result = "succeeded"; s.exit_code = kExitOk; break;
-    case Outcome::kLaunchError: s.result = "launch error"; s.exit_code = kExitLaunchError; break;
-    case Outcome::kInterrupted: s.result = "interrupted"; s.exit_code = kExitInterrupted; break;
+    case Outcome::kSucceeded: s.set_result("succeeded"); s.set_exit_code(kExitOk); break;
+    case Outcome::kLaunchError: s.set_result("launch error"); s.set_exit_code(kExitLaunchError); break;
+    case Outcome::kInterrupted: s.set_result("interrupted"); s.set_exit_code(kExitInterrupted); break;
     case Outcome::kFailed:
-    case Outcome::kRunning: s.result = "failed"; s.exit_code = kExitJobFailed; break;
+    case Outcome::kRunning: s.set_result("failed"); s.set_exit_code(kExitJobFailed); break;
   }
-  s.wall_time_s = now_s;
-  s.restarts = rounds_.restarts_used();
-  s.max_restarts = config_.restarts.max_restarts;
-  s.rounds = current_round() + 1;
-  s.not_restarted = rounds_.gave_up();
-  s.nodes = round_ ? static_cast<int>(round_->nodes.size()) : 0;
-  s.world_size = round_ ? round_->world_size : 0;
-  s.failure = ledger_.job_failure();
-  s.failure_detail = ledger_.job_failure_detail();
+  s.set_wall_time_s(now_s);
+  s.set_restarts(rounds_.restarts_used());
+  s.set_max_restarts(config_.restarts.max_restarts);
+  s.set_rounds(current_round() + 1);
+  s.set_not_restarted(rounds_.gave_up());
+  s.set_nodes(round_ ? static_cast<int>(round_->nodes.size()) : 0);
+  s.set_world_size(round_ ? round_->world_size : 0);
+  s.set_failure(ledger_.job_failure());
+  for (const std::string& line : ledger_.job_failure_detail()) s.add_failure_detail(line);
   if (!ledger_.empty() && outcome_ != Outcome::kSucceeded) {
-    RootCauseVerdict verdict = ledger_.Verdict();
-    s.failure = DescribeFailure(verdict.root);
-    s.failure_detail = verdict.root.log_tail;
-    s.root_cause = std::move(verdict.root);
-    s.consequences = std::move(verdict.consequences);
+    const RootCauseVerdict verdict = ledger_.Verdict();
+    *s.mutable_root_cause() = FailureRecordOf(verdict.root);
+    s.set_failure(s.root_cause().description());
+    s.mutable_failure_detail()->CopyFrom(s.root_cause().log_tail());
+    for (const Failure& c : verdict.consequences) *s.add_consequences() = FailureRecordOf(c);
   }
-  SummarizeRanks(ranks_, &s);
+  SummarizeRanks(ranks_.all(), &s);
+  s.set_samples_per_sec_per_rank(s.world_size() > 0 ? s.samples_per_sec() / s.world_size() : 0);
   return s;
 }
 
@@ -378,14 +378,15 @@ void JobState::Finish(double now_s, JobActions& out) {
                      " worker event(s) for ranks that had already ended were ignored"),
         out);
   }
-  const JobSummary s = Summarize(now_s);
-  exit_code_ = s.exit_code;
-  for (auto& line : FinalReport(s, ranks_, nodes_.Hosts())) {
-    out.push_back(PrintLine{s.exit_code != 0, std::move(line)});
+  v1::JobSummary s = Summarize(now_s);
+  exit_code_ = s.exit_code();
+  for (auto& line : FinalReport(s, ranks_.all(), nodes_.Hosts())) {
+    out.push_back(PrintLine{exit_code_ != 0, std::move(line)});
   }
-  out.push_back(WriteSummary{SummaryJson(s)});
-  out.push_back(AppendEvent{JobFinishedEvent(current_round(), s.result, s.exit_code, now_s)});
-  out.push_back(FinishJob{s.exit_code});
+  v1::JobEvent finished = JobFinishedEvent(current_round(), s.result(), exit_code_, now_s);
+  out.push_back(WriteSummary{std::move(s)});
+  RecordEvent(std::move(finished), out);
+  out.push_back(FinishJob{exit_code_});
 }
 
 }  // namespace dlaunch

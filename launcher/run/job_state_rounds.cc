@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "launcher/run/job_events.h"
 #include "launcher/run/job_state.h"
 
@@ -22,10 +21,7 @@ constexpr double kRoundEndSlackS = 2;
 JobActions JobState::OnSpareJoined(const Participant& p, int node_id, double now_s) {
   JobActions out;
   nodes_.AddSpare(node_id, p, now_s);
-  Say(absl::StrCat("spare joined: ", p.host, " (", p.addr, "), node ", node_id, ", ", p.slots,
-                   " slot(s)"),
-      out);
-  out.push_back(AppendEvent{SpareJoinedEvent(current_round(), node_id, p)});
+  RecordEvent(SpareJoinedEvent(current_round(), node_id, p), out);
   return out;
 }
 
@@ -46,7 +42,7 @@ void JobState::BeginRoundStop(double now_s, JobActions& out) {
     if (nodes_.at(id).open()) stop.nodes.push_back(id);
   }
   if (!stop.nodes.empty()) out.push_back(std::move(stop));
-  out.push_back(AppendEvent{RoundStoppingEvent(current_round(), now_s)});
+  RecordEvent(RoundStoppingEvent(current_round(), now_s), out);
   ArmHealth(out);
 }
 
@@ -80,7 +76,7 @@ void JobState::Dismiss(int node, const std::string& event, const std::string& wh
                        JobActions& out) {
   if (!nodes_.MarkGone(node)) return;
   NodeRecord& n = nodes_.at(node);
-  out.push_back(AppendEvent{NodeDismissedEvent(current_round(), event, node, n.host, why)});
+  RecordEvent(NodeDismissedEvent(current_round(), event, node, n.host, why), out);
   if (n.open() && !n.told_to_exit) {
     n.told_to_exit = true;
     out.push_back(SendStop{{node}, MillisOf(config_.stop_grace_s), why, {}, current_round(), true});
@@ -88,7 +84,6 @@ void JobState::Dismiss(int node, const std::string& event, const std::string& wh
 }
 
 void JobState::SpareLost(int node, const std::string& why, JobActions& out) {
-  Say(absl::StrCat("spare node ", node, " (", nodes_.at(node).host, ") lost: ", why), out);
   Dismiss(node, "spare_lost", why, out);
 }
 
@@ -120,59 +115,44 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
   }
   const RestartPlan plan = rounds_.Decide(nodes_, root, current_round(), now_s);
   for (int id : plan.exclusion_kept) {
-    out.push_back(AppendEvent{ExclusionSkippedEvent(current_round(), id,
-                                                    "fewer than nodes.min nodes would remain")});
+    RecordEvent(
+        ExclusionSkippedEvent(current_round(), id, "fewer than nodes.min nodes would remain"), out);
   }
   for (int id : plan.excluded) {
-    Say(absl::StrCat("node ", id, " (", nodes_.at(id).host, ") excluded: it failed ",
-                     config_.restarts.node_failure_limit, " times"),
-        out);
-    Dismiss(id, "node_excluded", "failed too often", out);
+    Dismiss(id, "node_excluded",
+            absl::StrCat("it failed ", config_.restarts.node_failure_limit, " times"), out);
   }
   const RestartDecision& d = plan.decision;
-  out.push_back(AppendEvent{RestartDecisionEvent(
-      current_round(), d.restart ? "restart" : d.crash_loop ? "crash loop" : "give up", d.reason,
-      d.restarts_used, root)});
+  RecordEvent(RestartDecisionEvent(current_round(),
+                                   d.restart ? "restart" : d.crash_loop ? "crash loop" : "give up",
+                                   d.reason, d.restarts_used, root),
+              out);
   for (int id : plan.promoted) {
-    Say(absl::StrCat("spare node ", id, " (", nodes_.at(id).host, ") takes a lost node's place"), out);
-    out.push_back(AppendEvent{SparePromotedEvent(current_round() + 1, id, nodes_.at(id).host)});
+    RecordEvent(SparePromotedEvent(current_round() + 1, id, nodes_.at(id).host), out);
   }
   if (!plan.give_up.empty()) {
     GiveUp(plan.give_up, now_s, out);
     return;
   }
   const double at = rounds_.Schedule(plan.next, d.restart_at_s);
-  Say(absl::StrFormat("restarting: round %d (%s)%s, %d node(s)%s", current_round() + 1, d.reason,
-                      at > now_s ? absl::StrFormat(" in %.1f s", at - now_s) : std::string(),
-                      static_cast<int>(plan.next.size()),
-                      rounds_.workers_gone_by_s() > d.restart_at_s
-                          ? ", once the lost nodes' workers are surely stopped"
-                          : ""),
-      out);
-  out.push_back(AppendEvent{RestartEvent(current_round() + 1, d.restarts_used,
-                                         config_.restarts.max_restarts,
-                                         std::max(0.0, d.restart_at_s - now_s), plan.next)});
+  RestartPlanned next;
+  next.restarts_used = d.restarts_used;
+  next.max_restarts = config_.restarts.max_restarts;
+  next.backoff_s = std::max(0.0, d.restart_at_s - now_s);
+  next.node_ids = plan.next;
+  next.reason = d.reason;
+  next.starts_in_s = std::max(0.0, at - now_s);
+  next.waits_for_lost_workers = rounds_.workers_gone_by_s() > d.restart_at_s;
+  RecordEvent(RestartEvent(current_round() + 1, next), out);
   AdvanceRestart(now_s, out);
   ArmHealth(out);
 }
 
 void JobState::BeginRound(const RoundResult& round, const std::vector<int>& ids, double now_s) {
   round_ = round;
-  ranks_.clear();
-  unfinished_by_node_.clear();
-  started_ = 0;
-  succeeded_ = 0;
   steps_ = StepClock();  // a resumed round may restart below the last round's step
   all_started_reported_ = false;
-  std::vector<int> all_ranks;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    for (int k = 0; k < round.assignments[i].local_world_size; ++k) {
-      ranks_[round.assignments[i].rank_offset + k].node = ids[i];
-      ++unfinished_by_node_[ids[i]];
-      all_ranks.push_back(round.assignments[i].rank_offset + k);
-    }
-  }
-  monitor_.StartRound(all_ranks, now_s);
+  monitor_.StartRound(ranks_.BeginRound(round, ids), now_s);
 }
 
 void JobState::StartNextRound(std::vector<int> ids, double now_s, double workers_start_at_s,
@@ -188,7 +168,7 @@ void JobState::StartNextRound(std::vector<int> ids, double now_s, double workers
   BeginRound(r, ids, std::max(now_s, workers_start_at_s));
   SayMetricsCadence(r.world_size, out);
   out.push_back(SendStartRound{r, ids, workers_start_at_s});
-  out.push_back(AppendEvent{RoundStartedEvent(r, ids)});
+  RecordEvent(RoundStartedEvent(r, ids), out);
   ArmHealth(out);
 }
 
@@ -210,27 +190,24 @@ bool JobState::OnRelayLost(const std::string& relay, const std::vector<int>& nod
   if (outcome_ != Outcome::kRunning) return false;
   moving_groups_.push_back({relay, now_s, static_cast<int>(nodes.size())});
   for (int node : nodes) moving_[node] = moving_groups_.size() - 1;
-  out.push_back(AppendEvent{RelayLostEvent(current_round(), relay, nodes)});
-  Say(absl::StrCat(relay, " went with ", nodes.size(),
-                   " node(s)' sessions: they keep their places while their agents reconnect "
-                   "to the launcher"),
-      out);
+  RecordEvent(RelayLostEvent(current_round(), relay, nodes), out);
   return true;
 }
 
 JobActions JobState::OnSessionResumed(int node, double now_s) {
   JobActions out;
   double after_s = 0;
+  std::string relay;
+  bool relay_back = false;
   if (auto m = moving_.find(node); m != moving_.end()) {
     MovingNodes& group = moving_groups_[m->second];
     after_s = now_s - group.since_s;
+    relay = group.relay;
+    relay_back = --group.left == 0;
     moving_.erase(m);
-    if (--group.left == 0) {
-      Say(absl::StrFormat("every node of %s is back, the last after %.2f s", group.relay, after_s),
-          out);
-    }
   }
-  out.push_back(AppendEvent{SessionResumedEvent(current_round(), nodes_.PlaceOf(node), after_s)});
+  RecordEvent(
+      SessionResumedEvent(current_round(), nodes_.PlaceOf(node), after_s, relay, relay_back), out);
   return out;
 }
 

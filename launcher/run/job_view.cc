@@ -6,27 +6,31 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/json_line.h"
+#include "absl/strings/str_join.h"
+#include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
 
-void SummarizeRanks(const std::map<int, RankProgress>& ranks, JobSummary* summary) {
+void SummarizeRanks(const std::map<int, RankProgress>& ranks, v1::JobSummary* summary) {
   double loss_sum = 0;
   int loss_n = 0;
-  summary->samples = 0;
-  summary->samples_per_sec = 0;
-  summary->ranks_succeeded = 0;
+  int64_t samples = 0;
+  double rate = 0;
+  int succeeded = 0;
   for (const auto& [rank, r] : ranks) {
-    summary->ranks_succeeded += r.state == v1::WorkerEvent::SUCCEEDED;
-    summary->samples += r.samples;
-    if (r.busy_s > 0) summary->samples_per_sec += r.samples / r.busy_s;
-    if (r.test_accuracy) summary->test_accuracy = r.test_accuracy;
+    succeeded += r.state == v1::WorkerEvent::SUCCEEDED;
+    samples += r.samples;
+    if (r.busy_s > 0) rate += r.samples / r.busy_s;
+    if (r.test_accuracy) summary->mutable_test_accuracy()->set_value(*r.test_accuracy);
     if (r.has_loss) {
       loss_sum += r.loss;
       ++loss_n;
     }
   }
-  if (loss_n > 0) summary->final_loss = loss_sum / loss_n;
+  summary->set_samples(samples);
+  summary->set_samples_per_sec(rate);
+  summary->mutable_ranks_succeeded()->set_value(succeeded);
+  if (loss_n > 0) summary->mutable_final_loss()->set_value(loss_sum / loss_n);
 }
 
 std::string PhaseName(v1::WorkerReport::Phase phase) {
@@ -74,33 +78,39 @@ constexpr size_t kSlowestRankRows = 8;
 
 }  // namespace
 
-std::vector<std::string> FinalReport(const JobSummary& s, const std::map<int, RankProgress>& ranks,
+std::vector<std::string> FinalReport(const v1::JobSummary& s,
+                                     const std::map<int, RankProgress>& ranks,
                                      const std::map<int, std::string>& hosts) {
   std::vector<std::string> lines;
-  std::string head = absl::StrFormat("[dlaunch] job %s %s in %.2f s", s.job_id, s.result,
-                                     s.wall_time_s);
-  if (s.nodes > 0) absl::StrAppendFormat(&head, ": %d node(s), %d worker(s)", s.nodes, s.world_size);
-  if (s.max_restarts > 0) {
-    absl::StrAppendFormat(&head, ", %d of %d restart(s) used", s.restarts, s.max_restarts);
+  std::string head = absl::StrFormat("[dlaunch] job %s %s in %.2f s", s.job_id(), s.result(),
+                                     s.wall_time_s());
+  if (s.nodes() > 0) {
+    absl::StrAppendFormat(&head, ": %d node(s), %d worker(s)", s.nodes(), s.world_size());
+  }
+  if (s.max_restarts() > 0) {
+    absl::StrAppendFormat(&head, ", %d of %d restart(s) used", s.restarts(), s.max_restarts());
   }
   lines.push_back(head);
-  if (s.exit_code != 0 && !s.failure.empty()) {
-    lines.push_back((s.root_cause ? "[dlaunch] root cause: " : "[dlaunch] ") + s.failure);
-    if (!s.failure_detail.empty()) {
+  if (s.exit_code() != 0 && !s.failure().empty()) {
+    lines.push_back((s.has_root_cause() ? "[dlaunch] root cause: " : "[dlaunch] ") + s.failure());
+    if (!s.failure_detail().empty()) {
       lines.push_back("[dlaunch] last lines of its log:");
-      for (const auto& l : s.failure_detail) lines.push_back("    | " + l);
+      for (const auto& l : s.failure_detail()) lines.push_back("    | " + l);
     }
-    if (s.root_cause && s.root_cause->cls == FailureClass::kExitHang) {
+    if (s.has_root_cause() &&
+        s.root_cause().failure_class() == FailureClassName(FailureClass::kExitHang)) {
       lines.push_back(absl::StrFormat(
           "[dlaunch] %d of %d rank(s) exited 0; the job fails because a rank hung at exit "
-          "(see docs/failures.md)", s.ranks_succeeded, s.world_size));
+          "(see docs/failures.md)", s.ranks_succeeded().value(), s.world_size()));
     }
-    for (const Failure& c : s.consequences) {
-      lines.push_back("[dlaunch] consequence: " + DescribeFailure(c));
+    for (const v1::FailureRecord& c : s.consequences()) {
+      lines.push_back("[dlaunch] consequence: " + c.description());
     }
-    if (!s.not_restarted.empty()) lines.push_back("[dlaunch] not restarted: " + s.not_restarted);
+    if (!s.not_restarted().empty()) {
+      lines.push_back("[dlaunch] not restarted: " + s.not_restarted());
+    }
   }
-  if (s.samples <= 0) return lines;
+  if (s.samples() <= 0) return lines;
   lines.push_back(absl::StrFormat("[dlaunch]   %4s %4s %-16s %10s %11s %8s %9s", "rank", "node",
                                   "host", "samples", "samples/s", "step", "loss"));
   // Every rank of a small job; of a large one, the slowest (one line per rank of 40,000 ranks
@@ -124,67 +134,123 @@ std::vector<std::string> FinalReport(const JobSummary& s, const std::map<int, Ra
                                     "are in metrics.jsonl)", shown.size(), ranks.size()));
   }
   std::string throughput = absl::StrFormat(
-      "[dlaunch] reported throughput: %.1f samples/s total, %.1f per rank", s.samples_per_sec,
-      s.world_size > 0 ? s.samples_per_sec / s.world_size : 0.0);
-  if (s.test_accuracy) absl::StrAppendFormat(&throughput, ", test accuracy %.2f%%", *s.test_accuracy * 100);
+      "[dlaunch] reported throughput: %.1f samples/s total, %.1f per rank", s.samples_per_sec(),
+      s.world_size() > 0 ? s.samples_per_sec() / s.world_size() : 0.0);
+  if (s.has_test_accuracy()) {
+    absl::StrAppendFormat(&throughput, ", test accuracy %.2f%%", s.test_accuracy().value() * 100);
+  }
   lines.push_back(throughput);
   return lines;
 }
 
-std::string FailureJson(const Failure& f) {
-  JsonLine j;
-  j.Add("class", FailureClassName(f.cls))
-      .Add("rank", f.global_rank)
-      .Add("local_rank", f.local_rank)
-      .Add("node", f.node_rank)
-      .Add("host", f.host);
-  if (f.exit_code >= 0) j.Add("exit_code", f.exit_code);
-  if (f.signal > 0) j.Add("signal", f.signal);
-  j.Add("detected_at_s", f.detected_at_s).Add("after_stop", f.after_stop);
-  if (!f.detail.empty()) j.Add("detail", f.detail);
-  if (f.stuck_at) {
-    JsonLine at;
-    at.Add("function", f.stuck_at->function)
-        .Add("file", f.stuck_at->file)
-        .Add("line", f.stuck_at->line)
-        .Add("source", f.stuck_at->source)
-        .Add("stacks", f.stuck_at->stacks);
-    j.AddRaw("stuck_at", at.str());
-  }
-  j.Add("description", DescribeFailure(f)).Add("log_tail", f.log_tail);
-  // "node" is the node rank in the round that failed; "node_id" names the node for the job.
-  j.Add("node_id", f.node_id);
-  return j.str();
+std::string RefusedSoFar(int64_t count) {
+  return count <= 3 ? ""
+                    : absl::StrCat(" (", count, " refused so far; only every tenfold is said)");
 }
 
-std::string SummaryJson(const JobSummary& s) {
-  JsonLine json;
-  json.Add("job_id", s.job_id)
-      .Add("result", s.result)
-      .Add("exit_code", s.exit_code)
-      .Add("wall_time_s", s.wall_time_s)
-      .Add("nodes", s.nodes)
-      .Add("world_size", s.world_size)
-      .Add("samples", s.samples)
-      .Add("samples_per_sec", s.samples_per_sec)
-      .Add("samples_per_sec_per_rank", s.world_size > 0 ? s.samples_per_sec / s.world_size : 0.0)
-      .Add("restarts", s.restarts)
-      .Add("max_restarts", s.max_restarts)
-      .Add("rounds", s.rounds);
-  if (!s.not_restarted.empty()) json.Add("not_restarted", s.not_restarted);
-  if (s.final_loss) json.Add("final_loss", *s.final_loss);
-  if (s.test_accuracy) json.Add("test_accuracy", *s.test_accuracy);
-  if (!s.failure.empty()) json.Add("failure", s.failure);
-  if (s.root_cause) {
-    json.AddRaw("root_cause", FailureJson(*s.root_cause));
-    std::string list;
-    for (const Failure& c : s.consequences) {
-      absl::StrAppend(&list, list.empty() ? "" : ",", FailureJson(c));
-    }
-    json.AddRaw("consequences", "[" + list + "]");
-    json.Add("ranks_succeeded", s.ranks_succeeded);
+namespace {
+
+PrintLine Say(const std::string& text) { return PrintLine{false, "[dlaunch] " + text}; }
+PrintLine Warn(const std::string& text) { return PrintLine{true, "[dlaunch] " + text}; }
+
+std::string Joined(const v1::NodeJoined& j) {
+  return absl::StrCat("node joined: ", j.host(), " (", j.addr(), "), ", j.slots(), " slot(s) [",
+                      j.joined(), "/", j.expected(), "]");
+}
+
+std::string Unfit(const v1::NodeUnfit& u) {
+  const std::vector<v1::CheckResult> checks(u.checks().begin(), u.checks().end());
+  return absl::StrCat("node left out: ", u.host(), " (", u.addr(), ") failed its preflight: ",
+                      absl::StrJoin(FailedChecks(checks), "; "));
+}
+
+std::string Closed(const v1::RendezvousClosed& c) {
+  return absl::StrCat("rendezvous complete in ", absl::StrFormat("%.2f", c.elapsed_s()), " s: ",
+                      c.node_order_size(), " node(s), world size ", c.world_size(),
+                      ", MASTER_ADDR=", c.master_addr(), " MASTER_PORT=", c.master_port());
+}
+
+std::string Started(int round, const v1::WorkersStarted& s) {
+  if (round == 0) {
+    return absl::StrFormat("all %d workers started in %.2f s", s.workers(), s.elapsed_s());
   }
-  return json.str();
+  return absl::StrFormat("round %d running: %d nodes, %d workers; restart took %.2f s", round,
+                         s.nodes(), s.workers(), s.restart_s());
+}
+
+std::string Restarting(int round, const v1::Restart& r) {
+  return absl::StrFormat(
+      "restarting: round %d (%s)%s, %d node(s)%s", round, r.reason(),
+      r.starts_in_s() > 0 ? absl::StrFormat(" in %.1f s", r.starts_in_s()) : std::string(),
+      r.node_ids_size(),
+      r.waits_for_lost_workers() ? ", once the lost nodes' workers are surely stopped" : "");
+}
+
+std::string RootCauseLine(const v1::RootCause& r) {
+  const std::string& text = r.failure().description();
+  return r.revises() ? absl::StrCat("root cause: ", text,
+                                    " (the failure reported above is a consequence)")
+                     : absl::StrCat("error: ", text, "; stopping all workers");
+}
+
+}  // namespace
+
+std::optional<PrintLine> NarrateEvent(const v1::JobEvent& e) {
+  switch (e.event_case()) {
+    case v1::JobEvent::kJobStarted: {
+      const v1::JobStarted& s = e.job_started();
+      return Say(absl::StrCat("job ", s.job_id(), ": ", s.nodes(), " node(s) via ",
+                              s.node_launcher(), ", job dir ", s.job_dir()));
+    }
+    case v1::JobEvent::kNodeJoined:
+      return Say(Joined(e.node_joined()));
+    case v1::JobEvent::kNodeUnfit:
+      return Warn(Unfit(e.node_unfit()));
+    case v1::JobEvent::kSpareJoined: {
+      const v1::SpareJoined& s = e.spare_joined();
+      return Say(absl::StrCat("spare joined: ", s.host(), " (", s.addr(), "), node ", s.node_id(),
+                              ", ", s.slots(), " slot(s)"));
+    }
+    case v1::JobEvent::kRendezvousClosed:
+      return Say(Closed(e.rendezvous_closed()));
+    case v1::JobEvent::kWorkersStarted:
+      return Say(Started(e.round(), e.workers_started()));
+    case v1::JobEvent::kRootCause:
+      return Warn(RootCauseLine(e.root_cause()));
+    case v1::JobEvent::kNodeExcluded:
+      return Say(absl::StrCat("node ", e.node_excluded().node_id(), " (", e.node_excluded().host(),
+                              ") excluded: ", e.node_excluded().reason()));
+    case v1::JobEvent::kSpareLost:
+      return Say(absl::StrCat("spare node ", e.spare_lost().node_id(), " (", e.spare_lost().host(),
+                              ") lost: ", e.spare_lost().reason()));
+    case v1::JobEvent::kSparePromoted:
+      return Say(absl::StrCat("spare node ", e.spare_promoted().node_id(), " (",
+                              e.spare_promoted().host(), ") takes a lost node's place"));
+    case v1::JobEvent::kRestart:
+      return Say(Restarting(e.round(), e.restart()));
+    case v1::JobEvent::kRelayLost:
+      return Say(absl::StrCat(e.relay_lost().relay(), " went with ", e.relay_lost().nodes(),
+                              " node(s)' sessions: they keep their places while their agents "
+                              "reconnect to the launcher"));
+    case v1::JobEvent::kSessionResumed: {
+      const v1::SessionResumed& r = e.session_resumed();
+      if (!r.relay_back()) return std::nullopt;
+      return Say(absl::StrFormat("every node of %s is back, the last after %.2f s", r.relay(),
+                                 r.after_s()));
+    }
+    case v1::JobEvent::kCallRefused: {
+      const v1::CallRefused& c = e.call_refused();
+      return Warn(absl::StrCat("refused ", c.method(), " from ", c.peer(),
+                               ": missing or wrong job token", RefusedSoFar(c.refused())));
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+void RecordEvent(v1::JobEvent event, JobActions& out) {
+  if (std::optional<PrintLine> line = NarrateEvent(event)) out.push_back(*std::move(line));
+  out.push_back(AppendEvent{std::move(event)});
 }
 
 std::string DescribeWorkerExit(const v1::WorkerEvent& event) {

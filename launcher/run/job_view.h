@@ -1,6 +1,8 @@
-// JobView: the text and JSON a job shows its user, as pure functions of the controller's
-// figures: the periodic summary line, the final report (result, failure, per-rank table,
-// throughput) and summary.json. No clocks or I/O, so the arithmetic is unit-tested.
+// JobView: the text a job shows its user, as pure functions of the controller's figures: the
+// periodic summary line, the final report (result, failure, per-rank table, throughput), the
+// totals of summary.json (v1::JobSummary, which the journal's code writes), and the terminal's
+// line for each journal event that has one (NarrateEvent). No clocks or I/O, so the wording and
+// the arithmetic are unit-tested.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +13,9 @@
 
 #include "absl/status/statusor.h"
 #include "dlaunch/control.pb.h"
+#include "dlaunch/journal.pb.h"
 #include "launcher/run/failure.h"
+#include "launcher/run/job_actions.h"
 
 namespace dlaunch {
 
@@ -37,32 +41,9 @@ struct RankProgress {
   v1::WorkerReport::Phase phase = v1::WorkerReport::PHASE_UNSPECIFIED;  // its latest report's
 };
 
-// The job's end, as summary.json and the final report show it.
-struct JobSummary {
-  std::string job_id;
-  std::string result;         // succeeded, failed, launch error, interrupted
-  int exit_code = 0;
-  double wall_time_s = 0;
-  int nodes = 0;              // 0 when the rendezvous never closed
-  int world_size = 0;
-  int64_t samples = 0;
-  double samples_per_sec = 0;  // sum over ranks of samples / busy time
-  std::optional<double> final_loss;     // mean of the ranks' latest losses
-  std::optional<double> test_accuracy;  // the highest rank's latest
-  std::string failure;
-  std::vector<std::string> failure_detail;  // last log lines of the failing rank
-  // Among every failure seen (PickRootCause): the cause, and what followed from it.
-  std::optional<Failure> root_cause;
-  std::vector<Failure> consequences;
-  int ranks_succeeded = 0;    // ranks that exited 0 (all of them, for a hang at exit)
-  int restarts = 0;           // restarts used (rounds after the first)
-  int max_restarts = 0;
-  int rounds = 1;
-  std::string not_restarted;  // why the last failure got no new round ("" when restarted or off)
-};
-
-// Totals over `ranks`; the caller fills the identity, result and failure fields.
-void SummarizeRanks(const std::map<int, RankProgress>& ranks, JobSummary* summary);
+// Totals over `ranks` (samples, throughput, loss, accuracy, ranks that succeeded) into the job's
+// summary (proto/journal.proto); the caller fills the identity, result and failure fields.
+void SummarizeRanks(const std::map<int, RankProgress>& ranks, v1::JobSummary* summary);
 
 // "loading data", "training", "evaluating", "checkpointing"; "" for an unreported phase.
 std::string PhaseName(v1::WorkerReport::Phase phase);
@@ -79,15 +60,22 @@ std::string SummaryLine(double elapsed_s, int nodes_up, int nodes, int workers_r
 
 // The final report, one entry per line, each starting with "[dlaunch]". `hosts` maps node rank
 // to host name.
-std::vector<std::string> FinalReport(const JobSummary& summary,
+std::vector<std::string> FinalReport(const v1::JobSummary& summary,
                                      const std::map<int, RankProgress>& ranks,
                                      const std::map<int, std::string>& hosts);
 
-// One failure as a JSON object (summary.json; events.jsonl has FailureRecordOf).
-std::string FailureJson(const Failure& failure);
+// The terminal's line for a journal event, as `dlaunch run` prints it, made from the event
+// alone: "[dlaunch] node joined: ...", a root cause on stderr, ... None for an event the terminal
+// does not narrate (a worker's start or end, a failure before its root cause is settled).
+std::optional<PrintLine> NarrateEvent(const v1::JobEvent& event);
 
-// summary.json's one object (no trailing newline).
-std::string SummaryJson(const JobSummary& summary);
+// " (40 refused so far; only every tenfold is said)" past the third refusal of a kind, whose
+// first three, then 10th, 100th, ... are said; "" before.
+std::string RefusedSoFar(int64_t count);
+
+// `event` into the journal, after its line on the terminal when it has one (NarrateEvent): the
+// one way JobState and its parts record an event.
+void RecordEvent(v1::JobEvent event, JobActions& out);
 
 // "exit code 3" or "signal 9 (Killed)".
 std::string DescribeWorkerExit(const v1::WorkerEvent& event);

@@ -341,10 +341,9 @@ void FaultClusterTest::ExpectCause(const std::string& cls, const std::string& wh
   EXPECT_TRUE(absl::StrContains(first, absl::StrCat("error: ", cls, ": ", where_line)))
       << "first error line: " << first << "\n" << LauncherOutput();
   // The journal names the node by id and by rank (the same in these runs' round 0).
-  const std::string json = absl::StrCat(
-      "\"failure\":{\"failure_class\":\"", cls, "\",",
-      std::regex_replace(where_json, std::regex("\"node\":(-?[0-9]+)"),
-                         "\"node_id\":$1,\"node_rank\":$1"));
+  const std::string where = std::regex_replace(where_json, std::regex("\"node\":(-?[0-9]+)"),
+                                               "\"node_id\":$1,\"node_rank\":$1");
+  const std::string json = absl::StrCat("\"failure\":{\"failure_class\":\"", cls, "\",", where);
   std::string root_event;
   for (absl::string_view line : absl::StrSplit(events, '\n')) {
     if (absl::StrContains(line, "\"root_cause\":{")) {
@@ -357,7 +356,7 @@ void FaultClusterTest::ExpectCause(const std::string& cls, const std::string& wh
   std::string summary = ReadJobFile("summary.json");
   if (absl::StrContains(summary, "\"result\":\"failed\"")) {
     EXPECT_TRUE(absl::StrContains(
-        summary, absl::StrCat("\"root_cause\":{\"class\":\"", cls, "\",", where_json)))
+        summary, absl::StrCat("\"root_cause\":{\"failure_class\":\"", cls, "\",", where)))
         << summary;
     EXPECT_TRUE(absl::StrContains(summary, how)) << summary;
   }

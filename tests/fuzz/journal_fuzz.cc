@@ -1,7 +1,7 @@
 // The job directory's journal as `dlaunch status`, `trace` and `scale` read it. The input is
 // events.jsonl, metrics.jsonl, a rank's trace/rank-0.jsonl and summary.json, separated by NUL
-// bytes. Every event read prints back as a journal line that reads as the same event, and the
-// timeline built from them all is JSON.
+// bytes. Every event read prints back as a journal line that reads as the same event, so does
+// the summary, and the timeline built from them all is JSON.
 #include <google/protobuf/stubs/common.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -37,6 +37,18 @@ void CheckEventsPrintBack(const dlaunch::EventJournal& journal) {
   }
 }
 
+// A summary read, of any dlaunch, prints back as one that reads as the same summary.
+void CheckSummaryPrintsBack(std::string_view text) {
+  absl::StatusOr<dlaunch::JobSummaryFile> read = dlaunch::ParseJobSummary(Absl(text));
+  if (!read.ok()) return;
+  absl::StatusOr<std::string> json = dlaunch::JobSummaryJson(read->summary);
+  FUZZ_CHECK(json.ok(), json.status().ToString());
+  absl::StatusOr<dlaunch::JobSummaryFile> again = dlaunch::ParseJobSummary(*json);
+  FUZZ_CHECK(again.ok() && again->goodput_error.empty(), *json);
+  absl::StatusOr<std::string> json_again = dlaunch::JobSummaryJson(again->summary);
+  FUZZ_CHECK(json_again.ok() && *json_again == *json, *json);
+}
+
 void CheckTrace(dlaunch::EventJournal events, dlaunch::MetricJournal metrics,
                 std::string_view step_trace) {
   std::vector<dlaunch::v1::MetricLine> hosts = metrics.hosts;
@@ -61,6 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<dlaunch::EventJournal> events = dlaunch::ParseEventJournal(Absl(parts[0]));
   dlaunch::MetricJournal metrics = dlaunch::ParseMetricJournal(Absl(parts[1]));
   (void)dlaunch::ParseRunMetrics(std::string(parts[3]), std::string(parts[1]));
+  CheckSummaryPrintsBack(parts[3]);
   if (!events.ok()) {
     FUZZ_CHECK(events.status().code() == absl::StatusCode::kFailedPrecondition,
                events.status().ToString());

@@ -119,7 +119,7 @@ $want"
   for job in "$@"; do
     [[ $job == demo* ]] || continue
     grep -q '"world_size":4' "$dir/runs/$job/summary.json" || fail "$job: not 4 ranks"
-    grep -q '"samples":[1-9]' "$dir/runs/$job/summary.json" || fail "$job: no samples reported"
+    grep -q '"samples":"[1-9]' "$dir/runs/$job/summary.json" || fail "$job: no samples reported"
   done
 }
 

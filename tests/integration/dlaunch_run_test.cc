@@ -170,7 +170,8 @@ TEST_F(RunTest, HangAtExitIsDetectedAtTheExitTimeoutAndNamesTheHungRank) {
   std::string err = run->Stderr();
   EXPECT_NE(err.find("error: hang at exit: rank 0 (local 0, node 0, host "), std::string::npos) << err;
   std::string summary = ReadFile(job_dir_ + "/summary.json");
-  EXPECT_NE(summary.find("\"root_cause\":{\"class\":\"hang at exit\",\"rank\":0,\"local_rank\":0,\"node\":0"),
+  EXPECT_NE(summary.find("\"root_cause\":{\"failure_class\":\"hang at exit\",\"rank\":0,\"local_rank\":0,"
+                         "\"node_id\":0,\"node_rank\":0"),
             std::string::npos) << summary;
   EXPECT_NE(summary.find("\"ranks_succeeded\":1"), std::string::npos) << summary;
   std::string stacks = ReadFile(job_dir_ + "/stacks/rank-0.txt");
@@ -194,7 +195,8 @@ TEST_F(RunTest, KilledRankIsTheRootCauseNotThePeerThatFailedAfterIt) {
   EXPECT_NE(err.find("killed by signal 9"), std::string::npos) << err;
   EXPECT_EQ(err.find("error: worker crash: rank 0"), std::string::npos) << "a consequence named as the cause: " << err;
   std::string summary = ReadFile(job_dir_ + "/summary.json");
-  EXPECT_NE(summary.find("\"root_cause\":{\"class\":\"worker crash\",\"rank\":1,\"local_rank\":0,\"node\":1"),
+  EXPECT_NE(summary.find("\"root_cause\":{\"failure_class\":\"worker crash\",\"rank\":1,\"local_rank\":0,"
+                         "\"node_id\":1,\"node_rank\":1"),
             std::string::npos) << summary;
   EXPECT_TRUE(WaitFor([&] { return JobProcesses().empty(); }, seconds(2))) << Leftovers();
 }
@@ -211,7 +213,7 @@ TEST_F(RunTest, StalledRankIsNamedAndStopped) {
   std::string err = run->Stderr();
   EXPECT_NE(err.find("error: stall: rank 1 (local 1, node 0, host "), std::string::npos) << err;
   std::string summary = ReadFile(job_dir_ + "/summary.json");
-  EXPECT_NE(summary.find("\"root_cause\":{\"class\":\"stall\",\"rank\":1"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"root_cause\":{\"failure_class\":\"stall\",\"rank\":1"), std::string::npos) << summary;
   std::string stacks = ReadFile(job_dir_ + "/stacks/rank-1.txt");
   EXPECT_NE(stacks.find("Thread 1"), std::string::npos) << "gdb's backtrace of the stalled rank:\n" << stacks;
   std::cout << "stall detected at " << DetectedAt(ReadFile(job_dir_ + "/events.jsonl"), "hang_detected")
@@ -359,7 +361,7 @@ TEST_F(RunTest, WorkerReportsReachTheLauncher) {
   EXPECT_NE(metrics.find("\"rank\":0"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("\"rank\":1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("\"samples\":\"64\""), std::string::npos) << metrics;
-  EXPECT_NE(ReadFile(job_dir_ + "/summary.json").find("\"samples\":128"), std::string::npos);
+  EXPECT_NE(ReadFile(job_dir_ + "/summary.json").find("\"samples\":\"128\""), std::string::npos);
   EXPECT_NE(run->Stdout().find("throughput:"), std::string::npos) << run->Stdout();
 }
 
@@ -391,7 +393,7 @@ TEST_F(RunTest, ThePythonPackagesReportsReachTheJournalAndTheAccount) {
   EXPECT_EQ(total_steps, every_rank);
   EXPECT_EQ(checkpoint_step, (std::map<int, int64_t>{{0, 10}, {1, 10}, {2, 10}, {3, 10}}));
   const std::string summary = ReadFile(job_dir_ + "/summary.json");
-  EXPECT_TRUE(absl::StrContains(summary, "\"samples\":2560")) << summary;  // 4 ranks x 20 x 32
+  EXPECT_TRUE(absl::StrContains(summary, "\"samples\":\"2560\"")) << summary;  // 4 ranks x 20 x 32
   EXPECT_TRUE(absl::StrContains(summary, "\"goodput\":{")) << summary;
   EXPECT_TRUE(absl::StrContains(run.Stderr() + run.Stdout(), "[dlaunch] goodput ")) << run.Stderr();
   EXPECT_FALSE(absl::StrContains(run.Stderr() + run.Stdout(), "goodput not known")) << run.Stderr();

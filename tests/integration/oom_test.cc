@@ -92,7 +92,7 @@ TEST(OomTest, AWorkerTheOomKillerTookIsNamedOutOfMemoryWithTheFigures) {
   EXPECT_TRUE(absl::StrContains(err, "out of memory: rank 1")) << err;
   EXPECT_TRUE(absl::StrContains(err, "cgroup limit 256.0 MiB")) << err;
   const std::string summary = ReadFile(job_dir + "/summary.json");
-  EXPECT_TRUE(absl::StrContains(summary, "\"root_cause\":{\"class\":\"out of memory\",\"rank\":1"))
+  EXPECT_TRUE(absl::StrContains(summary, "\"root_cause\":{\"failure_class\":\"out of memory\",\"rank\":1"))
       << summary;
   EXPECT_TRUE(absl::StrContains(ReadFile(job_dir + "/events.jsonl"), "out of memory"));
   EXPECT_TRUE(WaitFor(

@@ -82,7 +82,7 @@ class PythonStacksTest : public ::testing::Test {
     EXPECT_TRUE(absl::StrContains(run.Stderr(), absl::StrCat(", in ", where, "\n"))) << run.Stderr();
 
     const std::string summary = ReadFile(job_dir + "/summary.json");
-    EXPECT_TRUE(absl::StrContains(summary, absl::StrCat("\"root_cause\":{\"class\":\"", c.cls, "\",\"rank\":0")))
+    EXPECT_TRUE(absl::StrContains(summary, absl::StrCat("\"root_cause\":{\"failure_class\":\"", c.cls, "\",\"rank\":0")))
         << summary;
     EXPECT_TRUE(absl::StrContains(
         summary, absl::StrCat("\"stuck_at\":{\"function\":\"", c.function, "\",\"file\":\"", kScript,
@@ -197,7 +197,7 @@ TEST_P(StoppedRankTest, TheRankOutsideTheCollectiveIsNamedNotAWaitingPeer) {
   }
   EXPECT_TRUE(absl::StrContains(err, " for it\n")) << err;
   const std::string summary = ReadFile(job_dir + "/summary.json");
-  EXPECT_TRUE(absl::StrContains(summary, absl::StrCat("\"root_cause\":{\"class\":\"stall\",\"rank\":", stopped)))
+  EXPECT_TRUE(absl::StrContains(summary, absl::StrCat("\"root_cause\":{\"failure_class\":\"stall\",\"rank\":", stopped)))
       << summary;
   for (int rank = 0; rank < 4; ++rank) {
     EXPECT_EQ(access(absl::StrCat(job_dir, "/stacks/rank-", rank, ".txt").c_str(), R_OK), 0) << rank;

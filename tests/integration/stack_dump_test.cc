@@ -64,7 +64,7 @@ TEST(StackDumpTest, ADumpSlowerThanTheHeartbeatLimitKeepsTheNodeAndTheStallAsThe
   EXPECT_TRUE(absl::StrContains(events, "\"round_started\"")) << "the node had no place in round 1:\n"
                                                               << events;
   const std::string summary = ReadFile(job_dir + "/summary.json");
-  EXPECT_TRUE(absl::StrContains(summary, "\"root_cause\":{\"class\":\"stall\",\"rank\":1"))
+  EXPECT_TRUE(absl::StrContains(summary, "\"root_cause\":{\"failure_class\":\"stall\",\"rank\":1"))
       << summary << "\n" << run.Stderr();
   EXPECT_TRUE(absl::StrContains(ReadFile(job_dir + "/stacks/rank-1.txt"), "stand-in gdb"))
       << run.Stderr();

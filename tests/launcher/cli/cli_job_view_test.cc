@@ -19,12 +19,19 @@ v1::JobEvent Event(const std::string& time, const std::string& name,
   return j.ok() && !j->events.empty() ? j->events[0] : v1::JobEvent();
 }
 
+// summary.json's text as the journal's reader reads it.
+v1::JobSummary Summary(const std::string& json) {
+  absl::StatusOr<JobSummaryFile> read = ParseJobSummary(json);
+  EXPECT_TRUE(read.ok()) << read.status() << " " << json;
+  return read.ok() ? read->summary : v1::JobSummary();
+}
+
 JobFiles RunningJob() {
   JobFiles files;
   files.events_present = true;
   files.events = {Event("1.5", "job_started", R"({"nodes":2})"),
                   Event("2.0", "node_joined", R"({"host":"n0"})"),
-                  Event("2.1", "node_joined", R"({"host":"n1","slots":1,"joined":2})"),
+                  Event("2.1", "node_joined", R"({"host":"n1","slots":1,"joined":2,"expected":2})"),
                   Event("9.0", "worker_failed", R"({"exit_code":1,"rank":3,"node_id":1})")};
   return files;
 }
@@ -51,10 +58,10 @@ TEST(LauncherViewTest, FromEventsAndSummary) {
   EXPECT_EQ(LauncherView(files), "running: 2 node(s) joined, 1 worker failure(s), 1 node(s) lost");
   files.events.push_back(Event("9.9", "job_finished"));
   EXPECT_EQ(LauncherView(files), "finished");
-  files.summary = std::map<std::string, std::string>{{"result", "failed"}, {"exit_code", "1"}};
+  files.summary = Summary(R"({"result":"failed","exit_code":1})");
   EXPECT_EQ(LauncherView(files), "failed (exit 1)");
-  files.summary = std::map<std::string, std::string>{{"status", "interrupted"}};
-  EXPECT_EQ(LauncherView(files), "interrupted");
+  files.summary = Summary(R"({"result":"interrupted","exit_code":130})");
+  EXPECT_EQ(LauncherView(files), "interrupted (exit 130)");
 }
 
 TEST(JobEndedTest, SummaryOrAFinalJobFinishedEvent) {
@@ -64,13 +71,13 @@ TEST(JobEndedTest, SummaryOrAFinalJobFinishedEvent) {
   files.events.push_back(Event("9.9", "job_finished", R"({"exit_code":1})"));
   EXPECT_TRUE(JobEnded(files));
   JobFiles summarised = RunningJob();
-  summarised.summary = std::map<std::string, std::string>{{"result", "succeeded"}};
+  summarised.summary = Summary(R"({"result":"succeeded"})");
   EXPECT_TRUE(JobEnded(summarised));
 }
 
 TEST(FormatJobStatusTest, SubmittedJobWithSchedulerAnswerEventsAndSummary) {
   JobFiles files = RunningJob();
-  files.summary = std::map<std::string, std::string>{{"result", "failed"}, {"exit_code", "1"}};
+  files.summary = Summary(R"({"result":"failed","exit_code":1})");
   SchedulerAnswer answer = SchedulerJobStatus{"finished", "F", "1"};
   EXPECT_EQ(FormatJobStatus("/runs/fmnist-20261121-101530-a3f9", Record(), answer, files, 2),
             "job        fmnist-20261121-101530-a3f9\n"
@@ -82,10 +89,11 @@ TEST(FormatJobStatusTest, SubmittedJobWithSchedulerAnswerEventsAndSummary) {
             "started    1.5\n"
             "nodes      2 asked for\n"
             "events:\n"
-            "  2.1  node_joined round=0 host=n1 slots=1 joined=2\n"
+            "  2.1  node_joined round=0 host=n1 slots=1 joined=2 expected=2\n"
             "  9.0  worker_failed round=0 rank=3 node_id=1 node_rank=0 exit_code=1 signal=0\n"
             "summary:\n"
             "  result: failed (exit 1)\n"
+            "  goodput: not in summary.json; `dlaunch trace JOB` computes it\n"
             "files:\n"
             "  logs     /runs/fmnist-20261121-101530-a3f9/logs\n"
             "  events   /runs/fmnist-20261121-101530-a3f9/events.jsonl\n"
@@ -171,13 +179,11 @@ TEST(IsDoctorRunTest, ByItsKindFileOrAnOldDoctorsIdWithoutAJournal) {
 JobFiles FailedJob() {
   JobFiles files = RunningJob();
   files.events.push_back(Event("9.9", "job_finished", R"({"result":"failed","exit_code":1})"));
-  absl::StatusOr<std::map<std::string, std::string>> summary = ParseJsonObjectFields(
+  files.summary = Summary(
       R"({"job_id":"j","result":"failed","exit_code":1,"wall_time_s":185.2,"nodes":2,)"
       R"("world_size":8,"samples":0,"samples_per_sec":0,"restarts":1,"max_restarts":3,)"
       R"("root_cause":{"class":"worker crash","rank":3,"description":"rank 3 on n1 exited )"
       R"(with code 1"},"consequences":[],"ranks_succeeded":7})");
-  EXPECT_TRUE(summary.ok()) << summary.status();
-  files.summary = summary.ok() ? *summary : std::map<std::string, std::string>();
   return files;
 }
 
@@ -200,7 +206,7 @@ TEST(FormatJobStatusTest, AFinishedJobInWordsNotJson) {
 
 TEST(FormatJobStatusTest, ThroughputShownOnceARankReportedEvenWhenZero) {
   JobFiles files = FailedJob();
-  (*files.summary)["final_loss"] = "2.3";
+  files.summary->mutable_final_loss()->set_value(2.3);
   const std::string text =
       FormatJobStatus("/p/runs/j", absl::NotFoundError("x"), std::nullopt, files, 0);
   EXPECT_NE(text.find("  samples: 0 at 0 samples/s\n  final loss: 2.3\n"), std::string::npos)
@@ -220,7 +226,7 @@ TEST(FormatJobStatusTest, NestedEventValuesInWordsNotJson) {
             R"({"failure":{"failure_class":"worker crash","rank":3,"host":"n1",)"
             R"("description":"rank 3 on n1 exited with code 1","log_tail":"Traceback ..."}})")};
   const std::string text = FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 10);
-  EXPECT_NE(text.find("node_joined round=0 host=n0 slots=0 joined=0 checks=[3 entries]\n"),
+  EXPECT_NE(text.find("node_joined round=0 host=n0 slots=0 joined=0 checks=[3 entries] expected=0\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("failure=\"rank 3 on n1 exited with code 1\""), std::string::npos) << text;
@@ -259,18 +265,18 @@ TEST(FormatJobStatusTest, ShowsTheGoodputAccountOfSummaryJson) {
   absl::StatusOr<std::string> json = GoodputJson(a);
   ASSERT_TRUE(json.ok());
   JobFiles files;
-  files.summary = std::map<std::string, std::string>{{"result", "succeeded"}, {"goodput", *json}};
+  files.summary = Summary(absl::StrCat(R"({"result":"succeeded","goodput":)", *json, "}"));
   const std::string text = FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 1);
   EXPECT_NE(text.find("  goodput 80.0% of 100.0 s: failures 20.0 s\n"), std::string::npos) << text;
   EXPECT_NE(text.find("    round 0: 0.0-50.0 s, failure: worker crash\n"), std::string::npos) << text;
-  files.summary->erase("goodput");
-  files.summary->emplace("wall_time_s", "12.5");
+  files.summary->clear_goodput();
+  files.summary->set_wall_time_s(12.5);
   EXPECT_NE(FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 1)
                 .find("  goodput: not in summary.json; `dlaunch trace JOB` computes it\n"),
             std::string::npos);
-  files.summary->emplace("goodput", "{\"wall_s\":\"x\"}");
+  files.goodput_error = "goodput: wall_s is not a number";
   EXPECT_NE(FormatJobStatus("j", absl::NotFoundError("x"), std::nullopt, files, 1)
-                .find("goodput: unreadable"),
+                .find("  goodput: unreadable (goodput: wall_s is not a number)\n"),
             std::string::npos);
 }
 

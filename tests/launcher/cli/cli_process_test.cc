@@ -311,6 +311,39 @@ TEST_F(CliProcessTest, StatusReadsAJobDirectoryOfAnEarlierDlaunch) {
   EXPECT_THAT(out, HasSubstr("job_finished round=0 result=succeeded exit_code=0"));
 }
 
+// A job directory of the dlaunch before the typed summary (summary.json hand-built, a failure's
+// node rank under "node"): `status` shows its end in words, and `trace` builds its timeline and
+// gives its summary.json a fresh goodput account that status then reads back.
+TEST_F(CliProcessTest, StatusAndTraceReadTheUntypedSummaryOfTheDlaunchBefore) {
+  const std::string job_dir = dir_ + "/runs/untyped";
+  fs::create_directories(job_dir);
+  WriteFile(job_dir + "/job.yaml", "name: untyped\n");
+  for (const char* name : {"events.jsonl", "metrics.jsonl", "summary.json"}) {
+    fs::copy_file(std::string(DLAUNCH_SOURCE_DIR "/tests/launcher/testdata/untyped-summary/") +
+                      name,
+                  job_dir + "/" + name);
+  }
+  std::string out, err;
+  ASSERT_EQ(Run(RunStatusCommand, {job_dir}, &out, &err), 0) << err;
+  EXPECT_THAT(out, HasSubstr("dlaunch    failed (exit 1)\n"));
+  EXPECT_THAT(out, HasSubstr("ranks      2, 0 succeeded\n"));
+  EXPECT_THAT(out, HasSubstr("  root cause: worker crash: rank 1 (local 0, node 1, host vm) exited "
+                             "with code 3\n"));
+  EXPECT_THAT(out, HasSubstr("  restarts: 1 of 1\n  not restarted: restart budget spent (1 of 1 "
+                             "used)\n"));
+  EXPECT_THAT(out, HasSubstr("  goodput not known of 0.4 s"));
+  EXPECT_THAT(out, Not(HasSubstr("unreadable")));
+  ASSERT_EQ(Run(RunTraceCommand, {job_dir}, &out, &err), 0) << err;
+  EXPECT_TRUE(fs::exists(job_dir + "/trace.json"));
+  const std::string summary = ReadFile(job_dir + "/summary.json");
+  EXPECT_THAT(summary, HasSubstr("\"root_cause\":{\"class\":\"worker crash\""))
+      << "the summary is left as its dlaunch wrote it, with the account replaced";
+  ASSERT_EQ(Run(RunStatusCommand, {job_dir}, &out, &err), 0) << err;
+  EXPECT_THAT(out, HasSubstr("  root cause: worker crash: rank 1 (local 0, node 1, host vm)"));
+  EXPECT_THAT(out, HasSubstr("  goodput not known of 0.4 s"));
+  EXPECT_THAT(out, Not(HasSubstr("unreadable")));
+}
+
 TEST_F(CliProcessTest, StatusRefusesTheJournalOfANewerDlaunchInOneLine) {
   const std::string job_dir = dir_ + "/runs/future";
   fs::create_directories(job_dir);

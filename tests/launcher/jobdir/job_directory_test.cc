@@ -119,8 +119,18 @@ TEST(JobDirectoryTest, WritesHostfileLauncherInfoAndSummary) {
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->pid, 42);
   EXPECT_EQ(info->address, "1.2.3.4:5");
-  ASSERT_TRUE(dir->WriteSummary("{\"result\":\"succeeded\"}").ok());
-  EXPECT_EQ(ReadFile(dir->path() + "/summary.json"), "{\"result\":\"succeeded\"}\n");
+  v1::JobSummary summary;
+  summary.set_result("succeeded");
+  summary.set_samples(128);
+  ASSERT_TRUE(dir->WriteSummary(summary).ok());
+  const std::string text = ReadFile(dir->path() + "/summary.json");
+  EXPECT_THAT(text, HasSubstr("\"result\":\"succeeded\",\"exit_code\":0,"));
+  EXPECT_THAT(text, HasSubstr("\"samples\":\"128\""));
+  EXPECT_EQ(text.back(), '\n');
+  absl::StatusOr<JobSummaryFile> read = ReadJobSummary(dir->path());
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->summary.result(), "succeeded");
+  EXPECT_EQ(read->summary.samples(), 128);
 }
 
 TEST(JobDirectoryTest, FailedWritesAreReported) {
@@ -128,7 +138,7 @@ TEST(JobDirectoryTest, FailedWritesAreReported) {
   auto dir = JobDirectory::Create(tmp.path() + "/j");
   ASSERT_TRUE(dir.ok());
   std::filesystem::remove_all(dir->path());  // the directory went away under the job
-  absl::Status summary = dir->WriteSummary("{}");
+  absl::Status summary = dir->WriteSummary(v1::JobSummary());
   EXPECT_FALSE(summary.ok());
   EXPECT_THAT(summary.message(), HasSubstr(dir->path()));
   EXPECT_FALSE(dir->WriteLauncherInfo({1, "h", "a:1"}).ok());

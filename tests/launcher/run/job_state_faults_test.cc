@@ -38,11 +38,20 @@ TEST_F(JobStateTest, KilledRankIsTheRootCauseEvenWhenItsPeersFailureArrivesFirst
 
   JobActions end = EndAll(4);
   EXPECT_EQ(ExitCode(end), kExitJobFailed);
-  std::string summary = Summary(end);
-  EXPECT_THAT(summary, HasSubstr("\"root_cause\":{\"class\":\"worker crash\",\"rank\":0,"
-                                 "\"local_rank\":0,\"node\":0,\"host\":\"n0\",\"signal\":9"));
-  EXPECT_THAT(summary, HasSubstr("\"consequences\":[{\"class\":\"worker crash\",\"rank\":1,"));
-  EXPECT_THAT(summary, HasSubstr("Connection reset by peer"));
+  const v1::JobSummary summary = SummaryOf(end);
+  const v1::FailureRecord& root = summary.root_cause();
+  EXPECT_EQ(root.failure_class(), "worker crash");
+  EXPECT_EQ(root.rank(), 0);
+  EXPECT_EQ(root.local_rank(), 0);
+  EXPECT_EQ(root.node_rank(), 0);
+  EXPECT_EQ(root.node_id(), 0);
+  EXPECT_EQ(root.host(), "n0");
+  EXPECT_EQ(root.signal(), 9);
+  EXPECT_FALSE(root.has_exit_code());
+  ASSERT_EQ(summary.consequences_size(), 1);
+  EXPECT_EQ(summary.consequences(0).failure_class(), "worker crash");
+  EXPECT_EQ(summary.consequences(0).rank(), 1);
+  EXPECT_THAT(summary.consequences(0).log_tail(), ElementsAre(HasSubstr("Connection reset by peer")));
   std::string report = Printed(end, true);
   EXPECT_THAT(report, HasSubstr("[dlaunch] root cause: worker crash: rank 0 (local 0, node 0, "
                                 "host n0) killed by signal 9 (Killed)"));
@@ -107,10 +116,11 @@ TEST_F(JobStateTest, HangAtExitIsDetectedAtExactlyTheExitTimeout) {
   state_->OnAgentMessage(0, Worker(0, v1::WorkerEvent::STOPPED, 0, SIGTERM), 7.2);
   JobActions end = EndAll(8);
   EXPECT_EQ(ExitCode(end), kExitJobFailed);
-  std::string summary = Summary(end);
-  EXPECT_THAT(summary, HasSubstr("\"result\":\"failed\""));
-  EXPECT_THAT(summary, HasSubstr("\"root_cause\":{\"class\":\"hang at exit\",\"rank\":0"));
-  EXPECT_THAT(summary, HasSubstr("\"ranks_succeeded\":1"));
+  const v1::JobSummary summary = SummaryOf(end);
+  EXPECT_EQ(summary.result(), "failed");
+  EXPECT_EQ(summary.root_cause().failure_class(), "hang at exit");
+  EXPECT_EQ(summary.root_cause().rank(), 0);
+  EXPECT_EQ(summary.ranks_succeeded().value(), 1);
   EXPECT_THAT(Printed(end, true), HasSubstr("1 of 2 rank(s) exited 0; the job fails because a "
                                             "rank hung at exit"));
 }

@@ -79,9 +79,10 @@ class JobStateTest : public ::testing::Test {
   std::unique_ptr<JobState> state_;
 };
 
-inline std::string Summary(const JobActions& actions) {
+// The job's summary in `actions` (empty when they write none).
+inline v1::JobSummary SummaryOf(const JobActions& actions) {
   auto s = All<WriteSummary>(actions);
-  return s.empty() ? "" : s.back().json;
+  return s.empty() ? v1::JobSummary() : s.back().summary;
 }
 
 inline v1::AgentMessage Progress(int rank, int64_t step) {

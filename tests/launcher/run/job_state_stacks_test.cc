@@ -43,7 +43,7 @@ struct Ending {
   std::string events;  // what the stacks added to events.jsonl
   std::string said;    // and printed
   std::string printed;
-  std::string summary;
+  v1::JobSummary summary;
 };
 Ending StallThen(const std::vector<v1::AgentMessage>& stacks) {
   JobConfig c = TestJobConfig(1);
@@ -65,7 +65,8 @@ Ending StallThen(const std::vector<v1::AgentMessage>& stacks) {
   Append(end, s.OnSessionEnded(0, 100, 7));
   Append(end, s.OnLauncherExited(0, 0, {}, 7));
   auto summary = All<WriteSummary>(end);
-  return {Events(recorded), Printed(recorded, true), Printed(end, true), summary.empty() ? "" : summary[0].json};
+  return {Events(recorded), Printed(recorded, true), Printed(end, true),
+          summary.empty() ? v1::JobSummary() : summary[0].summary};
 }
 
 TEST(JobStateStacksTest, TheStalledRanksFrameIsInTheRootCauseAndTheSummary) {
@@ -77,12 +78,16 @@ TEST(JobStateStacksTest, TheStalledRanksFrameIsInTheRootCauseAndTheSummary) {
   EXPECT_THAT(e.printed, HasSubstr("[dlaunch] root cause: stall: rank 1 (local 1, node 0, host n0): "
                                    "no progress for 3.0 s (limit 3.0 s), last step 1, in "
                                    "train_step (/home/u/train.py:42)\n"));
-  EXPECT_THAT(e.summary, HasSubstr("\"stuck_at\":{\"function\":\"train_step\",\"file\":"
-                                   "\"/home/u/train.py\",\"line\":42,\"source\":\"py-spy\","
-                                   "\"stacks\":\"stacks/rank-1.txt\"}"));
-  EXPECT_THAT(e.summary, HasSubstr("\"description\":\"stall: rank 1 (local 1, node 0, host n0): no "
-                                   "progress for 3.0 s (limit 3.0 s), last step 1, in train_step "
-                                   "(/home/u/train.py:42)\""));
+  ASSERT_TRUE(e.summary.root_cause().has_stuck_at());
+  const v1::StuckAt& at = e.summary.root_cause().stuck_at();
+  EXPECT_EQ(at.function(), "train_step");
+  EXPECT_EQ(at.file(), "/home/u/train.py");
+  EXPECT_EQ(at.line(), 42);
+  EXPECT_EQ(at.source(), "py-spy");
+  EXPECT_EQ(at.stacks(), "stacks/rank-1.txt");
+  EXPECT_EQ(e.summary.root_cause().description(),
+            "stall: rank 1 (local 1, node 0, host n0): no progress for 3.0 s (limit 3.0 s), last "
+            "step 1, in train_step (/home/u/train.py:42)");
   EXPECT_THAT(e.events, HasSubstr("\"stacks_recorded\":{\"rank\":1,\"node_id\":0,\"host\":\"n0\","
                                   "\"path\":\"stacks/rank-1.txt\",\"source\":\"py-spy\","
                                   "\"stuck_function\":\"train_step\",\"stuck_file\":\"/home/u/train.py\","
@@ -93,8 +98,9 @@ TEST(JobStateStacksTest, StacksOfAnotherRankOrWithoutAFrameChangeNothing) {
   const Ending e = StallThen({Stacks(0, "train_step", 42), Stacks(1, "", 0)});
   EXPECT_THAT(e.printed, HasSubstr("[dlaunch] root cause: stall: rank 1 (local 1, node 0, host n0): "
                                    "no progress for 3.0 s (limit 3.0 s), last step 1\n"));
-  EXPECT_THAT(e.summary, Not(HasSubstr("stuck_at")));
-  EXPECT_THAT(e.summary, Not(HasSubstr("train_step")));
+  EXPECT_EQ(e.summary.root_cause().rank(), 1);
+  EXPECT_FALSE(e.summary.root_cause().has_stuck_at());
+  EXPECT_THAT(e.summary.root_cause().description(), Not(HasSubstr("train_step")));
 }
 
 // Two nodes of two ranks. Rank 0 reports last at t=2, the others at t=3; at t=6 rank 0 is over
@@ -182,8 +188,9 @@ TEST_F(StallInquiryJobTest, TheRankOutsideACollectiveIsTheRootCauseNotTheFirstSi
                               "and 2 wait in backward (torch/autograd/__init__.py:197) for it\n"));
   EXPECT_THAT(Events(last),
               HasSubstr("\"root_cause\":{\"failure\":{\"failure_class\":\"stall\",\"rank\":3"));
-  const std::string summary = All<WriteSummary>(End(8))[0].json;
-  EXPECT_THAT(summary, HasSubstr("\"root_cause\":{\"class\":\"stall\",\"rank\":3"));
+  const v1::JobSummary summary = All<WriteSummary>(End(8))[0].summary;
+  EXPECT_EQ(summary.root_cause().failure_class(), "stall");
+  EXPECT_EQ(summary.root_cause().rank(), 3);
 }
 
 TEST_F(StallInquiryJobTest, WhenEveryRankWaitsTheSuspectStaysAndTheTerminalSaysWhy) {
@@ -203,7 +210,7 @@ TEST_F(StallInquiryJobTest, WhereNoRankWaitsInACollectiveTheStacksCannotTellAndT
   EXPECT_THAT(said, HasSubstr("[dlaunch] error: stall: rank 0 (local 0, node 0, host n0)"));
   EXPECT_THAT(said, Not(HasSubstr("outside a collective too")));
   EXPECT_THAT(said, Not(HasSubstr(" for it")));
-  EXPECT_EQ(All<WriteSummary>(End(8))[0].json.find("\"consequences\":[{"), std::string::npos)
+  EXPECT_EQ(All<WriteSummary>(End(8))[0].summary.consequences_size(), 0)
       << "no other rank was made a failure";
 }
 

@@ -66,8 +66,9 @@ TEST_F(JobStateTest, AllRanksSucceedingFinishesWithZeroOnceNodesAreGone) {
   EXPECT_TRUE(state_->finished());
   auto summary = All<WriteSummary>(end);
   ASSERT_EQ(summary.size(), 1u);
-  EXPECT_THAT(summary[0].json, HasSubstr("\"result\":\"succeeded\""));
-  EXPECT_THAT(summary[0].json, HasSubstr("\"exit_code\":0"));
+  EXPECT_EQ(summary[0].summary.result(), "succeeded");
+  EXPECT_EQ(summary[0].summary.exit_code(), 0);
+  EXPECT_FALSE(summary[0].summary.has_root_cause());
   EXPECT_THAT(Events(end), HasSubstr("\"job_finished\":{\"result\":\"succeeded\""));
   EXPECT_THAT(Printed(end, false), HasSubstr("[dlaunch] job job-1 succeeded in 7.00 s: 2 node(s), 2 worker(s)"));
 }

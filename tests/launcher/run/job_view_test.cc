@@ -20,63 +20,59 @@ std::map<int, RankProgress> TwoRanks() {
 }
 
 TEST(JobViewTest, ThroughputIsTheSumOfEachRanksSamplesOverItsBusyTime) {
-  JobSummary s;
+  v1::JobSummary s;
   SummarizeRanks(TwoRanks(), &s);
-  EXPECT_EQ(s.samples, 960);
-  EXPECT_DOUBLE_EQ(s.samples_per_sec, 640 / 2.0 + 320 / 4.0);
-  ASSERT_TRUE(s.final_loss.has_value());
-  EXPECT_DOUBLE_EQ(*s.final_loss, 0.6);
-  ASSERT_TRUE(s.test_accuracy.has_value());
-  EXPECT_DOUBLE_EQ(*s.test_accuracy, 0.91);
+  EXPECT_EQ(s.samples(), 960);
+  EXPECT_DOUBLE_EQ(s.samples_per_sec(), 640 / 2.0 + 320 / 4.0);
+  ASSERT_TRUE(s.has_final_loss());
+  EXPECT_DOUBLE_EQ(s.final_loss().value(), 0.6);
+  ASSERT_TRUE(s.has_test_accuracy());
+  EXPECT_DOUBLE_EQ(s.test_accuracy().value(), 0.91);
+  EXPECT_EQ(s.ranks_succeeded().value(), 2);
 }
 
 TEST(JobViewTest, RanksWithoutReportsAddNothing) {
   std::map<int, RankProgress> ranks;
   ranks[0].node = 0;
-  JobSummary s;
+  v1::JobSummary s;
   SummarizeRanks(ranks, &s);
-  EXPECT_EQ(s.samples, 0);
-  EXPECT_DOUBLE_EQ(s.samples_per_sec, 0);
-  EXPECT_FALSE(s.final_loss.has_value());
+  EXPECT_EQ(s.samples(), 0);
+  EXPECT_DOUBLE_EQ(s.samples_per_sec(), 0);
+  EXPECT_FALSE(s.has_final_loss());
+  EXPECT_FALSE(s.has_test_accuracy());
+  ASSERT_TRUE(s.has_ranks_succeeded());
+  EXPECT_EQ(s.ranks_succeeded().value(), 0);
 }
 
-TEST(JobViewTest, SummaryJsonHasTheFieldsStatusReads) {
-  JobSummary s;
-  s.job_id = "j";
-  s.result = "failed";
-  s.exit_code = 1;
-  s.wall_time_s = 3.5;
-  s.nodes = 2;
-  s.world_size = 4;
-  s.samples = 100;
-  s.samples_per_sec = 40;
-  s.failure = "rank 3 failed";
-  EXPECT_EQ(SummaryJson(s),
-            "{\"job_id\":\"j\",\"result\":\"failed\",\"exit_code\":1,\"wall_time_s\":3.5,"
-            "\"nodes\":2,\"world_size\":4,\"samples\":100,\"samples_per_sec\":40,"
-            "\"samples_per_sec_per_rank\":10,\"restarts\":0,\"max_restarts\":0,\"rounds\":1,"
-            "\"failure\":\"rank 3 failed\"}");
-  s.restarts = 2;
-  s.max_restarts = 2;
-  s.rounds = 3;
-  s.not_restarted = "restart budget spent (2 of 2 used)";
-  EXPECT_THAT(SummaryJson(s), HasSubstr("\"restarts\":2,\"max_restarts\":2,\"rounds\":3,"
-                                        "\"not_restarted\":\"restart budget spent (2 of 2 used)\""));
+TEST(JobViewTest, FinalReportSaysTheRestartsAndWhyNoMoreWereMade) {
+  v1::JobSummary s;
+  s.set_job_id("j");
+  s.set_result("failed");
+  s.set_exit_code(1);
+  s.set_wall_time_s(3.5);
+  s.set_nodes(2);
+  s.set_world_size(4);
+  s.set_failure("rank 3 failed");
+  s.set_restarts(2);
+  s.set_max_restarts(2);
+  s.set_rounds(3);
+  s.set_not_restarted("restart budget spent (2 of 2 used)");
   std::vector<std::string> report = FinalReport(s, {}, {});
   EXPECT_EQ(report.front(), "[dlaunch] job j failed in 3.50 s: 2 node(s), 4 worker(s), 2 of 2 restart(s) used");
   EXPECT_THAT(report, ::testing::Contains("[dlaunch] not restarted: restart budget spent (2 of 2 used)"));
 }
 
 TEST(JobViewTest, FinalReportShowsTheFailureAndTheTable) {
-  JobSummary s;
-  s.job_id = "j";
-  s.result = "failed";
-  s.exit_code = 1;
-  s.wall_time_s = 1.234;
-  s.nodes = 2;
-  s.world_size = 2;
-  s.failure = "rank 1 on node 1 (b) failed with exit code 3";
-  s.failure_detail = {"Traceback", "boom"};
+  v1::JobSummary s;
+  s.set_job_id("j");
+  s.set_result("failed");
+  s.set_exit_code(1);
+  s.set_wall_time_s(1.234);
+  s.set_nodes(2);
+  s.set_world_size(2);
+  s.set_failure("rank 1 on node 1 (b) failed with exit code 3");
+  s.add_failure_detail("Traceback");
+  s.add_failure_detail("boom");
   SummarizeRanks(TwoRanks(), &s);
   std::vector<std::string> lines = FinalReport(s, TwoRanks(), {{0, "a"}, {1, "b"}});
   ASSERT_GE(lines.size(), 8u);
@@ -96,11 +92,11 @@ TEST(JobViewTest, AFinalReportOfManyRanksListsOnlyTheSlowest) {
     ranks[r].samples = 640;
     ranks[r].busy_s = r == 37 ? 10 : 1;  // rank 37 is ten times slower
   }
-  JobSummary s;
-  s.job_id = "j";
-  s.result = "succeeded";
-  s.samples = 64000;
-  s.world_size = 100;
+  v1::JobSummary s;
+  s.set_job_id("j");
+  s.set_result("succeeded");
+  s.set_samples(64000);
+  s.set_world_size(100);
   std::vector<std::string> lines = FinalReport(s, ranks, {});
   ASSERT_EQ(lines.size(), 1u + 1 + 8 + 1 + 1);  // head, header, 8 rows, the note, throughput
   EXPECT_THAT(lines[2], ::testing::HasSubstr("  37 "));
@@ -108,10 +104,10 @@ TEST(JobViewTest, AFinalReportOfManyRanksListsOnlyTheSlowest) {
 }
 
 TEST(JobViewTest, FinalReportOfASuccessWithoutReportsIsOneLine) {
-  JobSummary s;
-  s.job_id = "j";
-  s.result = "succeeded";
-  s.wall_time_s = 2;
+  v1::JobSummary s;
+  s.set_job_id("j");
+  s.set_result("succeeded");
+  s.set_wall_time_s(2);
   EXPECT_THAT(FinalReport(s, {}, {}), ElementsAre("[dlaunch] job j succeeded in 2.00 s"));
 }
 
