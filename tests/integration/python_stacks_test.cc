@@ -210,7 +210,8 @@ TEST_P(StoppedRankTest, TheRankOutsideTheCollectiveIsNamedNotAWaitingPeer) {
 // The same job on PyTorch 2.x (gloo, CPU) with its flight recorder on (TORCH_FR_BUFFER_SIZE)
 // and served by worker_main(): each rank's recorder is read through its worker server after its
 // stacks, and its sequence numbers name the rank that never entered the all-reduce its peers
-// are in; the journal and stacks/ keep what each recorder said.
+// are in; the journal and stacks/ keep what each recorder said. PyTorch 2.x's import is silent
+// for longer than 8 s on a busy machine, hence the longer stall limit.
 TEST_P(StoppedRankTest, TheFlightRecordersNameTheRankThatNeverEnteredTheCollective) {
   const int stopped = GetParam();
   const std::string python = std::string(DLAUNCH_SOURCE_DIR) + "/build-torch2/venv/bin/python";
@@ -228,7 +229,7 @@ TEST_P(StoppedRankTest, TheFlightRecordersNameTheRankThatNeverEnteredTheCollecti
   const std::string job_id = tmp.substr(tmp.rfind('/') + 1);
   const std::string job_dir = tmp + "/" + job_id;
   ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2", "--job-dir",
-                    job_dir, "--heartbeat", "1", "--grace", "2", "--stall-timeout", "8",
+                    job_dir, "--heartbeat", "1", "--grace", "2", "--stall-timeout", "30",
                     "--no-preflight", "--", python, script, std::to_string(stopped),
                     "--worker-main"},
                    tmp, {"TORCH_FR_BUFFER_SIZE=2000", "PYTHONWARNINGS=ignore"});
