@@ -56,6 +56,89 @@ std::string LastLine(const std::string& text) {
   return lines.empty() ? "" : std::string(absl::StripAsciiWhitespace(lines.back()));
 }
 
+// Finds each module as `import` would, without running it: importlib's finders (so PYTHONPATH,
+// .pth files and editable installs count), a dotted name part by part under its parent's path
+// (find_spec of `a.b` would import `a`; one already loaded at start, like os.path, counts),
+// torch's compiled core beside it, and the version from the installed distribution. Prints the
+// Python version, then "module version" per module (no version for the standard library's).
+constexpr char kLocateModules[] = R"(import sys, importlib.util, importlib.machinery
+def find(name):
+    if name in sys.modules:
+        return
+    parts = name.split('.')
+    spec = importlib.util.find_spec(parts[0])
+    for i in range(1, len(parts)):
+        if spec is None or not spec.submodule_search_locations:
+            spec = None
+            break
+        spec = importlib.machinery.PathFinder.find_spec('.'.join(parts[:i + 1]),
+                                                         list(spec.submodule_search_locations))
+    if spec is None:
+        raise ModuleNotFoundError('No module named %r' % name)
+try:
+    from importlib.metadata import version
+except ImportError:
+    version = None
+def version_of(name):
+    try:
+        return version(name.split('.')[0])
+    except Exception:
+        return ''
+print('%d.%d.%d' % sys.version_info[:3])
+for name in sys.argv[1:]:
+    find(name)
+    if name == 'torch':
+        find('torch._C')
+    v = version_of(name) if version else ''
+    print(name + (' ' + v if v else ''))
+)";
+
+// The interpreter `python` (as found on PATH) imports `imports`, or with `import_them` false
+// only finds them; the result names what it did and how long it took.
+v1::CheckResult CheckPythonModules(const std::string& python, const std::vector<std::string>& imports,
+                                   bool import_them, const EnvMap& env, const std::string& workdir,
+                                   double timeout_s) {
+  SpawnOptions options;
+  if (import_them || imports.empty()) {
+    std::string code = "import sys";
+    for (const std::string& m : imports) absl::StrAppend(&code, "; import ", m);
+    absl::StrAppend(&code, "; print('%d.%d.%d' % sys.version_info[:3])");
+    options.argv = {python, "-c", code};
+  } else {
+    options.argv = {python, "-c", kLocateModules};
+    options.argv.insert(options.argv.end(), imports.begin(), imports.end());
+  }
+  options.envp = ToEnvp(env);
+  options.workdir = workdir;
+  options.new_process_group = true;
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<CommandResult> ran = RunCommandWith(options, timeout_s);
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::string modules = absl::StrJoin(imports, ", ");
+  // The interpreter as it was found on PATH: the one the ranks will run.
+  std::string what = python;
+  if (!imports.empty()) {
+    what = import_them ? absl::StrCat(python, " -c 'import ", modules, "'")
+                       : absl::StrCat(python, " looking for ", modules, " (without importing)");
+  }
+  if (!ran.ok()) return Result("command", v1::CheckResult::FAILED, absl::StrCat(what, ": ", ran.status().message()));
+  if (ran->exit_code != 0) {
+    return Result("command", v1::CheckResult::FAILED,
+                  absl::StrCat(what, " failed (exit ", ran->exit_code, "): ", LastLine(ran->err)));
+  }
+  std::vector<std::string> lines = absl::StrSplit(ran->out, '\n', absl::SkipWhitespace());
+  const std::string python_version = lines.empty() ? "?" : lines[0];
+  std::string did;
+  if (!imports.empty() && import_them) did = ", import " + modules;
+  if (!imports.empty() && !import_them) {
+    did = absl::StrCat(", found ", absl::StrJoin(lines.begin() + std::min<size_t>(1, lines.size()),
+                                                 lines.end(), ", "),
+                       " (not imported)");
+  }
+  return Result("command", v1::CheckResult::PASSED,
+                absl::StrFormat("%s: Python %s%s in %.2f s", python, python_version, did, took));
+}
+
 }  // namespace
 
 absl::StatusOr<DiskFree> StatDiskFree(const std::string& path) {
@@ -168,30 +251,8 @@ v1::CheckResult CheckCommand(const v1::PreflightPlan& plan, const EnvMap& agent_
   if (plan.python_imports_auto()) {
     imports = PythonImportsFor({worker.argv().begin(), worker.argv().end()}, worker.workdir());
   }
-  std::string code = "import sys";
-  for (const std::string& m : imports) absl::StrAppend(&code, "; import ", m);
-  absl::StrAppend(&code, "; print('%d.%d.%d' % sys.version_info[:3])");
-  SpawnOptions options;
-  options.argv = {found, "-c", code};
-  options.envp = ToEnvp(env);
-  options.workdir = worker.workdir();
-  options.new_process_group = true;
-  const double timeout_s = std::max(1, plan.timeout_ms()) / 1000.0;
-  const Clock::time_point start = Clock::now();
-  absl::StatusOr<CommandResult> ran = RunCommandWith(options, timeout_s);
-  const double took = std::chrono::duration<double>(Clock::now() - start).count();
-  // The interpreter as it was found on PATH: the one the ranks will run.
-  const std::string what =
-      imports.empty() ? found : absl::StrCat(found, " -c 'import ", absl::StrJoin(imports, ", "), "'");
-  if (!ran.ok()) return Result("command", v1::CheckResult::FAILED, absl::StrCat(what, ": ", ran.status().message()));
-  if (ran->exit_code != 0) {
-    return Result("command", v1::CheckResult::FAILED,
-                  absl::StrCat(what, " failed (exit ", ran->exit_code, "): ", LastLine(ran->err)));
-  }
-  return Result("command", v1::CheckResult::PASSED,
-                absl::StrFormat("%s: Python %s%s in %.2f s", found, LastLine(ran->out),
-                                imports.empty() ? "" : ", import " + absl::StrJoin(imports, ", "),
-                                took));
+  return CheckPythonModules(found, imports, plan.import_python_modules(), env, worker.workdir(),
+                            std::max(1, plan.timeout_ms()) / 1000.0);
 }
 
 v1::CheckResult CheckPorts(const std::vector<int>& ports) {

@@ -3,8 +3,9 @@
 //   gpus           the GPUs the node sees against gpus.per_node
 //   gpu processes  processes already on those GPUs (NVML): another user's, or a stale job's
 //   disk           free space of the job directory, TMPDIR and preflight.paths
-//   command        the worker program exists and runs; for Python, the interpreter starts and
-//                  imports what the job needs (torch), timed
+//   command        the worker program exists and runs; for Python, the script exists and the
+//                  interpreter starts and finds what the job needs (torch) without importing it
+//                  (preflight.import_check: import imports it), timed
 //   ports          the ports the job binds (rendezvous.master_port) are free here
 //   clock          this node's wall clock against the launcher's
 // Each check is bounded in time; the command check (the slow one) runs beside the others.

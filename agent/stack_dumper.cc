@@ -13,6 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "agent/flight_record.h"
 #include "agent/python_process.h"
 #include "common/file_io.h"
 #include "common/process.h"
@@ -196,6 +197,10 @@ void StackDumper::OnSliceSpent(pid_t target) {
   if (it == running_.end()) return;
   Dump& d = it->second;
   d.slice.reset();
+  if (d.recorder) {
+    OnRecorder(target, absl::DeadlineExceededError("did not answer in time"));
+    return;
+  }
   const double share = d.current == Source::kPySpy ? kPySpyShare : kWorkerServerShare;
   absl::StrAppendFormat(&d.notes, "%s: no answer within %.1f s (%.0f%% of the budget), given up\n",
                         SourceName(d.current), budget_.count() * share / 1000, share * 100);
@@ -214,13 +219,70 @@ void StackDumper::OnAnswer(pid_t target, absl::StatusOr<std::string> body) {
   Halt(d);
   if (body.ok() && !ParseFaultHandlerDump(*body).empty()) {
     Record(d, Source::kWorkerServer, *body);
-    running_.erase(it);
+    AskRecorder(d, "fr_trace_json");
   } else {
     absl::StrAppend(&d.notes, "worker server ", d.socket, ": ",
                     body.ok() ? "an answer without Python threads" : body.status().message(), "\n");
     Advance(target);
   }
   MaybeFinish();
+}
+
+void StackDumper::AskRecorder(Dump& d, const std::string& handler) {
+  const pid_t target = d.target;
+  d.recorder = true;
+  d.recorder_handler = handler;
+  d.request = WorkerServerRequest::Start(
+      io_, d.socket, handler,
+      [this, target](absl::StatusOr<std::string> body) { OnRecorder(target, std::move(body)); });
+  ArmSlice(d, kWorkerServerShare);
+}
+
+void StackDumper::OnRecorder(pid_t target, absl::StatusOr<std::string> body) {
+  auto it = running_.find(target);
+  if (it == running_.end()) return;
+  Dump& d = it->second;
+  Halt(d);  // a request given up on is cancelled: its late answer finds no dump
+  absl::StatusOr<v1::FlightRecord> read =
+      body.ok() ? FlightRecordOf(*body) : absl::StatusOr<v1::FlightRecord>(body.status());
+  const bool empty = !read.ok() || read->entries() == 0;
+  if (empty) {
+    absl::StrAppend(&d.recorder_notes, d.recorder_handler, ": ",
+                    read.ok() ? "no entries" : read.status().message(), "; ");
+  }
+  // Gloo's (and any CPU group's) entries are in one recorder, NCCL's in its own: that one is
+  // asked for when the first holds nothing, in a share of its own (the budget still bounds it).
+  if (empty && d.recorder_handler == "fr_trace_json" && !absl::IsDeadlineExceeded(read.status())) {
+    AskRecorder(d, "dump_nccl_trace_json");
+    return;
+  }
+  if (Result* r = ResultOf(d.rank)) {
+    v1::FlightRecord record;
+    if (read.ok()) record = *std::move(read);
+    if (empty) record.set_why_none(std::string(absl::StripSuffix(d.recorder_notes, "; ")));
+    // torch's own dump, for its analyzer (python -m torch.distributed.flight_recorder.fr_trace).
+    if (!empty) {
+      const std::string path = absl::StrCat(dir_, "/rank-", d.rank, ".fr.json");
+      absl::Status written = WriteFileAtomically(path, *body);
+      if (written.ok()) record.set_path(path);
+      if (!written.ok()) record.set_why_none(std::string(written.message()));
+    }
+    log_(absl::StrCat("flight recorder of rank ", d.rank, ": ",
+                      empty ? record.why_none()
+                            : absl::StrCat(record.entries(), " entries (", d.recorder_handler,
+                                           "), newest collective ", record.last_seq(), " ",
+                                           record.last_collective())));
+    r->flight_record = std::move(record);
+  }
+  running_.erase(it);
+  MaybeFinish();
+}
+
+StackDumper::Result* StackDumper::ResultOf(int rank) {
+  for (Result& r : results_) {
+    if (r.rank == rank) return &r;
+  }
+  return nullptr;
 }
 
 void StackDumper::OnOutput(int key, std::vector<std::string> lines) {
@@ -288,6 +350,13 @@ void StackDumper::Record(const Dump& d, std::optional<Source> source, const std:
 void StackDumper::OnBudgetSpent() {
   for (auto& [pid, d] : running_) {
     Halt(d);
+    if (d.recorder) {  // its stacks are recorded already
+      if (Result* r = ResultOf(d.rank)) {
+        r->flight_record.emplace().set_why_none(
+            absl::StrCat(d.recorder_notes, d.recorder_handler, ": no time left"));
+      }
+      continue;
+    }
     absl::StrAppend(&d.notes, SourceName(d.current), " -p ", d.target, ": no time left (killed)\n");
     // gdb's partial frames are worth keeping; a Python source's partial text is not a dump.
     if (d.current == Source::kGdb) {
@@ -326,6 +395,13 @@ v1::RankStacks RankStacksOf(const StackDumper::Result& result, const std::string
   if (result.stuck_at) set(m.mutable_stuck_at(), *result.stuck_at);
   if (result.waiting_in) set(m.mutable_waiting_in(), *result.waiting_in);
   m.set_why_none(result.why_none);
+  if (result.flight_record) {
+    v1::FlightRecord* fr = m.mutable_flight_record();
+    *fr = *result.flight_record;
+    absl::string_view fr_path = fr->path();
+    if (absl::ConsumePrefix(&fr_path, job_dir)) absl::ConsumePrefix(&fr_path, "/");
+    fr->set_path(std::string(fr_path));
+  }
   return m;
 }
 

@@ -2,7 +2,8 @@
 // stacks/rank-N.txt, each from the first source that gives them: for a Python rank, the PyTorch
 // worker server it runs (its dump_traceback handler), then py-spy; gdb's native frames for the
 // rest, and when those gave nothing. For a Python rank it also names the frame of the user's
-// code the rank is stuck in. Every source runs beside the agent's loop (py-spy and gdb as
+// code the rank is stuck in, and where its worker server gave the stacks, reads its PyTorch
+// flight recorder through it too (fr_trace_json or dump_nccl_trace_json; stacks/rank-N.fr.json). Every source runs beside the agent's loop (py-spy and gdb as
 // supervised children, the worker server's answer read on the loop), so its heartbeats go on;
 // each has a share of the budget that bounds the whole dump, after which what still runs is
 // killed and its rank's file says so. One dump at a time: a new one drops the one before
@@ -46,6 +47,8 @@ class StackDumper {
     // its stacks show it elsewhere, or when none were taken.
     std::optional<PyFrame> waiting_in;
     std::string why_none;  // no stacks: why, a line per source tried
+    // Its flight recorder, asked for when its worker server gave the stacks; unset otherwise.
+    std::optional<v1::FlightRecord> flight_record;
   };
   // How the dumper looks at a process and finds py-spy (agent/python_process.h); tests give
   // their own.
@@ -90,6 +93,9 @@ class StackDumper {
     int key = -1;              // the running py-spy's or gdb's key in children_
     pid_t child = -1;          // and its pid
     std::shared_ptr<WorkerServerRequest> request;
+    bool recorder = false;     // its stacks are recorded; the request asks its flight recorder
+    std::string recorder_handler;  // the handler asked: fr_trace_json, then dump_nccl_trace_json
+    std::string recorder_notes;    // why the handlers asked gave no entries, "handler: why; "
     std::optional<TimerClock::TimerId> slice;  // the running source's share of the budget
   };
 
@@ -99,6 +105,13 @@ class StackDumper {
   bool StartSource(Dump& d, Source s);
   void ArmSlice(Dump& d, double share);
   void OnAnswer(pid_t target, absl::StatusOr<std::string> body);
+  // After a worker server gave `d`'s stacks: asks it for the rank's flight recorder with
+  // `handler`: fr_trace_json (the CPU recorder: Gloo), and where that holds nothing,
+  // dump_nccl_trace_json (NCCL's own, served by a CUDA build).
+  void AskRecorder(Dump& d, const std::string& handler);
+  void OnRecorder(pid_t target, absl::StatusOr<std::string> body);
+  // The recorded result of `rank`, to which the flight recorder is added.
+  Result* ResultOf(int rank);
   void OnOutput(int key, std::vector<std::string> lines);
   void OnExit(const ChildExit& e);
   void OnSliceSpent(pid_t target);

@@ -1,6 +1,6 @@
 // What a worker command runs when it is Python: the interpreter, its script, and whether that
-// script imports torch. The agent's preflight imports it before the job joins; the launcher says
-// so. Pure but for reading the script's first 64 KiB.
+// script imports torch. The agent's preflight looks for it (or imports it) before the job joins;
+// the launcher says so. Pure but for reading the script's first 64 KiB.
 #pragma once
 
 #include <string>

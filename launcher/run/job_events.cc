@@ -201,6 +201,10 @@ v1::JobEvent StacksRecordedEvent(int round, const NodePlace& node, const v1::Ran
   r->set_waiting_file(stacks.waiting_in().file());
   r->set_waiting_line(stacks.waiting_in().line());
   r->set_why_none(stacks.why_none());
+  r->set_recorder_path(stacks.flight_record().path());
+  r->set_recorder_entries(stacks.flight_record().entries());
+  r->set_recorder_last_seq(stacks.flight_record().last_seq());
+  r->set_recorder_last_collective(stacks.flight_record().last_collective());
   return e;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <set>
 #include <utility>
@@ -211,8 +212,27 @@ void JobState::HandleStacks(const v1::RankStacks& stacks, double now_s, JobActio
 void JobState::ResolveStall(double now_s, JobActions& out) {
   if (!inquiry_.open()) return;
   inquiry_.Close();
-  const std::vector<int> outside = inquiry_.Outside();
-  const std::vector<int> waiting = inquiry_.Waiting();
+  std::vector<int> outside = inquiry_.Outside();
+  std::vector<int> waiting = inquiry_.Waiting();
+  const std::optional<StallInquiry::RecorderVerdict> fr = inquiry_.Recorder();
+  if (fr) {
+    // The recorders' sequence numbers, not frames: the ranks behind never entered the collective
+    // the others are in. Ranks whose recorder was not read keep what their stacks say.
+    out.push_back(PrintLine{true, "[dlaunch] " + RecorderLine(*fr, inquiry_)});
+    auto unread = [&](const std::vector<int>& ranks) {
+      std::vector<int> kept;
+      std::set_intersection(ranks.begin(), ranks.end(), fr->unread.begin(), fr->unread.end(),
+                            std::back_inserter(kept));
+      return kept;
+    };
+    std::vector<int> o = unread(outside), w = unread(waiting);
+    o.insert(o.end(), fr->behind.begin(), fr->behind.end());
+    w.insert(w.end(), fr->ahead.begin(), fr->ahead.end());
+    std::sort(o.begin(), o.end());
+    std::sort(w.begin(), w.end());
+    outside = std::move(o);
+    waiting = std::move(w);
+  }
   for (int rank : waiting) ledger_.MarkWaitsOnPeers(rank);
   const bool suspect_waits =
       std::binary_search(waiting.begin(), waiting.end(), inquiry_.suspect());
@@ -231,6 +251,12 @@ void JobState::ResolveStall(double now_s, JobActions& out) {
       f.after_stop = false;
       f.detail = absl::StrFormat("no progress for %.1f s, outside any collective",
                                  inquiry_.SilentFor(rank));
+      if (fr && std::binary_search(fr->behind.begin(), fr->behind.end(), rank)) {
+        f.detail = absl::StrFormat("no progress for %.1f s, never entered collective %d%s its "
+                                   "peers are in (flight recorder)",
+                                   inquiry_.SilentFor(rank), fr->seq,
+                                   fr->collective.empty() ? "" : " (" + fr->collective + ")");
+      }
       if (const v1::RankStacks* s = inquiry_.StacksOf(rank)) f.stuck_at = StuckAtOf(*s);
       ledger_.Record(std::move(f), false, now_s, current_round(), out);
     }
@@ -249,7 +275,7 @@ void JobState::ResolveStall(double now_s, JobActions& out) {
     out.push_back(PrintLine{true, absl::StrCat("[dlaunch] ", RankList(stopped),
                                                " stopped outside a collective too")});
   }
-  const std::string clause = inquiry_.WaitingClause();
+  const std::string clause = inquiry_.WaitingClause(waiting);
   if (!clause.empty() && !outside.empty()) {
     const size_t culprits = suspect_waits ? stopped.size() : stopped.size() + 1;
     out.push_back(PrintLine{true, absl::StrCat("[dlaunch] ", clause, " for ",

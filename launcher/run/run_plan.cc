@@ -98,6 +98,7 @@ v1::PreflightPlan MakePreflightPlan(const JobSpec& spec, const v1::JoinResponse&
   *plan.mutable_worker() = join_template.worker();
   plan.set_python_imports_auto(p.imports_auto);
   for (const std::string& m : p.imports) plan.add_python_imports(m);
+  plan.set_import_python_modules(p.import_modules);
   if (spec.master_port != 0) plan.add_ports(spec.master_port);
   plan.set_max_clock_offset_ms(static_cast<int>(p.max_clock_offset_s * 1000));
   plan.set_timeout_ms(static_cast<int>(p.timeout_s * 1000));
@@ -145,6 +146,11 @@ std::string PreflightNote(const v1::PreflightPlan& plan, int nodes) {
   if (imports.empty()) {
     return absl::StrCat("preflight: ", nodes, " node(s) check themselves before they join "
                         "(--no-preflight skips it)");
+  }
+  if (!plan.import_python_modules()) {
+    // Found, not imported: a fraction of a second, nothing to warn of.
+    return absl::StrCat("preflight: ", nodes, " node(s) check themselves and look for ",
+                        absl::StrJoin(imports, ", "), " before they join (--no-preflight skips it)");
   }
   return absl::StrCat("preflight: importing ", absl::StrJoin(imports, ", "), " on ", nodes,
                       " node(s) before they join: seconds per node, more on a parallel file "

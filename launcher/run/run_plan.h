@@ -42,9 +42,10 @@ v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& place
 // master port, the clock. The launcher's clock is stamped as each agent asks.
 v1::PreflightPlan MakePreflightPlan(const JobSpec& spec, const v1::JoinResponse& join_template);
 
-// What the terminal says of the preflight before any node has joined, so that the seconds
-// Python's import of torch takes on every node do not look like a hang: "preflight: importing
-// torch on 2 node(s) before they join ...". "" when the preflight is off.
+// What the terminal says of the preflight before any node has joined: what the nodes look for,
+// and, where preflight.import_check is `import`, that the seconds Python's import of torch takes
+// on every node are not a hang ("preflight: importing torch on 2 node(s) before they join ...").
+// "" when the preflight is off.
 std::string PreflightNote(const v1::PreflightPlan& plan, int nodes);
 
 // `response_template` completed with one node's place in a closed round.

@@ -73,22 +73,73 @@ double StallInquiry::SilentFor(int rank) const {
   return it == silent_s_.end() ? 0 : it->second;
 }
 
-std::string StallInquiry::WaitingClause() const {
-  const std::vector<int> waiting = Waiting();
+std::string StallInquiry::WaitingClause(const std::vector<int>& waiting) const {
   if (waiting.empty()) return "";
   // The frame most of them wait in; ties go to the lowest rank's.
   std::map<std::string, int> count;
   std::string common;
   int best = 0;
   for (int rank : waiting) {
-    const std::string frame = DescribeWaitFrame(answered_.at(rank).waiting_in());
+    auto it = answered_.find(rank);
+    std::string frame;
+    if (it != answered_.end() && it->second.has_waiting_in()) {
+      frame = DescribeWaitFrame(it->second.waiting_in());
+    } else if (it != answered_.end() && it->second.flight_record().last_seq() > 0) {
+      const v1::FlightRecord& fr = it->second.flight_record();
+      frame = absl::StrCat("collective ", fr.last_seq(),
+                           fr.last_collective().empty() ? "" : " (" + fr.last_collective() + ")");
+    } else {
+      continue;
+    }
     if (++count[frame] > best) {
       best = count[frame];
       common = frame;
     }
   }
+  if (common.empty()) return "";
   return absl::StrCat(RankList(waiting), waiting.size() == 1 ? " waits" : " wait", " in ",
                       common, best < static_cast<int>(waiting.size()) ? " and elsewhere" : "");
+}
+
+std::optional<StallInquiry::RecorderVerdict> StallInquiry::Recorder() const {
+  RecorderVerdict v;
+  int64_t lowest = 0;
+  int read = 0;
+  for (int rank : asked_) {
+    auto it = answered_.find(rank);
+    const v1::FlightRecord* fr =
+        it == answered_.end() || !it->second.has_flight_record() ? nullptr : &it->second.flight_record();
+    if (fr == nullptr || fr->entries() == 0 || fr->last_seq() <= 0) {
+      v.unread.push_back(rank);
+      continue;
+    }
+    lowest = read++ == 0 ? fr->last_seq() : std::min(lowest, fr->last_seq());
+    if (fr->last_seq() > v.seq) {
+      v.seq = fr->last_seq();
+      v.collective = fr->last_collective();
+    }
+  }
+  if (read < 2 || lowest == v.seq) return std::nullopt;  // nothing to tell the ranks apart by
+  for (int rank : asked_) {
+    if (std::binary_search(v.unread.begin(), v.unread.end(), rank)) continue;
+    const int64_t seq = answered_.at(rank).flight_record().last_seq();
+    (seq == v.seq ? v.ahead : v.behind).push_back(rank);
+  }
+  return v;
+}
+
+std::string RecorderLine(const StallInquiry::RecorderVerdict& v, const StallInquiry& inquiry) {
+  std::string line = absl::StrCat("flight recorder: ", RankList(v.ahead), " entered collective ",
+                                  v.seq, v.collective.empty() ? "" : " (" + v.collective + ")");
+  std::vector<std::string> behind;
+  for (int rank : v.behind) {
+    behind.push_back(absl::StrCat(rank, " at ", inquiry.StacksOf(rank)->flight_record().last_seq()));
+  }
+  absl::StrAppend(&line, "; ", v.behind.size() == 1 ? "rank " : "ranks ",
+                  absl::StrJoin(behind, ", "), ": ", v.behind.size() == 1 ? "it" : "they",
+                  " never entered it");
+  if (!v.unread.empty()) absl::StrAppend(&line, " (", RankList(v.unread), ": not read)");
+  return line;
 }
 
 std::optional<StuckAt> StuckAtOf(const v1::RankStacks& stacks) {
@@ -116,6 +167,11 @@ std::string StacksLine(const v1::RankStacks& stacks, bool inquiring) {
     absl::StrAppend(&line, inquiring ? "outside any collective" : "stacks taken");
   }
   absl::StrAppend(&line, " (", stacks.path(), ", from ", stacks.source(), ")");
+  const v1::FlightRecord& fr = stacks.flight_record();
+  if (fr.last_seq() > 0) {
+    absl::StrAppend(&line, "; flight recorder: newest collective ", fr.last_seq(),
+                    fr.last_collective().empty() ? "" : " (" + fr.last_collective() + ")");
+  }
   return line;
 }
 

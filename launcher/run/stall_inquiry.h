@@ -4,10 +4,13 @@
 // prints and reports after its collective). So the stall's first-silent rank is only a suspect:
 // the launcher asks for every rank's stacks, on every node, and the ranks whose stacks show them
 // outside a collective are the ones that stopped; those waiting in one (a Gloo or NCCL call, a
-// barrier, a backward waiting on DDP's reducer, a store wait) are their victims. Pure: the stacks
-// come in as messages, time as seconds.
+// barrier, a backward waiting on DDP's reducer, a store wait) are their victims. Where the ranks'
+// PyTorch flight recorders were read (RankStacks.flight_record), their sequence numbers decide
+// instead of frames: the ranks whose newest collective is behind their peers' never entered the
+// one the others wait in. Pure: the stacks come in as messages, time as seconds.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -53,7 +56,22 @@ class StallInquiry {
 
   // The victims in one clause: "ranks 0, 1 and 3 wait in backward (torch/autograd/...:197)";
   // the frame named is the one most of them wait in. "" when none waits.
-  std::string WaitingClause() const;
+  std::string WaitingClause() const { return WaitingClause(Waiting()); }
+  // The same for `waiting`; those whose stacks name no frame are said by their flight
+  // recorder's collective ("wait in collective 14 (gloo:all_reduce)").
+  std::string WaitingClause(const std::vector<int>& waiting) const;
+
+  // What the flight recorders say, when two or more ranks' were read and their newest
+  // collectives differ: the ranks at the highest sequence number wait in it, those behind
+  // stopped before it.
+  struct RecorderVerdict {
+    int64_t seq = 0;             // the newest collective any rank entered
+    std::string collective;      // its name: "gloo:all_reduce"
+    std::vector<int> ahead;      // the ranks in it
+    std::vector<int> behind;     // the ranks that never entered it
+    std::vector<int> unread;     // ranks whose recorder was not read
+  };
+  std::optional<RecorderVerdict> Recorder() const;
 
  private:
   bool open_ = false;
@@ -75,6 +93,10 @@ std::optional<StuckAt> StuckAtOf(const v1::RankStacks& stacks);
 // collective (stacks/rank-3.txt, from py-spy)"; `inquiring`: they answer a stall's inquiry, so
 // a rank not waiting is said to be outside any collective.
 std::string StacksLine(const v1::RankStacks& stacks, bool inquiring);
+
+// "flight recorder: ranks 0, 1 and 3 entered collective 14 (gloo:all_reduce); rank 2 only 13":
+// the line the terminal and the journal get for a verdict.
+std::string RecorderLine(const StallInquiry::RecorderVerdict& verdict, const StallInquiry& inquiry);
 
 // "ranks 0, 1 and 3", "rank 2"; more than `max` are cut: "ranks 0, 1, 2, ... (12 in all)".
 std::string RankList(const std::vector<int>& ranks, size_t max = 8);

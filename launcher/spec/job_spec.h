@@ -42,12 +42,16 @@ struct PreflightSpec {
   double max_clock_offset_s = 10;        // 0 = the clock is not checked
   bool imports_auto = true;              // `imports: auto`: torch when the Python script imports it
   std::vector<std::string> imports;      // else the modules Python must import
+  // `import_check: locate` (default): the interpreter finds the modules without running them,
+  // in milliseconds; `import`: it imports them (catches a broken install, but every node then
+  // pays the import's seconds before the ranks pay them again).
+  bool import_modules = false;
 };
 inline bool operator==(const PreflightSpec& a, const PreflightSpec& b) {
   return a.enabled == b.enabled && a.timeout_s == b.timeout_s &&
          a.min_free_bytes == b.min_free_bytes && a.paths == b.paths &&
          a.max_clock_offset_s == b.max_clock_offset_s && a.imports_auto == b.imports_auto &&
-         a.imports == b.imports;
+         a.imports == b.imports && a.import_modules == b.import_modules;
 }
 
 struct JobSpec {

@@ -17,7 +17,7 @@ const std::map<std::string, std::vector<std::string>>& SchemaKeys() {
       {"health", {"stall_timeout", "startup_timeout"}},
       {"logs", {"dir", "ranks", "tail_lines", "summary_interval"}},
       {"gpus", {"binding", "per_proc", "per_node"}},
-      {"preflight", {"timeout", "min_free", "paths", "clock_offset", "imports"}},
+      {"preflight", {"timeout", "min_free", "paths", "clock_offset", "imports", "import_check"}},
       {"cpus", {"binding", "map"}},
       {"scheduler",
        {"type", "site", "account", "queue", "walltime", "filesystems", "modules", "setup",

@@ -101,6 +101,7 @@ void AppendPreflight(std::string* out, const PreflightSpec& p) {
   absl::StrAppend(out, "  paths: ", FlowList(p.paths), "\n");
   absl::StrAppend(out, "  clock_offset: ", DurationOr(p.max_clock_offset_s, "off"), "\n");
   absl::StrAppend(out, "  imports: ", p.imports_auto ? "auto" : FlowList(p.imports), "\n");
+  absl::StrAppend(out, "  import_check: ", p.import_modules ? "import" : "locate", "\n");
 }
 
 }  // namespace

@@ -271,6 +271,10 @@ void SpecReader::Preflight(const SpecField& field, PreflightSpec* preflight) {
     preflight->imports_auto = imports.value.IsScalar() && imports.value.Scalar() == "auto";
     if (!preflight->imports_auto) StringList(imports, &preflight->imports, false);
   }
+  std::string check;
+  if (fields.count("import_check") && OneOf(fields["import_check"], {"locate", "import"}, &check)) {
+    preflight->import_modules = check == "import";
+  }
 }
 
 void SpecReader::Cpus(const SpecField& field, JobSpec* spec) {

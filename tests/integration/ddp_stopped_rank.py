@@ -1,7 +1,10 @@
 """An unmodified PyTorch DDP script (gloo, env://, no dlaunch reports) in which one rank stops
 in its own code while its peers block in the next collective (python_stacks_test.cc).
 
-    ddp_stopped_rank.py STOP_RANK     rank STOP_RANK stops in load_batch at step 6
+    ddp_stopped_rank.py STOP_RANK [--worker-main]
+        rank STOP_RANK stops in load_batch at step 6; --worker-main: the training runs inside
+        PyTorch 2.x's worker_main(), which serves torch's debug handlers (stacks, the flight
+        recorder) on TORCH_WORKER_SERVER_SOCKET
 
 Every rank prints a line every other step. Before it stops, the stopped rank says what it
 fetches, twice, 2 s apart, so it is the last rank the launcher heard from: the rank silent
@@ -42,6 +45,12 @@ def main(stop_rank):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    if "--worker-main" in sys.argv[2:]:
+        from torch.distributed.elastic.control_plane import worker_main
+
+        with worker_main():
+            main(int(sys.argv[1]))
+    else:
+        main(int(sys.argv[1]))
     sys.stdout.flush()
     os._exit(0)

@@ -207,6 +207,64 @@ TEST_P(StoppedRankTest, TheRankOutsideTheCollectiveIsNamedNotAWaitingPeer) {
       seconds(10)));
 }
 
+// The same job on PyTorch 2.x (gloo, CPU) with its flight recorder on (TORCH_FR_BUFFER_SIZE)
+// and served by worker_main(): each rank's recorder is read through its worker server after its
+// stacks, and its sequence numbers name the rank that never entered the all-reduce its peers
+// are in; the journal and stacks/ keep what each recorder said. PyTorch 2.x's import is silent
+// for longer than 8 s on a busy machine, hence the longer stall limit.
+TEST_P(StoppedRankTest, TheFlightRecordersNameTheRankThatNeverEnteredTheCollective) {
+  const int stopped = GetParam();
+  const std::string python = std::string(DLAUNCH_SOURCE_DIR) + "/build-torch2/venv/bin/python";
+  const std::string tmp = MakeTempDir();
+  std::optional<int> probed = 1;
+  if (access(python.c_str(), X_OK) == 0) {
+    ChildProcess probe({python, "-c", "import torch.distributed.elastic.control_plane"}, tmp);
+    probed = probe.Wait(seconds(180));
+  }
+  if (!probed.has_value() || *probed != 0) {
+    GTEST_SKIP() << python << " cannot import torch's control_plane: no PyTorch 2.x to test "
+                 << "against (scripts/torch-venv.sh makes it)";
+  }
+  const std::string script = std::string(DLAUNCH_SOURCE_DIR) + "/tests/integration/ddp_stopped_rank.py";
+  const std::string job_id = tmp.substr(tmp.rfind('/') + 1);
+  const std::string job_dir = tmp + "/" + job_id;
+  ChildProcess run({kBin + "/dlaunch", "run", "--nnodes", "2", "--nproc-per-node", "2", "--job-dir",
+                    job_dir, "--heartbeat", "1", "--grace", "2", "--stall-timeout", "30",
+                    "--no-preflight", "--", python, script, std::to_string(stopped),
+                    "--worker-main"},
+                   tmp, {"TORCH_FR_BUFFER_SIZE=2000", "PYTHONWARNINGS=ignore"});
+  auto code = run.Wait(seconds(240));
+  ASSERT_TRUE(code.has_value()) << run.Stderr();
+  EXPECT_EQ(*code, 1) << run.Stderr();
+  const std::string err = run.Stderr();
+  // One line from the recorders: the others in one all-reduce, the stopped rank one behind.
+  std::vector<std::string> ahead;
+  for (int rank = 0; rank < 4; ++rank) {
+    if (rank != stopped) ahead.push_back(std::to_string(rank));
+  }
+  const std::string said = absl::StrCat("[dlaunch] flight recorder: ranks ", ahead[0], ", ", ahead[1],
+                                        " and ", ahead[2], " entered collective ");
+  EXPECT_TRUE(absl::StrContains(err, said)) << err;
+  EXPECT_TRUE(absl::StrContains(err, absl::StrCat(" (gloo:all_reduce); rank ", stopped, " at ")))
+      << err;
+  EXPECT_TRUE(absl::StrContains(err, ": it never entered it\n")) << err;
+  EXPECT_TRUE(absl::StrContains(err, absl::StrCat("[dlaunch] error: stall: rank ", stopped, " (local ",
+                                                  stopped % 2, ", node ", stopped / 2, ", host ")))
+      << err;
+  EXPECT_TRUE(absl::StrContains(err, "its peers are in (flight recorder), in load_batch")) << err;
+  EXPECT_TRUE(absl::StrContains(err, absl::StrCat("[dlaunch] root cause: stall: rank ", stopped, " ")))
+      << err;
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string fr = ReadFile(absl::StrCat(job_dir, "/stacks/rank-", rank, ".fr.json"));
+    EXPECT_TRUE(absl::StrContains(fr, "\"profiling_name\":\"gloo:all_reduce\"")) << rank;
+  }
+  const std::string events = ReadFile(job_dir + "/events.jsonl");
+  EXPECT_TRUE(absl::StrContains(events, "\"recorder_last_seq\"")) << events;
+  EXPECT_TRUE(WaitFor(
+      [&] { return FindProcesses("DLAUNCH_JOB_ID=" + job_id, job_dir + "/token").empty(); },
+      seconds(10)));
+}
+
 INSTANTIATE_TEST_SUITE_P(OnEachNode, StoppedRankTest, ::testing::Values(1, 2),
                          [](const ::testing::TestParamInfo<int>& p) {
                            return absl::StrCat("Rank", p.param);

@@ -32,15 +32,18 @@ void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
-// A plan whose command is `argv`, run in `workdir`.
+// A plan whose command is `argv`, run in `workdir`; Python looks for `imports`, or imports them
+// with `import_them` (preflight.import_check: import).
 v1::PreflightPlan CommandPlan(const std::vector<std::string>& argv, const std::string& workdir,
-                              const std::vector<std::string>& imports = {}) {
+                              const std::vector<std::string>& imports = {},
+                              bool import_them = false) {
   v1::PreflightPlan plan;
   plan.set_enabled(true);
   plan.set_timeout_ms(20000);
   for (const auto& a : argv) plan.mutable_worker()->add_argv(a);
   plan.mutable_worker()->set_workdir(workdir);
   for (const auto& m : imports) plan.add_python_imports(m);
+  plan.set_import_python_modules(import_them);
   return plan;
 }
 
@@ -62,8 +65,9 @@ TEST(PreflightCommandTest, AMissingWorkingDirectoryFails) {
 TEST(PreflightCommandTest, PythonThatCannotImportAModuleFailsWithTheException) {
   const std::string dir = TempDir();
   WriteFile(dir + "/train.py", "\n");
-  v1::CheckResult r = CheckCommand(CommandPlan({"python3", "train.py"}, dir, {"no_such_mod_xyz"}),
-                                   {{"PATH", "/usr/bin:/bin"}});
+  v1::CheckResult r = CheckCommand(
+      CommandPlan({"python3", "train.py"}, dir, {"no_such_mod_xyz"}, /*import_them=*/true),
+      {{"PATH", "/usr/bin:/bin"}});
   EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
   EXPECT_THAT(r.detail(), HasSubstr("import no_such_mod_xyz"));
   // Named as the interpreter the ranks will run, not as the spec spelled it.
@@ -76,11 +80,63 @@ TEST(PreflightCommandTest, PythonImportsRunInTheJobsWorkdirAndEnvironment) {
   const std::string dir = TempDir();
   WriteFile(dir + "/site_mod.py", "VALUE = 1\n");
   WriteFile(dir + "/train.py", "\n");
-  v1::CheckResult r = CheckCommand(CommandPlan({"python3", "train.py"}, dir, {"site_mod"}),
-                                   {{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", dir}});
+  v1::CheckResult r = CheckCommand(
+      CommandPlan({"python3", "train.py"}, dir, {"site_mod"}, /*import_them=*/true),
+      {{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", dir}});
   EXPECT_EQ(r.verdict(), v1::CheckResult::PASSED) << r.detail();
   EXPECT_THAT(r.detail(), HasSubstr("Python 3."));
   EXPECT_THAT(r.detail(), HasSubstr("import site_mod in "));
+  std::filesystem::remove_all(dir);
+}
+
+// By default the modules are found, never run: the ranks pay torch's import once, not twice.
+TEST(PreflightCommandTest, PythonLooksForItsModulesWithoutRunningThem) {
+  const std::string dir = TempDir();
+  const std::string marker = dir + "/module-ran";
+  // Importing either would leave the marker, and the second hangs past the check's timeout.
+  WriteFile(dir + "/site_mod.py", "open('" + marker + "', 'w')\n");
+  std::filesystem::create_directories(dir + "/site_pkg/sub");
+  WriteFile(dir + "/site_pkg/__init__.py", "open('" + marker + "', 'w')\nimport time\ntime.sleep(60)\n");
+  WriteFile(dir + "/site_pkg/sub/__init__.py", "\n");
+  WriteFile(dir + "/train.py", "\n");
+  v1::PreflightPlan plan =
+      CommandPlan({"python3", "train.py"}, dir, {"site_mod", "site_pkg.sub", "os.path"});
+  plan.set_timeout_ms(10000);
+  v1::CheckResult r = CheckCommand(plan, {{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", dir}});
+  EXPECT_EQ(r.verdict(), v1::CheckResult::PASSED) << r.detail();
+  EXPECT_THAT(r.detail(), ::testing::MatchesRegex(
+                              "/usr/bin/python3: Python 3\\.[0-9.]+, found site_mod, site_pkg\\.sub, "
+                              "os\\.path \\(not imported\\) in [0-9.]+ s"));
+  EXPECT_FALSE(std::filesystem::exists(marker));
+
+  // A submodule that is not there fails as the import would, naming what was looked for.
+  r = CheckCommand(CommandPlan({"python3", "train.py"}, dir, {"site_pkg.nope", "no_such_mod_xyz"}),
+                   {{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", dir}});
+  EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED);
+  EXPECT_EQ(r.detail(), "/usr/bin/python3 looking for site_pkg.nope, no_such_mod_xyz (without "
+                        "importing) failed (exit 1): ModuleNotFoundError: No module named "
+                        "'site_pkg.nope'");
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  std::filesystem::remove_all(dir);
+}
+
+// torch is found with its version, and a torch whose compiled core is missing is refused.
+TEST(PreflightCommandTest, TorchIsFoundWithItsVersionAndNeedsItsCompiledCore) {
+  const std::string dir = TempDir();
+  WriteFile(dir + "/train.py", "import torch\n");
+  const EnvMap env = {{"PATH", "/usr/bin:/bin"}};
+  // Debian's python3-torch, where it is installed (importing it to find out costs seconds).
+  if (std::filesystem::exists("/usr/lib/python3/dist-packages/torch/__init__.py")) {
+    v1::CheckResult r = CheckCommand(CommandPlan({"python3", "train.py"}, dir, {"torch"}), env);
+    EXPECT_EQ(r.verdict(), v1::CheckResult::PASSED) << r.detail();
+    EXPECT_THAT(r.detail(), ::testing::ContainsRegex("found torch [0-9]+\\.[0-9]+"));
+  }
+  std::filesystem::create_directories(dir + "/fake/torch");
+  WriteFile(dir + "/fake/torch/__init__.py", "\n");
+  v1::CheckResult r = CheckCommand(CommandPlan({"python3", "train.py"}, dir, {"torch"}),
+                                   {{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", dir + "/fake"}});
+  EXPECT_EQ(r.verdict(), v1::CheckResult::FAILED) << r.detail();
+  EXPECT_THAT(r.detail(), HasSubstr("ModuleNotFoundError: No module named 'torch._C'"));
   std::filesystem::remove_all(dir);
 }
 
@@ -100,7 +156,7 @@ TEST(PreflightCommandTest, AnImportThatHangsIsCutAtTheTimeout) {
   const std::string dir = TempDir();
   WriteFile(dir + "/slow_mod.py", "import time\ntime.sleep(60)\n");
   WriteFile(dir + "/train.py", "\n");
-  v1::PreflightPlan plan = CommandPlan({"python3", "train.py"}, dir, {"slow_mod"});
+  v1::PreflightPlan plan = CommandPlan({"python3", "train.py"}, dir, {"slow_mod"}, true);
   plan.set_timeout_ms(1000);
   const auto start = std::chrono::steady_clock::now();
   v1::CheckResult r = CheckCommand(plan, {{"PATH", "/usr/bin:/bin"}, {"PYTHONPATH", dir}});

@@ -252,5 +252,33 @@ TEST_F(StallInquiryJobTest, StacksThatNeverComeDoNotHoldTheRootCauseBeyondTheirT
               HasSubstr("[dlaunch] error: stall: rank 0 (local 0, node 0, host n0)"));
 }
 
+// Where the flight recorders were read, their sequence numbers decide: here every rank's
+// stacks name only its own code (a frame the stacks cannot place), yet rank 2 is the one that
+// never entered the all-reduce its peers are in.
+TEST_F(StallInquiryJobTest, TheFlightRecordersNameTheRankThatNeverEnteredTheCollective) {
+  JobActions got;
+  for (int rank : {0, 1, 2, 3}) {
+    v1::AgentMessage m = Stacks(rank, rank == 2 ? "load_batch" : "train", rank == 2 ? 7 : 18);
+    v1::FlightRecord* fr = m.mutable_stacks()->mutable_flight_record();
+    fr->set_entries(rank == 2 ? 13 : 14);
+    fr->set_last_seq(rank == 2 ? 13 : 14);
+    fr->set_last_collective("gloo:all_reduce");
+    fr->set_path("stacks/rank-" + std::to_string(rank) + ".fr.json");
+    Append(got, s_.OnAgentMessage(rank / 2, m, 7));
+  }
+  const std::string said = Printed(got, true);
+  EXPECT_THAT(said, HasSubstr("[dlaunch] flight recorder: ranks 0, 1 and 3 entered collective 14 "
+                              "(gloo:all_reduce); rank 2 at 13: it never entered it\n"));
+  EXPECT_THAT(said, HasSubstr("[dlaunch] error: stall: rank 2 (local 0, node 1, host n1): no "
+                              "progress for 3.1 s, never entered collective 14 (gloo:all_reduce) "
+                              "its peers are in (flight recorder), in load_batch "
+                              "(/home/u/train.py:7)"));
+  EXPECT_THAT(said, HasSubstr("[dlaunch] ranks 0, 1 and 3 wait in collective 14 (gloo:all_reduce) "
+                              "for it\n"));
+  // The journal has what each recorder said.
+  EXPECT_THAT(Events(got), HasSubstr("\"recorder_path\":\"stacks/rank-2.fr.json\""));
+  EXPECT_THAT(Events(got), HasSubstr("\"recorder_last_seq\":\"13\""));
+}
+
 }  // namespace
 }  // namespace dlaunch

@@ -76,11 +76,17 @@ TEST(RunPlanTest, PreflightPlanNamesWhatEveryNodeMustOffer) {
   EXPECT_EQ(plan.paths_size(), 0);
 }
 
-TEST(RunPlanTest, ThePreflightNoteSaysWhatEveryNodeImportsBeforeItJoins) {
+TEST(RunPlanTest, ThePreflightNoteSaysWhatEveryNodeLooksForOrImportsBeforeItJoins) {
   JobSpec spec = Spec();
   spec.preflight.imports_auto = false;
   spec.preflight.imports = {"torch"};
   const v1::JoinResponse t = MakeJoinTemplate(spec, JobPlacement{"j1", "/jobs/j1", {"python3", "t.py"}, "/w"});
+  EXPECT_FALSE(MakePreflightPlan(spec, t).import_python_modules());
+  EXPECT_EQ(PreflightNote(MakePreflightPlan(spec, t), 2),
+            "preflight: 2 node(s) check themselves and look for torch before they join "
+            "(--no-preflight skips it)");
+  spec.preflight.import_modules = true;  // import_check: import
+  EXPECT_TRUE(MakePreflightPlan(spec, t).import_python_modules());
   EXPECT_EQ(PreflightNote(MakePreflightPlan(spec, t), 2),
             "preflight: importing torch on 2 node(s) before they join: seconds per node, more on "
             "a parallel file system (--no-preflight skips it)");

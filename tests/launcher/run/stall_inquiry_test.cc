@@ -31,6 +31,13 @@ v1::RankStacks NoneTaken(int rank) {
   return s;
 }
 
+v1::RankStacks WithRecorder(v1::RankStacks s, int64_t last_seq) {
+  s.mutable_flight_record()->set_entries(static_cast<int32_t>(last_seq));
+  s.mutable_flight_record()->set_last_seq(last_seq);
+  s.mutable_flight_record()->set_last_collective("gloo:all_reduce");
+  return s;
+}
+
 TEST(StallInquiryTest, SortsTheRanksByWhatTheirStacksShow) {
   StallInquiry q;
   q.Begin({3, 0, 2, 1}, 0, {{0, 9.5}, {3, 4}}, 10, 22);
@@ -78,6 +85,45 @@ TEST(StallInquiryTest, TheWaitingClauseNamesTheFrameMostWaitIn) {
   q.Note(Taken(2, "all_reduce"));
   EXPECT_EQ(q.WaitingClause(), "ranks 0, 1 and 2 wait in all_reduce "
                                "(torch/distributed/distributed_c10d.py:2050) and elsewhere");
+}
+
+// The recorders' sequence numbers tell the ranks apart where the frames cannot: the rank behind
+// never entered the collective the others wait in.
+TEST(StallInquiryTest, TheFlightRecordersNameTheRanksBehindTheirPeers) {
+  StallInquiry q;
+  q.Begin({0, 1, 2, 3}, 0, {}, 10, 22);
+  q.Note(WithRecorder(Taken(0), 14));
+  q.Note(WithRecorder(Taken(1), 14));
+  q.Note(WithRecorder(NoneTaken(2), 13));
+  q.Note(Taken(3));
+  std::optional<StallInquiry::RecorderVerdict> v = q.Recorder();
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->seq, 14);
+  EXPECT_EQ(v->collective, "gloo:all_reduce");
+  EXPECT_THAT(v->ahead, ElementsAre(0, 1));
+  EXPECT_THAT(v->behind, ElementsAre(2));
+  EXPECT_THAT(v->unread, ElementsAre(3));
+  EXPECT_EQ(RecorderLine(*v, q),
+            "flight recorder: ranks 0 and 1 entered collective 14 (gloo:all_reduce); rank 2 at "
+            "13: it never entered it (rank 3: not read)");
+  // Those in it without a frame of their own are said by the recorder's collective.
+  EXPECT_EQ(q.WaitingClause(v->ahead), "ranks 0 and 1 wait in collective 14 (gloo:all_reduce)");
+  EXPECT_THAT(StacksLine(q.StacksOf(0)[0], true),
+              ::testing::EndsWith("; flight recorder: newest collective 14 (gloo:all_reduce)"));
+}
+
+TEST(StallInquiryTest, RecordersThatAgreeOrOnlyOneTellNothing) {
+  StallInquiry q;
+  q.Begin({0, 1, 2}, 0, {}, 10, 22);
+  q.Note(WithRecorder(Taken(0), 14));
+  q.Note(WithRecorder(Taken(1), 14));
+  q.Note(WithRecorder(Taken(2), 0));  // the recorder is off there
+  EXPECT_FALSE(q.Recorder().has_value()) << "every rank read is in the same collective";
+  StallInquiry one;
+  one.Begin({0, 1}, 0, {}, 10, 22);
+  one.Note(WithRecorder(Taken(0), 14));
+  one.Note(Taken(1));
+  EXPECT_FALSE(one.Recorder().has_value());
 }
 
 TEST(StallInquiryTest, RankListsAreCutPastTheirMost) {

@@ -244,6 +244,8 @@ TEST(ParseJobSpecTest, BadPreflightValuesAreNamedWhereTheyAre) {
   EXPECT_THAT(Errors("command: [x]\npreflight: {timeout: 0}\n"),
               HasSubstr("preflight.timeout"));
   EXPECT_THAT(Errors("command: [x]\npreflight: {min_fre: 1G}\n"), HasSubstr("min_free"));
+  EXPECT_THAT(Errors("command: [x]\npreflight: {import_check: maybe}\n"),
+              HasSubstr("preflight.import_check"));
   EXPECT_THAT(Errors("command: [x]\ngpus: {per_node: -1}\n"), HasSubstr("gpus.per_node"));
 }
 

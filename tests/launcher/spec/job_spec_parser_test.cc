@@ -243,10 +243,12 @@ TEST(ParseJobSpecTest, PreflightSectionAndGpusPerNode) {
   EXPECT_TRUE(defaults.preflight.enabled);
   EXPECT_EQ(defaults.preflight.min_free_bytes, int64_t{1} << 30);
   EXPECT_TRUE(defaults.preflight.imports_auto);
+  EXPECT_FALSE(defaults.preflight.import_modules);  // found, not imported
   const JobSpec spec = Parse(
       "command: [x]\ngpus: {per_node: 4}\n"
       "preflight: {timeout: 5s, min_free: 500MB, paths: [/scratch], clock_offset: off, "
-      "imports: [torch]}\n");
+      "imports: [torch], import_check: import}\n");
+  EXPECT_TRUE(spec.preflight.import_modules);
   EXPECT_EQ(spec.gpus_per_node, 4);
   EXPECT_EQ(spec.preflight.timeout_s, 5);
   EXPECT_EQ(spec.preflight.min_free_bytes, 500000000);

@@ -38,7 +38,8 @@ TEST(ResolvedJobYamlTest, RoundTripsToAnEqualSpec) {
       "restarts: {backoff: 1s, backoff_max: 10s, crash_loop: 0, node_failures: 5}\n",
       "command: [x]\nstop: {exit_timeout: 2s}\nhealth: {stall_timeout: off}\n",
       "command: [x]\ngpus: {per_node: 4}\npreflight: {timeout: 5s, min_free: 1.5G, "
-      "paths: [/lus/scratch, /local], clock_offset: off, imports: [torch, numpy]}\n",
+      "paths: [/lus/scratch, /local], clock_offset: off, imports: [torch, numpy], "
+      "import_check: import}\n",
       "command: [x]\npreflight: off\n",
       "command: [x]\nrendezvous: {relay_fanout: 64}\n",
       "command: [x]\nrendezvous: {relay_fanout: auto}\n",
@@ -106,6 +107,7 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "  paths: []\n"
             "  clock_offset: 10s\n"
             "  imports: auto\n"
+            "  import_check: locate\n"
             "scheduler:\n"
             "  type: \"\"\n"
             "  site: \"\"\n"
