@@ -11,6 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/agent/preflight_plans.h"
 
 namespace dlaunch {
 namespace {
@@ -24,20 +25,7 @@ std::string TempDir() {
   return made ? made : "";
 }
 
-// A plan whose command is `argv`, run in `workdir`; Python looks for `imports`, or imports them
-// with `import_them` (preflight.import_check: import).
-v1::PreflightPlan CommandPlan(const std::vector<std::string>& argv, const std::string& workdir,
-                              const std::vector<std::string>& imports = {},
-                              bool import_them = false) {
-  v1::PreflightPlan plan;
-  plan.set_enabled(true);
-  plan.set_timeout_ms(20000);
-  for (const auto& a : argv) plan.mutable_worker()->add_argv(a);
-  plan.mutable_worker()->set_workdir(workdir);
-  for (const auto& m : imports) plan.add_python_imports(m);
-  plan.set_import_python_modules(import_them);
-  return plan;
-}
+using preflight_testing::CommandPlan;
 
 TEST(PreflightGpusTest, FewerGpusThanTheJobNeedsFails) {
   v1::CheckResult r = CheckGpus(4, 2, "nvml");
