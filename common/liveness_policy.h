@@ -24,8 +24,8 @@ class LivenessPolicy {
   // delivered (microseconds) a rank runs no code of its own; what follows is the kernel's
   // teardown until it can be reaped, measured (bench/faults/sigkill_time.py, docs/BENCHMARKS.md)
   // at 43 ms (50 ms at most) for two ranks that imported torch on a lightly loaded machine and
-  // 116 ms (191 ms at most) on a loaded one, and about 0.25-0.5 s more per GiB of resident memory: it covers the reap of
-  // small ranks, and the end of every rank's own code.
+  // 116 ms (191 ms at most) on a loaded one, and about 0.25-0.5 s more per GiB of resident
+  // memory: it covers the reap of small ranks, and the end of every rank's own code.
   static constexpr std::chrono::milliseconds kKillSlack{250};
 
   // misses <= 0: kDefaultMisses (a JoinResponse that does not say).
