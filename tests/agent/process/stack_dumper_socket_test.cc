@@ -7,7 +7,6 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "common/file_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/stack_dumper_fixture.h"
