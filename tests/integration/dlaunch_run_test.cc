@@ -432,7 +432,9 @@ TEST_F(RunTest, ThePythonPackagesReportsReachTheJournalAndTheAccount) {
   std::map<std::string, int> startup_ranks;
   for (const v1::GoodputPhase& p : account.rounds(0).startup_phases()) {
     startup_ranks[p.name()] = p.ranks();
-    if (p.name() == "setup") EXPECT_GE(p.seconds(), 0.3);
+    if (p.name() == "setup") {
+      EXPECT_GE(p.seconds(), 0.3);
+    }
   }
   EXPECT_EQ(startup_ranks.at("setup"), 4) << summary;
   EXPECT_EQ(startup_ranks.count("checkpoint"), 0u) << "a checkpoint between steps is not start-up";
