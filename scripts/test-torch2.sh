@@ -52,3 +52,10 @@ if scripts/python-test-venv.sh "$BUILD_DIR/venv" >/dev/null; then
 else
   echo "test-torch2: lightning and transformers could not be installed: the callbacks' tests skip"
 fi
+# The stall tests that ask a PyTorch 2.x rank's worker server for its stacks and its flight
+# recorder (integration_test of the Debian build): scripts/test.sh ran them before this
+# environment existed, and they skipped.
+if [ -x build/bin/integration_test ]; then
+  (cd build && ctest --output-on-failure --timeout 900 \
+    -R "APyTorchRankServingItsStacks|TheFlightRecordersName" "$@")
+fi
