@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "launcher/trace/checkpoint_advice.h"
 #include "launcher/trace/goodput_phases.h"
+#include "launcher/trace/goodput_split.h"
 #include "launcher/trace/journal_events.h"
 #include "launcher/trace/json_lines.h"
 
@@ -20,8 +21,6 @@ const char kGoodputNoReports[] = "not known: the job's ranks sent no step report
 
 namespace {
 
-double Seconds(int64_t us) { return static_cast<double>(us) / 1e6; }
-int64_t Micros(double s) { return static_cast<int64_t>(std::llround(s * 1e6)); }
 
 // One report that moved its rank forward: the interval it covers and the steps it reached.
 struct Progress {
@@ -71,42 +70,7 @@ double PausedSeconds(const std::vector<Pause>& pauses, bool checkpoint, int64_t 
   }
   int64_t most = 0;
   for (const auto& [rank, us] : by_rank) most = std::max(most, us);
-  return Seconds(most);
-}
-
-v1::GoodputFigure Figure(double seconds, v1::GoodputBasis basis, std::string note = "") {
-  v1::GoodputFigure f;
-  f.set_seconds(seconds);
-  f.set_basis(basis);
-  f.set_note(std::move(note));
-  return f;
-}
-
-void AddFigure(const v1::GoodputFigure& from, v1::GoodputFigure* to) {
-  to->set_seconds(to->seconds() + from.seconds());
-  // The job's figure is as weak as its weakest round's: not known, then bound, then measured.
-  if (to->basis() == v1::BASIS_UNSPECIFIED || from.basis() > to->basis()) {
-    to->set_basis(from.basis());
-  }
-  if (to->note().empty() && !from.note().empty()) to->set_note(from.note());
-}
-
-std::vector<v1::GoodputFigure*> MutableFigures(v1::GoodputSplit* s) {
-  return {s->mutable_startup(),  s->mutable_productive(), s->mutable_evaluation(),
-          s->mutable_checkpoint(), s->mutable_failure(),  s->mutable_redone(),
-          s->mutable_straggler(),  s->mutable_tail(),     s->mutable_not_split()};
-}
-
-void AddSplit(const v1::GoodputSplit& from, v1::GoodputSplit* to) {
-  AddFigure(from.startup(), to->mutable_startup());
-  AddFigure(from.productive(), to->mutable_productive());
-  AddFigure(from.evaluation(), to->mutable_evaluation());
-  AddFigure(from.checkpoint(), to->mutable_checkpoint());
-  AddFigure(from.failure(), to->mutable_failure());
-  AddFigure(from.redone(), to->mutable_redone());
-  AddFigure(from.straggler(), to->mutable_straggler());
-  AddFigure(from.tail(), to->mutable_tail());
-  AddFigure(from.not_split(), to->mutable_not_split());
+  return GoodputSeconds(most);
 }
 
 void AddSpan(v1::RoundGoodput* round, const std::string& name, int64_t begin_us, int64_t end_us,
@@ -114,8 +78,8 @@ void AddSpan(v1::RoundGoodput* round, const std::string& name, int64_t begin_us,
   if (end_us <= begin_us) return;
   v1::GoodputSpan* s = round->add_spans();
   s->set_name(name);
-  s->set_begin_s(Seconds(begin_us - origin_us));
-  s->set_end_s(Seconds(end_us - origin_us));
+  s->set_begin_s(GoodputSeconds(begin_us - origin_us));
+  s->set_end_s(GoodputSeconds(end_us - origin_us));
 }
 
 class Accountant {
@@ -133,7 +97,7 @@ class Accountant {
     }
     account_.set_start_unix_us(*origin_us_);
     end_us_ = std::max(end_us_, *origin_us_);
-    account_.set_wall_s(Seconds(end_us_ - *origin_us_));
+    account_.set_wall_s(GoodputSeconds(end_us_ - *origin_us_));
     if (!account_.finished()) {
       account_.add_notes("the journal has no job_finished: the account ends at its last record");
     }
@@ -152,7 +116,7 @@ class Accountant {
       const bool last = i + 1 == order.size();
       AccountRound(order[i], starts[i], last ? end_us_ : starts[i + 1], last);
     }
-    for (const v1::RoundGoodput& r : account_.rounds()) AddSplit(r.split(), account_.mutable_split());
+    for (const v1::RoundGoodput& r : account_.rounds()) AddGoodputSplit(r.split(), account_.mutable_split());
     const double wall = account_.wall_s();
     account_.set_goodput(wall > 0 ? account_.split().productive().seconds() / wall : 0);
     *account_.mutable_checkpoint_advice() =
@@ -236,7 +200,7 @@ class Accountant {
       if (r.step() <= 0 || (r.interval_s() <= 0 && r.samples() <= 0)) continue;
       Progress p;
       p.end_us = t;
-      p.begin_us = t - Micros(r.interval_s());
+      p.begin_us = t - GoodputMicros(r.interval_s());
       p.step = r.step();
       p.checkpoint_step = r.checkpoint_step();
       p.comm_wait_s = r.timings().comm_wait_ms() / 1000.0;
@@ -258,7 +222,7 @@ class Accountant {
         const bool checkpoint = row.span == "checkpoint";
         if (!checkpoint && row.span != "evaluate") continue;
         pauses_.push_back({rank, row.ts_us, row.ts_us + row.dur_us, checkpoint});
-        if (checkpoint) checkpoint_costs_.push_back(Seconds(row.dur_us));
+        if (checkpoint) checkpoint_costs_.push_back(GoodputSeconds(row.dur_us));
         traced_ = true;
       }
     }
@@ -278,7 +242,7 @@ class Accountant {
       const bool checkpoint = p.kind == PhaseKind::kCheckpoint;
       pauses_.push_back({p.rank, p.begin_us, p.end_us, checkpoint});
       if (checkpoint) {
-        checkpoint_costs_.push_back(Seconds(p.end_us - p.begin_us));
+        checkpoint_costs_.push_back(GoodputSeconds(p.end_us - p.begin_us));
         checkpoint_phases_ = true;
       } else {
         evaluation_phases_ = true;
@@ -322,9 +286,9 @@ class Accountant {
     v1::RoundGoodput* out = account_.add_rounds();
     const int64_t o = *origin_us_;
     out->set_round(round);
-    out->set_begin_s(Seconds(begin - o));
-    out->set_end_s(Seconds(end - o));
-    out->set_wall_s(Seconds(end - begin));
+    out->set_begin_s(GoodputSeconds(begin - o));
+    out->set_end_s(GoodputSeconds(end - o));
+    out->set_wall_s(GoodputSeconds(end - begin));
     v1::GoodputSplit* split = out->mutable_split();
 
     // How the round ended: another round follows a failure; the last one ends as the job did.
@@ -346,29 +310,29 @@ class Accountant {
     const std::string startup_name = round == 0 ? "start-up" : "restart start-up";
     v1::GoodputFigure* startup = round == 0 ? split->mutable_startup() : split->mutable_failure();
 
-    for (v1::GoodputFigure* f : MutableFigures(split)) *f = Figure(0, v1::MEASURED);
+    for (v1::GoodputFigure* f : MutableGoodputFigures(split)) *f = GoodputFigureOf(0, v1::MEASURED);
     if (rec.ranks.empty()) {
       // Nothing says when steps began or ended: only the launcher's stamps split the round.
       const int64_t stop = failed && failure
                                ? std::max(*failure, workers)
                                : std::clamp(rec.last_worker_ended_us.value_or(end), workers, end);
-      out->set_launch_s(Seconds(workers - begin));
-      *startup = Figure(Seconds(workers - begin), v1::MEASURED,
+      out->set_launch_s(GoodputSeconds(workers - begin));
+      *startup = GoodputFigureOf(GoodputSeconds(workers - begin), v1::MEASURED,
                         round == 0 ? "launch to every worker started; the ranks' own start-up is "
                                      "not split"
                                    : "a restart: stop, wait and the next round's launch");
-      *split->mutable_not_split() = Figure(Seconds(stop - workers), v1::NOT_KNOWN, kGoodputNoReports);
+      *split->mutable_not_split() = GoodputFigureOf(GoodputSeconds(stop - workers), v1::NOT_KNOWN, kGoodputNoReports);
       for (v1::GoodputFigure* f : {split->mutable_productive(), split->mutable_evaluation(),
                                    split->mutable_checkpoint(), split->mutable_redone(),
                                    split->mutable_straggler()}) {
-        *f = Figure(0, v1::NOT_KNOWN, kGoodputNoReports);
+        *f = GoodputFigureOf(0, v1::NOT_KNOWN, kGoodputNoReports);
       }
-      const double after = Seconds(end - stop);
+      const double after = GoodputSeconds(end - stop);
       if (failed) {
         split->mutable_failure()->set_seconds(split->failure().seconds() + after);
         if (split->failure().note().empty()) split->mutable_failure()->set_note("detection, stop and wait");
       } else {
-        *split->mutable_tail() = Figure(after, v1::MEASURED, "last worker ended to the job's end");
+        *split->mutable_tail() = GoodputFigureOf(after, v1::MEASURED, "last worker ended to the job's end");
       }
       for (v1::GoodputPhase& p : RoundStartupPhases(rec, begin, stop)) {
         *out->add_startup_phases() = std::move(p);
@@ -409,9 +373,9 @@ class Accountant {
     out->set_first_step(first_step);
     out->set_last_step(last_step);
     out->set_resumed_at_step(resumed);
-    out->set_launch_s(Seconds(workers - begin));
-    out->set_in_ranks_s(Seconds(steps_begin - workers));
-    *startup = Figure(Seconds(steps_begin - begin), v1::MEASURED,
+    out->set_launch_s(GoodputSeconds(workers - begin));
+    out->set_in_ranks_s(GoodputSeconds(steps_begin - workers));
+    *startup = GoodputFigureOf(GoodputSeconds(steps_begin - begin), v1::MEASURED,
                       round == 0 ? "launch to every rank's first step (to a report's resolution)"
                                  : "a restart: stop, wait and the next round's start-up");
     for (v1::GoodputPhase& p : RoundStartupPhases(rec, begin, steps_begin)) {
@@ -440,28 +404,28 @@ class Accountant {
     const double eval_all = PausedSeconds(pauses_, false, steps_begin, steps_end);
     const double ckpt_redo = PausedSeconds(pauses_, true, steps_begin, redo_end);
     const double eval_redo = PausedSeconds(pauses_, false, steps_begin, redo_end);
-    const double redone = std::max(0.0, Seconds(redo_end - steps_begin) - ckpt_redo - eval_redo);
-    const double window = Seconds(steps_end - steps_begin);
+    const double redone = std::max(0.0, GoodputSeconds(redo_end - steps_begin) - ckpt_redo - eval_redo);
+    const double window = GoodputSeconds(steps_end - steps_begin);
     double ckpt = ckpt_known ? std::min(ckpt_all, window) : 0;
     double eval = eval_known ? std::min(eval_all, window - ckpt) : 0;
     const char* source = traced_ ? "dlaunch-worker's step trace" : "the ranks' phase reports";
     if (ckpt_known) {
-      *split->mutable_checkpoint() = Figure(ckpt, v1::MEASURED, source);
+      *split->mutable_checkpoint() = GoodputFigureOf(ckpt, v1::MEASURED, source);
     } else {
-      *split->mutable_checkpoint() = Figure(
+      *split->mutable_checkpoint() = GoodputFigureOf(
           0, v1::NOT_KNOWN,
           checkpoint_steps_.empty()
               ? "not known: no report says so; counted as productive"
               : "not known: reports name checkpoints but not their length; counted as productive");
     }
     if (eval_known) {
-      *split->mutable_evaluation() = Figure(eval, v1::MEASURED, source);
+      *split->mutable_evaluation() = GoodputFigureOf(eval, v1::MEASURED, source);
     } else {
       *split->mutable_evaluation() =
-          Figure(0, v1::NOT_KNOWN, "not known: no report says so; counted as productive");
+          GoodputFigureOf(0, v1::NOT_KNOWN, "not known: no report says so; counted as productive");
     }
     const double redone_kept = std::min(redone, window - ckpt - eval);
-    *split->mutable_redone() = Figure(redone_kept, v1::MEASURED,
+    *split->mutable_redone() = GoodputFigureOf(redone_kept, v1::MEASURED,
                                       round > 0 ? "reports' steps before the failure vs after"
                                                 : "");
     const double steps_left = std::max(0.0, window - ckpt - eval - redone_kept);
@@ -476,24 +440,24 @@ class Accountant {
       const double share = window > 0 ? steps_left / window : 0;
       straggler = std::min(steps_left, (hi - lo) * share);
       *split->mutable_straggler() =
-          Figure(straggler, v1::BOUND,
+          GoodputFigureOf(straggler, v1::BOUND,
                  "the spread of the ranks' reported communication waits (at most this)");
     } else {
       *split->mutable_straggler() =
-          Figure(0, v1::NOT_KNOWN,
+          GoodputFigureOf(0, v1::NOT_KNOWN,
                  "not known: the reports carry no communication wait (dlaunch-worker's is inside "
                  "backward)");
     }
     *split->mutable_productive() =
-        Figure(steps_left - straggler, straggler > 0 ? v1::BOUND : v1::MEASURED,
+        GoodputFigureOf(steps_left - straggler, straggler > 0 ? v1::BOUND : v1::MEASURED,
                straggler > 0 ? "at least this: the straggler bound is taken from it" : "");
 
-    const double after = Seconds(end - steps_end);
+    const double after = GoodputSeconds(end - steps_end);
     if (failed) {
       split->mutable_failure()->set_seconds(split->failure().seconds() + after);
       if (split->failure().note().empty()) split->mutable_failure()->set_note("detection, stop and wait");
     } else {
-      *split->mutable_tail() = Figure(after, v1::MEASURED, "last report to the job's end");
+      *split->mutable_tail() = GoodputFigureOf(after, v1::MEASURED, "last report to the job's end");
     }
 
     AddSpan(out, startup_name, begin, steps_begin, o);
@@ -530,20 +494,5 @@ class Accountant {
 }  // namespace
 
 v1::GoodputAccount ComputeGoodput(const TraceInput& input) { return Accountant(input).Run(); }
-
-std::vector<std::pair<std::string, const v1::GoodputFigure*>> GoodputFigures(
-    const v1::GoodputSplit& s) {
-  return {{"productive", &s.productive()}, {"start-up", &s.startup()},
-          {"evaluation", &s.evaluation()}, {"checkpoint", &s.checkpoint()},
-          {"failures", &s.failure()},      {"redone", &s.redone()},
-          {"slowest rank", &s.straggler()}, {"tail", &s.tail()},
-          {"not split", &s.not_split()}};
-}
-
-double GoodputSum(const v1::GoodputSplit& split) {
-  double sum = 0;
-  for (const auto& [name, f] : GoodputFigures(split)) sum += f->seconds();
-  return sum;
-}
 
 }  // namespace dlaunch

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dlaunch/goodput.pb.h"
+#include "launcher/trace/goodput_split.h"  // GoodputFigures, GoodputSum
 #include "launcher/trace/trace_builder.h"
 
 namespace dlaunch {
@@ -19,11 +20,5 @@ v1::GoodputAccount ComputeGoodput(const TraceInput& input);
 // The note of figures a round without step reports cannot know.
 extern const char kGoodputNoReports[];
 
-// The figures of a split in the order they are shown, with their names ("start-up",
-// "productive", ...).
-std::vector<std::pair<std::string, const v1::GoodputFigure*>> GoodputFigures(
-    const v1::GoodputSplit& split);
-// Their sum: the wall time the split covers.
-double GoodputSum(const v1::GoodputSplit& split);
 
 }  // namespace dlaunch

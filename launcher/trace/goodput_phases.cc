@@ -7,13 +7,12 @@
 #include <set>
 #include <utility>
 
+#include "launcher/trace/goodput_split.h"
 #include "launcher/trace/journal_events.h"
 
 namespace dlaunch {
 namespace {
 
-int64_t Micros(double s) { return static_cast<int64_t>(std::llround(s * 1e6)); }
-double Seconds(int64_t us) { return static_cast<double>(us) / 1e6; }
 
 // One event of a rank, or the begin of an interval of steps it reported.
 struct Mark {
@@ -35,7 +34,7 @@ void CloseRankPhases(int rank, const std::vector<Mark>& marks,
     p.kind = PhaseKindOf(e.name());
     if (e.end()) {
       p.end_us = marks[i].at_us;
-      p.begin_us = p.end_us - Micros(e.seconds());
+      p.begin_us = p.end_us - GoodputMicros(e.seconds());
       out->push_back(std::move(p));
       continue;
     }
@@ -89,12 +88,12 @@ std::vector<RankPhase> ReadRankPhases(const std::vector<v1::MetricLine>& metrics
       // The steps a report covers began its interval before the line's receipt.
       Mark s;
       s.step = true;
-      s.at_us = MetricMicros(m) - Micros(r.interval_s());
+      s.at_us = MetricMicros(m) - GoodputMicros(r.interval_s());
       marks[r.rank()].push_back(s);
     }
     for (const v1::PhaseEvent& e : r.phase_log().events()) {
       Mark p;
-      p.at_us = Micros(e.unix_s());
+      p.at_us = GoodputMicros(e.unix_s());
       p.event = e;
       marks[r.rank()].push_back(p);
     }
@@ -141,7 +140,7 @@ std::vector<v1::GoodputPhase> StartupPhases(const std::vector<RankPhase>& phases
     if (started == rank_started_us.end()) continue;
     const int64_t from = std::max(started->second, begin_us);
     if (first <= from) continue;
-    before.set_seconds(std::max(before.seconds(), Seconds(first - from)));
+    before.set_seconds(std::max(before.seconds(), GoodputSeconds(first - from)));
     before.set_ranks(before.ranks() + 1);
   }
   if (before.ranks() > 0) out.push_back(before);
@@ -153,7 +152,7 @@ std::vector<v1::GoodputPhase> StartupPhases(const std::vector<RankPhase>& phases
     g.set_name(name);
     int64_t most = 0;
     for (const auto& [rank, us] : by_name[name]) most = std::max(most, us);
-    g.set_seconds(Seconds(most));
+    g.set_seconds(GoodputSeconds(most));
     g.set_ranks(static_cast<int>(by_name[name].size()));
     out.push_back(std::move(g));
   }

@@ -9,11 +9,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/json_line.h"
+#include "launcher/trace/goodput_split.h"
 
 namespace dlaunch {
 namespace {
 
-int64_t Micros(double s) { return static_cast<int64_t>(std::llround(s * 1e6)); }
 
 std::string BasisName(v1::GoodputBasis b) {
   switch (b) {
@@ -125,7 +125,7 @@ std::vector<TraceEvent> GoodputTraceEvents(const v1::GoodputAccount& a, int64_t 
       if (s.name() == "redone") args.Add("steps", r.redone_steps()).Add("resumed_at", r.resumed_at_step());
       if (s.name() == "detection" || s.name() == "stop and wait") args.Add("ended_by", r.ended_by());
       out.push_back(Span(s.name(), "goodput", kLauncherPid, kGoodputTid,
-                         shift + Micros(s.begin_s()), shift + Micros(s.end_s()), args.str()));
+                         shift + GoodputMicros(s.begin_s()), shift + GoodputMicros(s.end_s()), args.str()));
     }
   }
   return out;
