@@ -176,7 +176,7 @@ AgentActions AgentState::OnSessionClosed(const std::string& why, Time now) {
 
 std::chrono::milliseconds AgentState::LeaseGrace(Time now, std::chrono::milliseconds grace) const {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      last_from_launcher_ + launcher_silence_limit() - now);
+      LeaseEnd() - now);
   return std::clamp(left, std::chrono::milliseconds(0), grace);
 }
 
@@ -276,12 +276,12 @@ AgentActions AgentState::OnTick(Time now) {
 }
 
 bool AgentState::LeaseRanOut(Time now) const {
-  return session_open_ && now >= judge_from_ && now - last_from_launcher_ > launcher_silence_limit();
+  return session_open_ && now >= judge_from_ && now > LeaseEnd();
 }
 
 std::optional<AgentState::Time> AgentState::lease_due() const {
   if (!session_open_ || finished_) return std::nullopt;
-  return std::max(last_from_launcher_ + launcher_silence_limit() + std::chrono::milliseconds(1),
+  return std::max(LeaseEnd() + std::chrono::milliseconds(1),
                   judge_from_);
 }
 

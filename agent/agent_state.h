@@ -225,6 +225,8 @@ class AgentState {
   void Fence(Time now, std::chrono::milliseconds silent, AgentActions* out);
   // Past the lease at `now`, and not judging from later after a stall of its own.
   bool LeaseRanOut(Time now) const;
+  // When the lease runs out unless an echo renews it.
+  Time LeaseEnd() const { return last_from_launcher_ + launcher_silence_limit(); }
 
   const LivenessPolicy liveness_;
   std::chrono::milliseconds grace_;
