@@ -1,6 +1,7 @@
 #include "proto/control_tls.h"
 
 #include <openssl/bio.h>
+#include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -34,6 +35,25 @@ struct ExtFree { void operator()(X509_EXTENSION* e) const { X509_EXTENSION_free(
 using Bio = std::unique_ptr<BIO, BioFree>;
 using X509Ptr = std::unique_ptr<X509, X509Free>;
 using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+
+// A new P-256 key; null on failure. OpenSSL 1.1 (Debian 11, whose build reaches older glibc:
+// scripts/release-tarball.sh) has no EVP_EC_gen.
+EVP_PKEY* NewP256Key() {
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+  return EVP_EC_gen("P-256");
+#else
+  struct CtxFree { void operator()(EVP_PKEY_CTX* c) const { EVP_PKEY_CTX_free(c); } };
+  std::unique_ptr<EVP_PKEY_CTX, CtxFree> ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nullptr));
+  EVP_PKEY* key = nullptr;
+  if (!ctx || EVP_PKEY_keygen_init(ctx.get()) != 1 ||
+      EVP_PKEY_CTX_set_ec_paramgen_curve_nid(ctx.get(), NID_X9_62_prime256v1) != 1 ||
+      EVP_PKEY_CTX_set_ec_param_enc(ctx.get(), OPENSSL_EC_NAMED_CURVE) != 1 ||
+      EVP_PKEY_keygen(ctx.get(), &key) != 1) {
+    return nullptr;
+  }
+  return key;
+#endif
+}
 
 absl::Status OpensslError(absl::string_view what) {
   unsigned long e = ERR_get_error();
@@ -119,7 +139,7 @@ absl::StatusOr<std::string> Fingerprint(X509* cert) {
 }  // namespace
 
 absl::StatusOr<ControlIdentity> MakeControlIdentity() {
-  Pkey key(EVP_EC_gen("P-256"));
+  Pkey key(NewP256Key());
   if (!key) return OpensslError("cannot make the control channel's key");
   X509Ptr cert(X509_new());
   if (!cert || !FillCertificate(cert.get(), key.get(), nullptr) ||
@@ -138,7 +158,7 @@ absl::StatusOr<ControlIdentity> MakeControlIdentity() {
 }
 
 absl::StatusOr<RelayKey> MakeRelayKey() {
-  Pkey key(EVP_EC_gen("P-256"));
+  Pkey key(NewP256Key());
   Bio pub(BIO_new(BIO_s_mem())), priv(BIO_new(BIO_s_mem()));
   if (!key || !pub || !priv || PEM_write_bio_PUBKEY(pub.get(), key.get()) != 1 ||
       PEM_write_bio_PrivateKey(priv.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1) {
@@ -161,7 +181,7 @@ absl::StatusOr<std::string> IssueRelayCertificate(const ControlIdentity& job,
     ERR_clear_error();
     return absl::InvalidArgumentError("the request's public_key_pem is not a PEM public key");
   }
-  if (EVP_PKEY_get_base_id(relay_key.get()) != EVP_PKEY_EC || EVP_PKEY_get_bits(relay_key.get()) < 256) {
+  if (EVP_PKEY_base_id(relay_key.get()) != EVP_PKEY_EC || EVP_PKEY_bits(relay_key.get()) < 256) {
     return absl::InvalidArgumentError("the request's key is not an EC key of at least 256 bits");
   }
   X509Ptr cert(X509_new());

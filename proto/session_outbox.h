@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_callback.h>
 
 #include "dlaunch/control.pb.h"
 

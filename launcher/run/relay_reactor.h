@@ -9,6 +9,7 @@
 #include <string>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_callback.h>
 
 #include "dlaunch/control.pb.h"
 

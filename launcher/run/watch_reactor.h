@@ -7,6 +7,7 @@
 #include <memory>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_callback.h>
 
 #include "dlaunch/control.grpc.pb.h"
 #include "launcher/run/control_handler.h"

@@ -116,7 +116,7 @@ void SpecReader::Hosts(const SpecField& field, JobSpec* spec) {
     // Host names are letters, digits, '-', '.', '_' (and ':' of an address); with the hostlist's
     // brackets and commas nothing else can make one.
     const auto bad = std::find_if(list.begin(), list.end(), [](char c) {
-      return !absl::ascii_isalnum(static_cast<unsigned char>(c)) && !absl::StrContains("-._:[],", c);
+      return !absl::ascii_isalnum(static_cast<unsigned char>(c)) && absl::string_view("-._:[],").find(c) == absl::string_view::npos;
     });
     if (bad != list.end()) {
       Report(field.mark, field.path,
