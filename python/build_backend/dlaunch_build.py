@@ -51,28 +51,55 @@ def _sources():
     return out
 
 
-def _write_wheel(wheel_directory, files):
+def _write_wheel(wheel_directory, files, tag="py3-none-any", extra_dist_info=()):
+    """Files are (path, bytes) or (path, bytes, mode)."""
     dist_info = f"{_NAME}-{_version()}.dist-info"
+    purelib = "true" if tag.endswith("-any") else "false"
     files = list(files) + [
         (f"{dist_info}/METADATA", _metadata().encode()),
-        (f"{dist_info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: dlaunch_build\n"
-                               b"Root-Is-Purelib: true\nTag: py3-none-any\n"),
+        (f"{dist_info}/WHEEL", (f"Wheel-Version: 1.0\nGenerator: dlaunch_build\n"
+                                f"Root-Is-Purelib: {purelib}\nTag: {tag}\n").encode()),
         (f"{dist_info}/top_level.txt", f"{_NAME}\n".encode()),
-    ]
+    ] + [(f"{dist_info}/{name}", data) for name, data in extra_dist_info]
     record = []
-    for path, data in files:
+    for path, data, *_ in files:
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
         record.append(f"{path},sha256={digest},{len(data)}")
     record.append(f"{dist_info}/RECORD,,")
     files.append((f"{dist_info}/RECORD", ("\n".join(record) + "\n").encode()))
-    name = f"{_NAME}-{_version()}-py3-none-any.whl"
+    name = f"{_NAME}-{_version()}-{tag}.whl"
     with zipfile.ZipFile(os.path.join(wheel_directory, name), "w", zipfile.ZIP_DEFLATED) as z:
-        for path, data in files:
+        for path, data, *mode in files:
             info = zipfile.ZipInfo(path, _FIXED_TIME)
-            info.external_attr = 0o644 << 16
+            info.external_attr = (mode[0] if mode else 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(info, data)
     return name
+
+
+def build_platform_wheel(wheel_directory, tree, platform):
+    """The package with a relocatable dlaunch install tree (scripts/release-tarball.sh) inside it
+    as dlaunch/_bin/, and console scripts that exec its binaries (dlaunch/_cli.py). `platform` is
+    the wheel's platform tag, e.g. manylinux_2_31_x86_64. Returns the wheel's file name."""
+    files = _sources()
+    for dirpath, dirnames, filenames in os.walk(tree):
+        dirnames.sort()
+        for fn in sorted(filenames):
+            full = os.path.join(dirpath, fn)
+            if os.path.islink(full):
+                raise ValueError(f"{full} is a symbolic link: a wheel cannot hold one")
+            with open(full, "rb") as f:
+                data = f.read()
+            mode = 0o755 if os.access(full, os.X_OK) else 0o644
+            rel = os.path.relpath(full, tree).replace(os.sep, "/")
+            files.append((f"{_NAME}/_bin/{rel}", data, mode))
+    scripts = "".join(f"{name} = dlaunch._cli:{func}\n" for name, func in _CONSOLE_SCRIPTS)
+    return _write_wheel(wheel_directory, files, f"py3-none-{platform}",
+                        [("entry_points.txt", f"[console_scripts]\n{scripts}".encode())])
+
+
+# The platform wheel's commands, each an exec of dlaunch/_bin/bin/<name>.
+_CONSOLE_SCRIPTS = [("dlaunch", "dlaunch"), ("dlaunch-agent", "agent"), ("dlaunch-relay", "relay")]
 
 
 def get_requires_for_build_wheel(config_settings=None):
