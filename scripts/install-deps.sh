@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dlaunch needs. Idempotent: when everything is present it
 # only runs dpkg-query and returns in well under a second.
-#   scripts/install-deps.sh [build] [worker] [test] [cluster] [bench] [study] [stacks] [torch2] [fuzz]
+#   scripts/install-deps.sh [build] [worker] [test] [cluster] [bench] [study] [stacks] [release]
+#                           [torch2] [fuzz]
 #                           [grpc-source]
 #   (default: all but torch2, fuzz and grpc-source)
 set -euo pipefail
@@ -15,6 +16,9 @@ GROUP[test]="libgtest-dev libgmock-dev python3 python3-torch gdb gnuplot-nox
   chromium-headless-shell lmod mmdebstrap"
 GROUP[cluster]="iproute2 util-linux munge slurmctld slurmd slurm-client openmpi-bin mpich"
 GROUP[bench]="python3-torch hyperfine"
+# scripts/release-tarball.sh: patchelf sets the bundled libraries' run paths (objdump and strip are
+# build-essential's binutils); tests/install/release_test.sh installs the wheel into a venv.
+GROUP[release]="patchelf python3-venv"
 # scripts/py-spy.sh: a venv for py-spy, which takes the Python stacks of hung ranks.
 GROUP[stacks]="python3 python3-venv"
 # The PyTorch 2.x build of dlaunch-worker (scripts/torch-venv.sh, scripts/test-torch2.sh): a venv
@@ -31,7 +35,7 @@ GROUP[grpc-source]="dpkg-dev xz-utils libprotoc-dev"
 GROUP[study]="gnuplot-nox"
 
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(build worker test cluster bench study stacks)
+[ ${#groups[@]} -gt 0 ] || groups=(build worker test cluster bench study stacks release)
 
 want=()
 for g in "${groups[@]}"; do

@@ -48,8 +48,9 @@ version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 work=$(mktemp -d "${TMPDIR:-/tmp}/dlaunch-release.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 tree=$work/dlaunch-$version
-cmake --install "$build" --prefix "$tree" >"$work/install.log" || { cat "$work/install.log" >&2; exit 3; }
-rm -f "$tree/bin/dlaunch-worker"
+# Every part but dlaunch-worker (its own install component).
+cmake --install "$build" --prefix "$tree" --component Unspecified >"$work/install.log" ||
+  { cat "$work/install.log" >&2; exit 3; }
 strip --strip-debug "$tree"/bin/*
 
 spy=${DLAUNCH_PY_SPY_BIN:-}

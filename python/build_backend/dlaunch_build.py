@@ -71,7 +71,8 @@ def _write_wheel(wheel_directory, files, tag="py3-none-any", extra_dist_info=())
     with zipfile.ZipFile(os.path.join(wheel_directory, name), "w", zipfile.ZIP_DEFLATED) as z:
         for path, data, *mode in files:
             info = zipfile.ZipInfo(path, _FIXED_TIME)
-            info.external_attr = (mode[0] if mode else 0o644) << 16
+            # A regular file's type bits too: pip keeps the x bits only of an S_ISREG mode.
+            info.external_attr = (0o100000 | (mode[0] if mode else 0o644)) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(info, data)
     return name

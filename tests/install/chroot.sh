@@ -2,7 +2,7 @@
 # node with only dlaunch's runtime packages and a module system, and a way to run a login
 # session in one with an installed prefix mounted. Needs root and mmdebstrap.
 
-CHROOT_SUITE=bookworm
+CHROOT_SUITE=${CHROOT_SUITE:-bookworm}
 CHROOT_MIRROR=${DLAUNCH_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 CHROOT_CACHE=${DLAUNCH_CHROOT_CACHE:-/var/cache/dlaunch/chroot}
 # Part of the cache key: change it when the way a chroot is made changes.
