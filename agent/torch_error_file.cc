@@ -22,6 +22,9 @@ const Value* Field(const Struct& s, const char* name) {
   return it == s.fields().end() ? nullptr : &it->second;
 }
 
+// A string value (has_string_value() is protobuf 3.15's; the oneof case is in every version).
+bool IsString(const Value& v) { return v.kind_case() == Value::kStringValue; }
+
 // The last `File "...", line N, in f` of a Python traceback: where the exception was raised.
 std::string InnermostFrame(absl::string_view callstack) {
   static const std::regex kFrame(R"re(^\s*File "([^"]+)", line (\d+), in (.+)$)re");
@@ -57,16 +60,16 @@ std::string SummarizeTorchErrorFile(absl::string_view json) {
   if (!google::protobuf::util::JsonStringToMessage(std::string(json), &root, options).ok()) return "";
   const Value* message = Field(root, "message");
   if (message == nullptr) return "";
-  if (message->has_string_value()) return LastNonEmptyLine(message->string_value());
+  if (IsString(*message)) return LastNonEmptyLine(message->string_value());
   if (!message->has_struct_value()) return "";
   const Struct& m = message->struct_value();
   std::string what, callstack;
-  if (const Value* v = Field(m, "message"); v != nullptr && v->has_string_value()) {
+  if (const Value* v = Field(m, "message"); v != nullptr && IsString(*v)) {
     what = LastNonEmptyLine(v->string_value());
   }
   if (const Value* extra = Field(m, "extraInfo"); extra != nullptr && extra->has_struct_value()) {
     if (const Value* cs = Field(extra->struct_value(), "py_callstack");
-        cs != nullptr && cs->has_string_value()) {
+        cs != nullptr && IsString(*cs)) {
       callstack = cs->string_value();
     }
   }

@@ -13,8 +13,9 @@
 # dlaunch-worker is left out: it needs LibTorch, which a user builds it against
 # (docs/worker.md, "Building").
 #
-# The glibc in the names is the highest GLIBC_ symbol version any file needs: the oldest glibc
-# the release runs on. Build it on an older system for an older glibc (deploy/README.md,
+# The glibc in the names is the highest GLIBC_ symbol version any file needs, or higher where the
+# libstdc++ it needs (GLIBCXX_) first comes with a newer manylinux policy: the oldest glibc the
+# release runs on. Build it on an older system for an older glibc (deploy/README.md,
 # "A release for older Linux"). Needs patchelf and objdump (scripts/install-deps.sh build).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,7 +62,7 @@ license=$(ls "$(dirname "$spy")"/../lib/python3*/site-packages/py_spy-*.dist-inf
 [ -z "$license" ] || install -D -m 0644 "$license" "$tree/share/doc/dlaunch/py-spy.LICENSE"
 
 python3 "$src/scripts/release_libs.py" "$tree" >"$work/libs.json"
-glibc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["glibc"].split("_")[1])' "$work/libs.json")
+glibc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tag_glibc"])' "$work/libs.json")
 cp "$work/libs.json" "$tree/share/doc/dlaunch/release-libs.json"
 
 tarball=$out/dlaunch-$version-linux-x86_64-glibc$glibc.tar.gz

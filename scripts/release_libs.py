@@ -2,7 +2,8 @@
 """Makes an installed dlaunch tree relocatable: copies into <tree>/lib every shared library its
 executables load that a base Linux system does not provide, points their run paths there
 ($ORIGIN), and prints what it did as JSON (the libraries bundled, the highest GLIBC_, GLIBCXX_
-and CXXABI_ symbol versions any file of the tree needs).
+and CXXABI_ symbol versions any file of the tree needs, and the glibc version its manylinux tag
+can name: GLIBC_'s, or higher where the GLIBCXX_ needed is newer than that policy's libstdc++).
 
 What counts as part of the base system is auditwheel's manylinux policy (its lib_whitelist):
 glibc's libraries, libgcc_s, libstdc++, libz, libexpat and libatomic. Everything else (gRPC,
@@ -33,6 +34,12 @@ BASE_SYSTEM = {
     "libX11.so.6", "libXext.so.6", "libXrender.so.1", "libICE.so.6", "libSM.so.6", "libGL.so.1",
     "libgobject-2.0.so.0", "libgthread-2.0.so.0", "libglib-2.0.so.0",
 }
+
+
+# The libstdc++ stays the system's, so the tag must also promise one new enough: the oldest
+# manylinux policy of auditwheel's (x86_64) whose GLIBCXX_ list reaches each version.
+GLIBCXX_POLICY = [((3, 4, 19), (2, 17)), ((3, 4, 22), (2, 24)), ((3, 4, 28), (2, 31)),
+                  ((3, 4, 30), (2, 35))]
 
 
 def is_dynamic_elf(path):
@@ -66,9 +73,23 @@ def symbol_versions(path):
 
 
 def highest(versions, prefix):
+    """The highest of `versions` that starts with `prefix`_, as a tuple; () when none."""
     nums = [tuple(int(x) for x in v[len(prefix) + 1:].split(".")) for v in versions
             if v.startswith(prefix + "_")]
-    return prefix + "_" + ".".join(map(str, max(nums))) if nums else None
+    return max(nums) if nums else ()
+
+
+def dotted(version):
+    return ".".join(map(str, version))
+
+
+def tag_glibc(glibc, glibcxx):
+    """The manylinux glibc version the tree can be tagged with: its own GLIBC_ need, raised to
+    the first policy whose libstdc++ has the GLIBCXX_ version it needs."""
+    for bound, policy in GLIBCXX_POLICY:
+        if glibcxx <= bound:
+            return max(glibc, policy)
+    sys.exit(f"release_libs: GLIBCXX_{dotted(glibcxx)} is newer than any manylinux policy known here")
 
 
 def patch(path, rpath):
@@ -111,9 +132,10 @@ def main(tree):
     json.dump({
         "executables": [os.path.relpath(e, tree) for e in exes],
         "bundled": {s: os.path.basename(p) for s, p in sorted(bundled.items())},
-        "glibc": highest(versions, "GLIBC"),
-        "glibcxx": highest(versions, "GLIBCXX"),
-        "cxxabi": highest(versions, "CXXABI"),
+        "glibc": dotted(highest(versions, "GLIBC")),
+        "glibcxx": dotted(highest(versions, "GLIBCXX")),
+        "cxxabi": dotted(highest(versions, "CXXABI")),
+        "tag_glibc": dotted(tag_glibc(highest(versions, "GLIBC"), highest(versions, "GLIBCXX"))),
     }, sys.stdout, indent=1)
     print()
 

@@ -4,6 +4,8 @@
 #include <cfloat>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 
@@ -42,13 +44,23 @@ bool AppendDouble(double v, std::string* out) {
   }
   char buf[40];
   for (int precision : {DBL_DIG, DBL_DIG + 2}) {
+#if defined(__cpp_lib_to_chars) && __cpp_lib_to_chars >= 201611L
     const std::to_chars_result r =
         std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::general, precision);
     if (r.ec != std::errc()) return false;
+    const char* end = r.ptr;
     double back = 0;
-    std::from_chars(buf, r.ptr, back);
+    std::from_chars(buf, end, back);
+#else
+    // libstdc++ before GCC 11 (Debian 11's) has no floating-point to_chars; dlaunch never
+    // sets a locale, so printf's "C" locale gives the same text.
+    const int n = std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (n <= 0 || n >= static_cast<int>(sizeof(buf))) return false;
+    const char* end = buf + n;
+    const double back = std::strtod(buf, nullptr);
+#endif
     if (back == v || precision == DBL_DIG + 2) {
-      out->append(buf, r.ptr);
+      out->append(buf, end);
       return true;
     }
   }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/host_identity.h"
 #include "launcher/run/relay_reactor.h"
 #include "launcher/run/watch_reactor.h"

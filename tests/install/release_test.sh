@@ -82,8 +82,12 @@ for t in cc gcc g++ c++ protoc grpc_cpp_plugin cmake; do
 done
 ! ls "$root"/usr/lib/x86_64-linux-gnu/ | grep -E '^lib(grpc|protobuf|yaml-cpp|absl|hwloc)' ||
   fail "the chroot has gRPC, protobuf, yaml-cpp, abseil or hwloc libraries"
-echo "chroot: glibc $(chroot "$root" ldd --version | head -1 | grep -o '[0-9.]*$')," \
-     "$(chroot "$root" dpkg-query -W -f '${Package}\n' | wc -l) packages"
+have=$(chroot "$root" ldd --version | head -1 | grep -o '[0-9.]*$')
+echo "chroot: glibc $have, $(chroot "$root" dpkg-query -W -f '${Package}\n' | wc -l) packages"
+need=${tarball##*-glibc}; need=${need%.tar.gz}
+[ "$(printf '%s\n' "$need" "$have" | sort -V | tail -1)" = "$have" ] ||
+  fail "$(basename "$tarball") needs glibc $need, newer than the chroot's $have: make the release" \
+       "with scripts/release-bullseye.sh and name its folder in DLAUNCH_RELEASE_DIR"
 for kind in tarball wheel; do
   step "$kind in the chroot, as nobody"
   dir=$(session_dir chroot-$kind)
