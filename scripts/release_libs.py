@@ -6,8 +6,8 @@ and CXXABI_ symbol versions any file of the tree needs, and the glibc version it
 can name: GLIBC_'s, or higher where the GLIBCXX_ needed is newer than that policy's libstdc++).
 
 What counts as part of the base system is auditwheel's manylinux policy (its lib_whitelist):
-glibc's libraries, libgcc_s, libstdc++, libz, libexpat and libatomic. Everything else (gRPC,
-protobuf, abseil, yaml-cpp, hwloc, OpenSSL, c-ares, re2, libudev...) is bundled. The run paths
+glibc's libraries, libgcc_s, libstdc++, libz and libexpat. Everything else (gRPC, protobuf,
+abseil, yaml-cpp, hwloc, OpenSSL, c-ares, re2, libudev, libatomic...) is bundled. The run paths
 are DT_RPATH, not DT_RUNPATH (patchelf --force-rpath, as auditwheel does): an RPATH is searched
 before LD_LIBRARY_PATH, so a conda environment's own libprotobuf or libssl on LD_LIBRARY_PATH
 cannot replace the bundled copies the binaries were built against. The libraries keep their
@@ -25,12 +25,13 @@ import shutil
 import subprocess
 import sys
 
-# auditwheel's manylinux lib_whitelist (the same for every manylinux_2_x policy on x86_64), and
-# the dynamic loader itself.
+# auditwheel's manylinux lib_whitelist and the dynamic loader itself, less libatomic.so.1: newer
+# auditwheel lists it, but a minimal system (Debian's minbase, where the release is tested) does
+# not have it, and gRPC needs it.
 BASE_SYSTEM = {
     "libc.so.6", "libm.so.6", "libdl.so.2", "librt.so.1", "libpthread.so.0", "libutil.so.1",
     "libnsl.so.1", "libanl.so.1", "libresolv.so.2", "libgcc_s.so.1", "libstdc++.so.6",
-    "libatomic.so.1", "libz.so.1", "libexpat.so.1", "ld-linux-x86-64.so.2",
+    "libz.so.1", "libexpat.so.1", "ld-linux-x86-64.so.2",
     "libX11.so.6", "libXext.so.6", "libXrender.so.1", "libICE.so.6", "libSM.so.6", "libGL.so.1",
     "libgobject-2.0.so.0", "libgthread-2.0.so.0", "libglib-2.0.so.0",
 }

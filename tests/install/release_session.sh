@@ -36,7 +36,7 @@ dlaunch version || fail "dlaunch version"
 
 step "a 2-node x 2-rank job of a Python script"
 rc=0
-dlaunch run --nnodes 2 --nproc-per-node 2 --job-dir runs/two release_job.py >two.log 2>&1 || rc=$?
+dlaunch run --nnodes 2 --nproc-per-node 2 --join-timeout 60 --job-dir runs/two release_job.py >two.log 2>&1 || rc=$?
 [ $rc = 0 ] || { cat two.log; fail "dlaunch run exited $rc"; }
 grep -q '"result":"succeeded"' runs/two/summary.json && grep -q '"world_size":4' runs/two/summary.json ||
   fail "summary.json: $(cat runs/two/summary.json)"

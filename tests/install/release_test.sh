@@ -9,12 +9,11 @@
 # Default (quick): the release is packed from this build's own binaries (no Release rebuild) and
 # used on this machine; as root the sessions run as nobody (setpriv), else as the caller.
 #
-# DLAUNCH_INSTALL_TEST=full adds a fresh minimal Debian 11 chroot holding only python3,
-# python3-venv and python3-pip (no compiler, gRPC, protobuf or yaml-cpp): the same two sessions
-# there, as nobody, with the release DLAUNCH_RELEASE_DIR holds (scripts/release-bullseye.sh makes
-# one that runs on Debian 11's glibc 2.31; without it, this build's release is used, and fails
-# there when it needs a newer glibc). Needs root and mmdebstrap; the chroot is cached as
-# install_test's are (tests/install/chroot.sh).
+# DLAUNCH_INSTALL_TEST=full adds a fresh minimal chroot of the oldest Debian the release's glibc
+# tag admits (11 for glibc 2.31, else 12) holding only python3, python3-venv and python3-pip (no
+# compiler, gRPC, protobuf or yaml-cpp): the same two sessions there, as nobody, with the release
+# packed above or the one DLAUNCH_RELEASE_DIR holds (scripts/release-bullseye.sh's). Needs root
+# and mmdebstrap; the chroot is cached as install_test's are (tests/install/chroot.sh).
 set -euo pipefail
 
 build=$(cd "$1" && pwd)
@@ -64,18 +63,24 @@ for kind in tarball wheel; do
 done
 
 if [ "$variant" = quick ]; then
-  step "quick variant passed (DLAUNCH_INSTALL_TEST=full adds a fresh Debian 11 chroot)"
+  step "quick variant passed (DLAUNCH_INSTALL_TEST=full adds a fresh Debian chroot)"
   exit 0
 fi
 
 [ "$(id -u)" = 0 ] || fail "DLAUNCH_INSTALL_TEST=full needs root (mmdebstrap, chroot, mounts)"
 command -v mmdebstrap >/dev/null || fail "no mmdebstrap: scripts/install-deps.sh test"
-CHROOT_SUITE=bullseye
-. "$src/tests/install/chroot.sh"
 release=${DLAUNCH_RELEASE_DIR:-$tmp/out}
 tarball=$(ls "$release"/dlaunch-*-linux-x86_64-glibc*.tar.gz | tail -1)
 wheel=$(ls "$release"/dlaunch-*-py3-none-manylinux_*_x86_64.whl | tail -1)
-step "Debian 11 chroot: python3, python3-venv, python3-pip only"
+need=${tarball##*-glibc}; need=${need%.tar.gz}
+# The oldest Debian whose glibc the release's tag admits: 11 (2.31), else 12 (2.36).
+if [ "$(printf '%s\n' "$need" 2.31 | sort -V | tail -1)" = 2.31 ]; then
+  CHROOT_SUITE=bullseye; debian=11
+else
+  CHROOT_SUITE=bookworm; debian=12
+fi
+. "$src/tests/install/chroot.sh"
+step "Debian $debian chroot for a glibc $need release: python3, python3-venv, python3-pip only"
 root=$(cached_chroot python3 python3-venv python3-pip) || fail "building the chroot"
 for t in cc gcc g++ c++ protoc grpc_cpp_plugin cmake; do
   [ ! -e "$root/usr/bin/$t" ] || fail "the chroot has /usr/bin/$t"
@@ -84,10 +89,8 @@ done
   fail "the chroot has gRPC, protobuf, yaml-cpp, abseil or hwloc libraries"
 have=$(chroot "$root" ldd --version | head -1 | grep -o '[0-9.]*$')
 echo "chroot: glibc $have, $(chroot "$root" dpkg-query -W -f '${Package}\n' | wc -l) packages"
-need=${tarball##*-glibc}; need=${need%.tar.gz}
 [ "$(printf '%s\n' "$need" "$have" | sort -V | tail -1)" = "$have" ] ||
-  fail "$(basename "$tarball") needs glibc $need, newer than the chroot's $have: make the release" \
-       "with scripts/release-bullseye.sh and name its folder in DLAUNCH_RELEASE_DIR"
+  fail "$(basename "$tarball") needs glibc $need, newer than the chroot's $have"
 for kind in tarball wheel; do
   step "$kind in the chroot, as nobody"
   dir=$(session_dir chroot-$kind)
