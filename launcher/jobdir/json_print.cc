@@ -60,7 +60,7 @@ bool AppendDouble(double v, std::string* out) {
     const double back = std::strtod(buf, nullptr);
 #endif
     if (back == v || precision == DBL_DIG + 2) {
-      out->append(buf, end);
+      out->append(buf, static_cast<size_t>(end - buf));
       return true;
     }
   }
