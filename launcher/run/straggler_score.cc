@@ -168,11 +168,12 @@ std::vector<StragglerChange> StragglerScore::NodeChanges(double now_s) {
     }
     StragglerChange c = it->second;
     c.detected = false;
-    c.why = "back to the median's pace";
+    c.why = "its ranks ended";
     // The figures it clears with: its slowest rank's now.
     for (int rank : c.ranks) {
       auto score = scores_.find(rank);
       if (score == scores_.end()) continue;
+      c.why = "back to the median's pace";
       c.step_s = score->second.step_s;
       c.median_s = score->second.median_s;
       c.ratio = score->second.ratio;

@@ -56,7 +56,8 @@ struct StragglerChange {
   // On a clear: the job's time spent waiting for this node while it was named, the wall time
   // of the slow steps beyond the median's pace (docs/stragglers.md).
   double waited_s = 0;
-  std::string why;          // on a clear: "back to the median's pace", "the round ended"
+  // On a clear: "back to the median's pace", "its ranks ended", "the round ended".
+  std::string why;
 };
 
 class StragglerScore {

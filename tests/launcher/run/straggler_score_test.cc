@@ -214,6 +214,20 @@ TEST_F(StragglerScoreTest, TheRoundsEndClearsWhatIsNamedAndForgetsTheRanks) {
   EXPECT_TRUE(score_.named().empty());
 }
 
+TEST_F(StragglerScoreTest, ANamedRankThatEndsClearsItsNodeSayingSo) {
+  Start();
+  for (int i = 0; i < 3; ++i) Interval(3, 2);
+  score_.OnRankEnded(3);
+  step_ += 10;
+  now_ += 5;
+  for (int r = 0; r < 3; ++r) score_.OnReport(r, r / 2, Steps(step_, 5), now_);
+  std::vector<StragglerChange> c = score_.Evaluate(now_);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_FALSE(c[0].detected);
+  EXPECT_EQ(c[0].why, "its ranks ended");
+  EXPECT_DOUBLE_EQ(c[0].ratio, 2.0);   // as it was named
+}
+
 TEST_F(StragglerScoreTest, OneRankAloneHasNoMedian) {
   StragglerScore s(Settings());
   s.StartRound(0);
