@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "launcher/run/straggler_score.h"
+#include "launcher/job/straggler_score.h"
 
 namespace dlaunch {
 namespace {
