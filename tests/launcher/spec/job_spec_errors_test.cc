@@ -260,7 +260,7 @@ TEST(ParseJobSpecTest, StragglerValuesAreReadAndBadOnesNamedWhereTheyAre) {
   EXPECT_EQ(spec.stragglers.warmup_steps, 0);
   EXPECT_EQ(Parse("command: [x]\n").stragglers, StragglerSpec{});
   EXPECT_THAT(Errors("command: [x]\nstragglers: {policy: kick}\n"),
-              HasSubstr("job.yaml:2:22: stragglers.policy must be one of"));
+              HasSubstr("job.yaml:2:22: stragglers.policy must be \"report\" or \"exclude\" or \"off\", got \"kick\""));
   EXPECT_THAT(Errors("command: [x]\nstragglers:\n  threshold: 0.8\n"),
               HasSubstr("job.yaml:3:14: stragglers.threshold must be more than 1"));
   EXPECT_THAT(Errors("command: [x]\nstragglers:\n  threshold: fast\n"),
