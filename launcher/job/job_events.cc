@@ -295,6 +295,29 @@ v1::JobEvent CallRefusedEvent(int round, const std::string& peer, const std::str
   return e;
 }
 
+v1::JobEvent StragglerEvent(int round, const NodePlace& node, const StragglerChange& c,
+                            const StragglerSettings& settings, const std::string& policy) {
+  v1::JobEvent e = InRound(round);
+  v1::Straggler* s = c.detected ? e.mutable_straggler_detected() : e.mutable_straggler_cleared();
+  s->set_node_id(node.node_id);
+  s->set_node_rank(node.node_rank);
+  s->set_host(node.host);
+  s->set_rank(c.rank);
+  for (int r : c.ranks) s->add_ranks(r);
+  s->set_step_s(c.step_s);
+  s->set_median_s(c.median_s);
+  s->set_best_s(c.best_s);
+  s->set_ratio(c.ratio);
+  s->set_measure(c.own_work ? "own work" : "wall time per step");
+  s->set_threshold(settings.threshold);
+  s->set_intervals(settings.persist);
+  s->set_detected_at_s(c.since_s);
+  s->set_waited_s(c.waited_s);
+  s->set_reason(c.why);
+  s->set_policy(policy);
+  return e;
+}
+
 v1::JobEvent RoundStoppingEvent(int round, double detected_at_s) {
   v1::JobEvent e = InRound(round);
   e.mutable_round_stopping()->set_detected_at_s(detected_at_s);

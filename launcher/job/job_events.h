@@ -11,6 +11,7 @@
 #include "dlaunch/journal.pb.h"
 #include "launcher/job/failure.h"
 #include "launcher/job/progress_monitor.h"
+#include "launcher/job/straggler_score.h"
 #include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
@@ -60,6 +61,10 @@ v1::JobEvent RootCauseEvent(int round, const Failure& root, int consequences, bo
 // `f` is the hang's failure (its rank, node and host); `hung`: every hung rank.
 v1::JobEvent HangDetectedEvent(int round, const Failure& f, const Hang& h, double now_s,
                                const std::vector<int>& hung);
+// A node named a straggler or cleared (change.detected says which), under `settings` and
+// stragglers.policy `policy`.
+v1::JobEvent StragglerEvent(int round, const NodePlace& node, const StragglerChange& change,
+                            const StragglerSettings& settings, const std::string& policy);
 v1::JobEvent StopRequestedEvent(int round, const std::string& reason);
 v1::JobEvent JobFinishedEvent(int round, const std::string& result, int exit_code,
                               double wall_time_s);

@@ -106,6 +106,12 @@ v1::JobSnapshot BuildJobSnapshot(const SnapshotInputs& in, double now_s) {
       s.set_samples_per_sec(s.samples_per_sec() + r.rate);
     }
     ns->set_phase(PhaseName(r.phase));
+    if (in.straggler_scores) {
+      if (auto score = in.straggler_scores->find(id); score != in.straggler_scores->end()) {
+        ns->set_straggler_score(score->second);
+      }
+    }
+    ns->set_straggler(in.stragglers && in.stragglers->count(id) > 0);
   }
   s.set_phase(JobPhase(*in.ranks));
   for (const auto& [rank, r] : *in.ranks) s.set_samples(s.samples() + r.samples);

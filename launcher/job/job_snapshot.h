@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "dlaunch/control.pb.h"
@@ -47,6 +48,9 @@ struct SnapshotInputs {
   // Nodes whose session went with a lost relay and has not opened again (JobState::OnRelayLost).
   const RelayMoves* moving = nullptr;
   std::optional<int> exit_code;         // set once the job has finished
+  // Each node's straggler score (StragglerScore::NodeScores) and the nodes named now.
+  const std::map<int, double>* straggler_scores = nullptr;
+  const std::set<int>* stragglers = nullptr;
 };
 
 v1::JobSnapshot BuildJobSnapshot(const SnapshotInputs& in, double now_s);

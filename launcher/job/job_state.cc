@@ -40,7 +40,8 @@ JobState::JobState(JobConfig config)
     : config_(std::move(config)),
       liveness_(Liveness(config_)),
       rounds_(config_.restarts, static_cast<int>(config_.hosts.size()), config_.min_nodes),
-      monitor_(config_.progress) {}
+      monitor_(config_.progress),
+      stragglers_(config_.stragglers) {}
 
 LivenessPolicy JobState::Liveness(const JobConfig& config) {
   return LivenessPolicy(std::chrono::milliseconds(MillisOf(config.heartbeat_s)),
@@ -64,6 +65,11 @@ v1::JobSnapshot JobState::Snapshot(double now_s) const {
   in.silent_after_s = SecondsOf(liveness_.silent_after());
   in.moving = &moves_;
   if (finished_) in.exit_code = exit_code_;
+  const std::map<int, double> scores = stragglers_.NodeScores();
+  std::set<int> named;
+  for (const auto& [node, change] : stragglers_.named()) named.insert(node);
+  in.straggler_scores = &scores;
+  in.stragglers = &named;
   return BuildJobSnapshot(in, now_s);
 }
 
@@ -192,6 +198,7 @@ void JobState::HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, 
 
 void JobState::HandleReport(int node, const v1::WorkerReport& r, double now_s, JobActions& out) {
   monitor_.OnProgress(r.rank(), static_cast<long>(r.step()), now_s);
+  stragglers_.OnReport(r.rank(), node, r, now_s);
   RankProgress& rs = ranks_.Of(r.rank(), node);
   rs.step = std::max<int64_t>(rs.step, r.step());
   if (r.phase() != v1::WorkerReport::PHASE_UNSPECIFIED) rs.phase = r.phase();
@@ -232,6 +239,7 @@ void JobState::HandleWorkerEvent(int node, const v1::WorkerEvent& ev, double now
   }
   if (WorkerEnded(ev.state())) {
     monitor_.OnExit(ev.rank(), ev.state() == v1::WorkerEvent::SUCCEEDED, now_s);
+    stragglers_.OnRankEnded(ev.rank());
     JournalMetric(metrics_.Flush(ev.rank()), out);  // its last reports, held back at scale
   }
   if (ev.state() == v1::WorkerEvent::STARTED) {
@@ -366,6 +374,7 @@ JobActions JobState::OnTick(double now_s, double loop_lag_s) {
     CheckHealth(now_s, out);
     if (inquiry_.open() && now_s >= inquiry_.due_s()) ResolveStall(now_s, out);
     ledger_.Announce(now_s, false, current_round(), out);
+    ScoreStragglers(now_s, out);
   }
   if (outcome_ == Outcome::kRunning && now_s - last_summary_s_ >= config_.summary_interval_s) {
     Say(SummaryLine(now_s, nodes_.MembersUp(), static_cast<int>(config_.hosts.size()),

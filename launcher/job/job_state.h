@@ -40,6 +40,7 @@
 #include "launcher/job/restart_policy.h"
 #include "launcher/job/round_coordinator.h"
 #include "launcher/job/stall_inquiry.h"
+#include "launcher/job/straggler_score.h"
 #include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
@@ -63,6 +64,10 @@ struct JobConfig {
   RestartSettings restarts;
   int min_nodes = 1;
   int master_port = 0;
+  // The straggler score (stragglers.*); `exclude_stragglers`: stragglers.policy: exclude, a
+  // node named is left out at the next restart (docs/stragglers.md).
+  StragglerSettings stragglers;
+  bool exclude_stragglers = false;
   // Said after the job's first line: what the nodes check before they join (PreflightNote).
   std::string preflight_note;
 };
@@ -171,6 +176,12 @@ class JobState {
   void Finish(double now_s, JobActions& out);
   v1::JobSummary Summarize(double now_s) const;
 
+  // Stragglers (job_state_stragglers.cc): the interval's score, and the nodes it names or clears.
+  void ScoreStragglers(double now_s, JobActions& out);
+  // The round (or the job) ends: the nodes named are cleared, "the round ended".
+  void ClearStragglers(double now_s, JobActions& out);
+  void JournalStraggler(const StragglerChange& change, JobActions& out);
+
   // Restart rounds (job_state_rounds.cc).
   bool CanRestart(const Failure& f) const;
   // Stops the current round's workers; the agents stay for the next round.
@@ -208,6 +219,7 @@ class JobState {
   FailureLedger ledger_;
   RoundCoordinator rounds_;
   ProgressMonitor monitor_;
+  StragglerScore stragglers_;
   MetricsCadence metrics_;  // which reports become lines of metrics.jsonl, and when
 
   Outcome outcome_ = Outcome::kRunning;

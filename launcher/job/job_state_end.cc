@@ -391,6 +391,7 @@ void JobState::Finish(double now_s, JobActions& out) {
   ResolveStall(now_s, out);
   ledger_.Announce(now_s, true, current_round(), out);
   finished_ = true;
+  ClearStragglers(now_s, out);
   SayHeldBackOutput(now_s, true, out);
   JournalHeldMetrics(out);
   if (metrics_.folded() > 0) {

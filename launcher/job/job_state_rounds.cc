@@ -36,6 +36,7 @@ void JobState::BeginRoundStop(double now_s, JobActions& out) {
   // Agents record hung ranks' stacks before they stop them, within config_.stack_dump_s.
   const double dump_s = dump_ranks_.empty() ? 0 : config_.stack_dump_s;
   rounds_.BeginStop(now_s, config_.stop_grace_s + kRoundEndSlackS + dump_s);
+  ClearStragglers(now_s, out);
   SendStop stop{{}, MillisOf(config_.stop_grace_s), "restarting", dump_ranks_, current_round(), false,
                 MillisOf(dump_s)};
   for (int id : nodes_.members()) {
@@ -120,7 +121,9 @@ void JobState::DecideRestart(double now_s, JobActions& out) {
   }
   for (int id : plan.excluded) {
     Dismiss(id, "node_excluded",
-            absl::StrCat("it failed ", config_.restarts.node_failure_limit, " times"), out);
+            plan.slow.count(id) ? std::string("it was named a straggler (stragglers.policy: exclude)")
+                                : absl::StrCat("it failed ", config_.restarts.node_failure_limit, " times"),
+            out);
   }
   const RestartDecision& d = plan.decision;
   RecordEvent(RestartDecisionEvent(current_round(),
@@ -153,6 +156,7 @@ void JobState::BeginRound(const RoundResult& round, const std::vector<int>& ids,
   steps_ = StepClock();  // a resumed round may restart below the last round's step
   all_started_reported_ = false;
   monitor_.StartRound(ranks_.BeginRound(round, ids), now_s);
+  stragglers_.StartRound(now_s);
 }
 
 void JobState::StartNextRound(std::vector<int> ids, double now_s, double workers_start_at_s,

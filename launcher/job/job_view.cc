@@ -186,6 +186,21 @@ std::string Restarting(int round, const v1::Restart& r) {
       r.waits_for_lost_workers() ? ", once the lost nodes' workers are surely stopped" : "");
 }
 
+std::string StragglerLine(const v1::Straggler& s, bool detected) {
+  const std::string who = absl::StrFormat("node %d (%s), rank %d", s.node_id(), s.host(), s.rank());
+  if (!detected) {
+    return absl::StrFormat("straggler cleared: %s: %s (%.3f s per step, median %.3f s); the job "
+                           "waited %.1f s for it",
+                           who, s.reason(), s.step_s(), s.median_s(), s.waited_s());
+  }
+  return absl::StrFormat(
+      "straggler: %s takes %.3f s per step (%s), %.2fx the median %.3f s and %.2fx its own best, "
+      "for %d intervals%s",
+      who, s.step_s(), s.measure(), s.ratio(), s.median_s(),
+      s.best_s() > 0 ? s.step_s() / s.best_s() : 1.0, s.intervals(),
+      s.policy() == "exclude" ? "; it will be left out at the next restart" : "");
+}
+
 std::string RootCauseLine(const v1::RootCause& r) {
   const std::string& text = r.failure().description();
   return r.revises() ? absl::StrCat("root cause: ", text,
@@ -238,6 +253,10 @@ std::optional<PrintLine> NarrateEvent(const v1::JobEvent& e) {
       return Say(absl::StrFormat("every node of %s is back, the last after %.2f s", r.relay(),
                                  r.after_s()));
     }
+    case v1::JobEvent::kStragglerDetected:
+      return Warn(StragglerLine(e.straggler_detected(), true));
+    case v1::JobEvent::kStragglerCleared:
+      return Say(StragglerLine(e.straggler_cleared(), false));
     case v1::JobEvent::kCallRefused: {
       const v1::CallRefused& c = e.call_refused();
       return Warn(absl::StrCat("refused ", c.method(), " from ", c.peer(),

@@ -84,10 +84,17 @@ std::string NodeName(const v1::NodeSnapshot& n) {
   return absl::StrCat(n.host().empty() ? "?" : n.host(), " (n", n.node(), ")");
 }
 
-// A running node away from training shows its phase as its state ("evaluating").
+// A running node away from training shows its phase as its state ("evaluating"); one named a
+// straggler says so.
 std::string ShownState(const v1::NodeSnapshot& n) {
+  if (n.state() == "running" && n.straggler()) return "straggler";
   return n.state() == "running" && !n.phase().empty() && n.phase() != "training" ? n.phase()
                                                                                   : n.state();
+}
+
+// Its straggler score: its slowest rank's step time / the median ("-": not scored yet).
+std::string ScoreText(const v1::NodeSnapshot& n) {
+  return n.straggler_score() > 0 ? absl::StrFormat("%.2f", n.straggler_score()) : "-";
 }
 
 // The node's load and memory: "  2.1/16   22.9/23.5    0%" (PSI "-" where the kernel has none).
@@ -102,10 +109,14 @@ std::string HostColumns(const v1::NodeSnapshot& n) {
 }
 
 void NodeRows(const v1::JobSnapshot& s, bool gpus, std::vector<std::string>* out) {
-  bool hosts = false;
-  for (const v1::NodeSnapshot& n : s.nodes()) hosts = hosts || n.has_health();
+  bool hosts = false, scores = false;
+  for (const v1::NodeSnapshot& n : s.nodes()) {
+    hosts = hosts || n.has_health();
+    scores = scores || n.straggler_score() > 0;
+  }
   std::string header = absl::StrFormat("%4s  %-16s %-13s %7s %8s %10s %9s", "NODE", "HOST", "STATE",
                                        "WORKERS", "STEP", "SAMPLES/S", "HEARTBEAT");
+  if (scores) absl::StrAppendFormat(&header, " %5s", "SLOW");
   if (hosts) absl::StrAppendFormat(&header, " %8s %13s %4s", "LOAD", "MEM FREE GiB", "PSI");
   if (gpus) absl::StrAppendFormat(&header, " %5s %15s", "GPU%", "GPU MEM GiB");
   out->push_back(header);
@@ -114,6 +125,7 @@ void NodeRows(const v1::JobSnapshot& s, bool gpus, std::vector<std::string>* out
         "%4d  %-16s %-13s %7s %8s %10s %9s", n.node(), n.host().substr(0, 16), ShownState(n),
         absl::StrCat(n.workers_running(), "/", n.slots()), StepText(n), RateText(n),
         HeartbeatAge(n));
+    if (scores) absl::StrAppendFormat(&row, " %5s", ScoreText(n));
     if (hosts) row += HostColumns(n);
     GpuTotals g = SumGpus(n);
     if (gpus && g.count > 0) {
@@ -186,6 +198,11 @@ void CollapsedRows(const v1::JobSnapshot& s, std::vector<std::string>* out) {
         absl::StrFormat("%s %.1f/s step %s", NodeName(*n), n->samples_per_sec(), StepText(*n)));
   }
   if (!names.empty()) out->push_back("slowest: " + NameList(names));
+  names.clear();
+  for (const v1::NodeSnapshot& n : s.nodes()) {
+    if (n.straggler()) names.push_back(absl::StrFormat("%s %.2fx", NodeName(n), n.straggler_score()));
+  }
+  if (!names.empty()) out->push_back("stragglers: " + NameList(names));
   names.clear();
   for (const auto* n : unreported) names.push_back(NodeName(*n));
   if (!names.empty()) out->push_back("no reports yet: " + NameList(names));

@@ -108,7 +108,9 @@ RestartPlan RoundCoordinator::Decide(const NodeTable& nodes, const Failure& root
   // Excluding a node is to give the job better odds, not to end it: a node the job cannot do
   // without (fewer than nodes.min left, spares counted) stays, and the crash-loop rule bounds it.
   int available = nodes.Available();
-  for (int id : plan.decision.excluded) {
+  std::set<int> excluded = plan.decision.excluded;
+  excluded.insert(slow_.begin(), slow_.end());
+  for (int id : excluded) {
     const NodeRecord* n = nodes.Find(id);
     if (!n || n->gone()) continue;
     if (available - 1 < min_nodes_) {
@@ -117,6 +119,7 @@ RestartPlan RoundCoordinator::Decide(const NodeTable& nodes, const Failure& root
     }
     --available;
     plan.excluded.push_back(id);
+    if (slow_.count(id) && !plan.decision.excluded.count(id)) plan.slow.insert(id);
   }
   if (!plan.decision.restart) {
     plan.give_up = plan.decision.reason;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@ namespace dlaunch {
 struct RestartPlan {
   RestartDecision decision;
   std::vector<int> excluded;        // failed too often: dismissed before the next round
+  std::set<int> slow;               // those of them excluded as stragglers
   std::vector<int> exclusion_kept;  // would be excluded, but fewer than nodes.min would remain
   std::vector<int> next;            // the next round's members, in node-rank order
   std::vector<int> promoted;        // the spares among them
@@ -51,6 +53,9 @@ class RoundCoordinator {
 
   // Every worker of the round started then (a round that runs long enough resets the back-off).
   void NoteRoundRunning(double now_s) { running_since_s_ = now_s; }
+  // A node named a straggler under stragglers.policy: exclude: left out at the next restart as
+  // a node that failed too often is (nodes.min permitting), whatever causes that restart.
+  void ExcludeAtNextRestart(int node_id) { slow_.insert(node_id); }
   // A rank reported a complete checkpoint at `step`.
   void NoteCheckpoint(long step) { checkpoint_step_ = std::max(checkpoint_step_, step); }
 
@@ -112,6 +117,7 @@ class RoundCoordinator {
   std::optional<double> running_since_s_;
   long checkpoint_step_ = -1;              // newest complete checkpoint any rank reported
   std::string gave_up_;                    // why the job was not restarted
+  std::set<int> slow_;                     // stragglers to leave out (ExcludeAtNextRestart)
 };
 
 }  // namespace dlaunch

@@ -48,6 +48,12 @@ JobConfig MakeJobConfig(const JobSpec& spec, const HostPlan& plan, const std::st
   job.restarts = MakeRestartSettings(spec);
   job.min_nodes = plan.min_nodes;
   job.master_port = spec.master_port;
+  job.stragglers.enabled = spec.stragglers.policy != "off";
+  job.stragglers.threshold = spec.stragglers.threshold;
+  job.stragglers.interval_s = spec.stragglers.interval_s;
+  job.stragglers.persist = spec.stragglers.intervals;
+  job.stragglers.warmup_steps = spec.stragglers.warmup_steps;
+  job.exclude_stragglers = spec.stragglers.policy == "exclude";
   return job;
 }
 

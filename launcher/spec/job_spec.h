@@ -54,6 +54,20 @@ inline bool operator==(const PreflightSpec& a, const PreflightSpec& b) {
          a.imports == b.imports && a.import_modules == b.import_modules;
 }
 
+// stragglers: the straggler score while the job runs (docs/stragglers.md).
+struct StragglerSpec {
+  std::string policy = "report";   // report, exclude (left out at the next restart), off
+  double threshold = 1.25;         // a rank's step time at least this x the median is slow
+  double interval_s = 5;           // how often the score is computed
+  int intervals = 3;               // slow intervals in a row before it is named (and to clear)
+  int warmup_steps = 5;            // each rank's first steps of a round are not scored
+};
+
+inline bool operator==(const StragglerSpec& a, const StragglerSpec& b) {
+  return a.policy == b.policy && a.threshold == b.threshold && a.interval_s == b.interval_s &&
+         a.intervals == b.intervals && a.warmup_steps == b.warmup_steps;
+}
+
 struct JobSpec {
   std::string name = "dlaunch-job";
   int min_nodes = 1;
@@ -89,6 +103,8 @@ struct JobSpec {
   double restart_backoff_max_s = 30;     // restarts.backoff_max: the doubling wait's cap
   int crash_loop_limit = 3;              // restarts.crash_loop: same failure N times, 0 = off
   int node_failure_limit = 2;            // restarts.node_failures: exclude a node, 0 = never
+
+  StragglerSpec stragglers;
 
   std::string job_root = "runs";         // job directories are job_root/<job-id>
   bool show_all_ranks = true;            // logs.ranks: all
@@ -136,6 +152,7 @@ inline bool operator==(const JobSpec& a, const JobSpec& b) {
          a.exit_timeout_s == b.exit_timeout_s && a.stall_detection == b.stall_detection &&
          a.stall_timeout_s == b.stall_timeout_s && a.startup_timeout_s == b.startup_timeout_s &&
          a.max_restarts == b.max_restarts && a.spare_nodes == b.spare_nodes &&
+         a.stragglers == b.stragglers &&
          a.restart_backoff_s == b.restart_backoff_s &&
          a.restart_backoff_max_s == b.restart_backoff_max_s &&
          a.crash_loop_limit == b.crash_loop_limit &&

@@ -174,6 +174,14 @@ void CheckTimings(const JobSpec& spec, Problems& p) {
   p.NotNegative("health.stall_timeout", spec.stall_timeout_s);
   p.NotNegative("health.startup_timeout", spec.startup_timeout_s);
   p.NotNegative("max_restarts", spec.max_restarts);
+  if (!(spec.stragglers.threshold > 1)) {
+    p.Add("stragglers.threshold",
+          absl::StrCat("stragglers.threshold must be more than 1 (a share of the median step "
+                       "time, such as 1.25), got ", spec.stragglers.threshold));
+  }
+  p.Positive("stragglers.interval", spec.stragglers.interval_s);
+  p.AtLeast("stragglers.intervals", spec.stragglers.intervals, 1);
+  p.NotNegative("stragglers.warmup_steps", spec.stragglers.warmup_steps);
   p.NotNegative("nodes.spares", spec.spare_nodes);
   p.NotNegative("restarts.backoff", spec.restart_backoff_s);
   p.NotNegative("restarts.backoff_max", spec.restart_backoff_max_s);

@@ -147,6 +147,12 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
   absl::StrAppend(&out, "  stall_timeout: ",
                   !spec.stall_detection ? "\"off\"" : DurationOr(spec.stall_timeout_s, "auto"), "\n");
   absl::StrAppend(&out, "  startup_timeout: ", DurationOr(spec.startup_timeout_s, "off"), "\n");
+  absl::StrAppend(&out, "stragglers:\n");
+  absl::StrAppend(&out, "  policy: ", spec.stragglers.policy, "\n");
+  absl::StrAppend(&out, "  threshold: ", spec.stragglers.threshold, "\n");
+  absl::StrAppend(&out, "  interval: ", FormatDuration(spec.stragglers.interval_s), "\n");
+  absl::StrAppend(&out, "  intervals: ", spec.stragglers.intervals, "\n");
+  absl::StrAppend(&out, "  warmup_steps: ", spec.stragglers.warmup_steps, "\n");
   absl::StrAppend(&out, "max_restarts: ", spec.max_restarts, "\n");
   absl::StrAppend(&out, "restarts:\n");
   absl::StrAppend(&out, "  backoff: ", FormatDuration(spec.restart_backoff_s), "\n");

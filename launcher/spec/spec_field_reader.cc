@@ -135,6 +135,12 @@ void SpecFieldReader::Int(const SpecField& field, int* out) {
   if (!absl::SimpleAtoi(text, out)) WrongType(field, "an integer");
 }
 
+void SpecFieldReader::Number(const SpecField& field, double* out) {
+  std::string text;
+  if (!Scalar(field, "a number", &text)) return;
+  if (!absl::SimpleAtod(text, out)) WrongType(field, "a number");
+}
+
 void SpecFieldReader::Duration(const SpecField& field, double* out) {
   constexpr absl::string_view kExpected =
       "a duration (seconds, or a string such as \"30s\", \"5m\", \"1h\", \"250ms\")";

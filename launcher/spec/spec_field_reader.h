@@ -53,6 +53,7 @@ class SpecFieldReader {
   void String(const SpecField& field, std::string* out);
   void Int(const SpecField& field, int* out);
   void Duration(const SpecField& field, double* out);
+  void Number(const SpecField& field, double* out);
   void ByteSize(const SpecField& field, int64_t* out);
   // A duration, or one of `words` (e.g. "off"), which sets *out to that word's value and
   // *word to the word ("" for a duration).

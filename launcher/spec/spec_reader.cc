@@ -45,6 +45,7 @@ void SpecReader::Read(const YAML::Node& root, JobSpec* spec) {
   if (has("health")) Health(top["health"], spec);
   if (has("max_restarts")) Int(top["max_restarts"], &spec->max_restarts);
   if (has("restarts")) Restarts(top["restarts"], spec);
+  if (has("stragglers")) Stragglers(top["stragglers"], spec);
   if (has("logs")) Logs(top["logs"], spec);
   if (has("gpus")) Gpus(top["gpus"], spec);
   if (has("cpus")) Cpus(top["cpus"], spec);
@@ -199,6 +200,17 @@ void SpecReader::Restarts(const SpecField& field, JobSpec* spec) {
   if (fields.count("backoff_max")) Duration(fields["backoff_max"], &spec->restart_backoff_max_s);
   if (fields.count("crash_loop")) Int(fields["crash_loop"], &spec->crash_loop_limit);
   if (fields.count("node_failures")) Int(fields["node_failures"], &spec->node_failure_limit);
+}
+
+void SpecReader::Stragglers(const SpecField& field, JobSpec* spec) {
+  std::map<std::string, SpecField> fields = Fields(field.value, "stragglers", field.mark);
+  if (fields.count("policy")) {
+    OneOf(fields["policy"], {"report", "exclude", "off"}, &spec->stragglers.policy);
+  }
+  if (fields.count("threshold")) Number(fields["threshold"], &spec->stragglers.threshold);
+  if (fields.count("interval")) Duration(fields["interval"], &spec->stragglers.interval_s);
+  if (fields.count("intervals")) Int(fields["intervals"], &spec->stragglers.intervals);
+  if (fields.count("warmup_steps")) Int(fields["warmup_steps"], &spec->stragglers.warmup_steps);
 }
 
 void SpecReader::Logs(const SpecField& field, JobSpec* spec) {

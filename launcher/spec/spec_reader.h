@@ -27,6 +27,7 @@ class SpecReader : public SpecFieldReader {
   void Stop(const SpecField& field, JobSpec* spec);
   void Health(const SpecField& field, JobSpec* spec);
   void Restarts(const SpecField& field, JobSpec* spec);
+  void Stragglers(const SpecField& field, JobSpec* spec);
   void Logs(const SpecField& field, JobSpec* spec);
   void Ranks(const SpecField& field, JobSpec* spec);
   void Gpus(const SpecField& field, JobSpec* spec);

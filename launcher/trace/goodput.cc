@@ -50,6 +50,9 @@ struct RoundRecords {
   std::optional<int64_t> stop_us;           // a stop without a failure (a signal)
   std::map<int, std::vector<Progress>> ranks;  // by rank, in time order
   std::map<int, std::optional<int64_t>> rank_started_us;  // worker_started, by rank
+  // The straggler score's nodes named in the round, and the wait they cost (straggler_cleared).
+  int stragglers = 0;
+  double straggler_waited_s = 0;
 };
 
 void Earliest(std::optional<int64_t>* at, int64_t us) {
@@ -152,6 +155,10 @@ class Accountant {
         case v1::JobEvent::kNodeLost: NoteFailure(&rec, *t, "node lost"); break;
         case v1::JobEvent::kRoundStopping: NoteFailure(&rec, *t, ""); break;
         case v1::JobEvent::kStopRequested: Earliest(&rec.stop_us, *t); break;
+        case v1::JobEvent::kStragglerDetected: ++rec.stragglers; break;
+        case v1::JobEvent::kStragglerCleared:
+          rec.straggler_waited_s += e.straggler_cleared().waited_s();
+          break;
         case v1::JobEvent::kJobFinished:
           finished_us_ = *t;
           result_ = e.job_finished().result();
@@ -442,6 +449,13 @@ class Accountant {
       *split->mutable_straggler() =
           GoodputFigureOf(straggler, v1::BOUND,
                  "the spread of the ranks' reported communication waits (at most this)");
+    } else if (rec.stragglers > 0) {
+      // The score's own estimate: the named node's slow steps beyond the median's pace, which
+      // every other rank spent waiting for it (docs/stragglers.md).
+      straggler = std::min(steps_left, rec.straggler_waited_s);
+      *split->mutable_straggler() = GoodputFigureOf(
+          straggler, v1::BOUND,
+          "the straggler score: the named nodes' steps beyond the median's pace (at most this)");
     } else {
       *split->mutable_straggler() =
           GoodputFigureOf(0, v1::NOT_KNOWN,

@@ -43,6 +43,10 @@ EventPlace PlaceOf(const v1::JobEvent& e) {
     case v1::JobEvent::kNodeExcluded: return {-1, e.node_excluded().node_id(), e.node_excluded().host()};
     case v1::JobEvent::kNodeDropped: return {-1, e.node_dropped().node_id(), e.node_dropped().host()};
     case v1::JobEvent::kSpareLost: return {-1, e.spare_lost().node_id(), e.spare_lost().host()};
+    case v1::JobEvent::kStragglerDetected:
+      return {-1, e.straggler_detected().node_id(), e.straggler_detected().host()};
+    case v1::JobEvent::kStragglerCleared:
+      return {-1, e.straggler_cleared().node_id(), e.straggler_cleared().host()};
     case v1::JobEvent::kExclusionSkipped: return {-1, e.exclusion_skipped().node_id(), ""};
     default: return {};
   }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/json_line.h"
 #include "launcher/jobdir/journal.h"
 #include "launcher/trace/goodput_view.h"
@@ -259,6 +260,12 @@ class Builder {
       case v1::JobEvent::kStopRequested:
         if (!stop_) stop_ = OpenSpan{ts, EventArgs(e)};
         return;
+      case v1::JobEvent::kStragglerDetected:
+        stragglers_.emplace(place.node_id, OpenSpan{ts, EventArgs(e), place.node_id});
+        return;
+      case v1::JobEvent::kStragglerCleared:
+        EndStraggler(e.straggler_cleared(), ts, EventArgs(e));
+        return;
       case v1::JobEvent::kJobFinished:
         FinishJob(e, ts);
         return;
@@ -267,6 +274,17 @@ class Builder {
         out_.instants.push_back(Instant(EventName(e), "launcher", pid, tid, ts, EventArgs(e)));
       }
     }
+  }
+
+  // A node named a straggler: a span on its own track from named to cleared, its figures in the
+  // args of both ends (docs/stragglers.md).
+  void EndStraggler(const v1::Straggler& s, int64_t ts, const std::string& args) {
+    auto it = stragglers_.find(s.node_id());
+    if (it == stragglers_.end()) return;
+    Fixed(Span(absl::StrFormat("straggler: rank %d at %.2fx the median", s.rank(), s.ratio()),
+               "straggler", NodePid(s.node_id()), NodeTid(s.node_id()), it->second.begin_us, ts,
+               absl::StrCat("{\"named\":", it->second.args, ",\"cleared\":", args, "}")));
+    stragglers_.erase(it);
   }
 
   void FinishJob(const v1::JobEvent& e, int64_t ts) {
@@ -331,6 +349,10 @@ class Builder {
     if (stop_)
       Fixed(Span("stop", "launcher", kLauncherPid, kLauncherTid, stop_->begin_us, last_us_,
                  unfinished));
+    for (const auto& [node, s] : stragglers_) {
+      Fixed(Span("straggler (not cleared)", "straggler", NodePid(node), NodeTid(node), s.begin_us,
+                 std::max(s.begin_us, last_us_), s.args));
+    }
     if (job_)
       Fixed(Span("job (no end recorded)", "launcher", kLauncherPid, kLauncherTid, job_->begin_us,
                  last_us_, unfinished));
@@ -436,6 +458,7 @@ class Builder {
   std::optional<OpenSpan> job_, stop_;
   std::optional<int64_t> rendezvous_begin_;
   std::map<int, OpenSpan> workers_;
+  std::map<int, OpenSpan> stragglers_;   // nodes named and not yet cleared, by node id
   std::vector<TraceEvent> lifetimes_;
   std::vector<int> lifetime_ranks_;  // the rank of each of lifetimes_
   std::map<std::pair<int, int>, int> rank_tracks_;  // (rank, node) -> tid

@@ -151,6 +151,7 @@ pid_t FaultClusterTest::StartJob(const std::string& name,
   if (options.master_port > 0) absl::StrAppend(&yaml, "  master_port: ", options.master_port, "\n");
   if (options.relay_fanout > 0) absl::StrAppend(&yaml, "  relay_fanout: ", options.relay_fanout, "\n");
   if (!options.preflight.empty()) absl::StrAppend(&yaml, "preflight: ", options.preflight, "\n");
+  absl::StrAppend(&yaml, options.extra);
   job_yaml_ = cluster_->dir() + "/job.yaml";
   WriteFileOrDie(job_yaml_, yaml);
   launcher_log_ = cluster_->dir() + "/dlaunch.out";

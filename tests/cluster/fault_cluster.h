@@ -32,6 +32,7 @@ struct FaultJobOptions {
   std::string command;        // replaces the fault worker (a full `command:` value)
   std::string preflight;      // a full `preflight:` value, e.g. "off"
   int relay_fanout = 0;       // rendezvous.relay_fanout: the agents' sessions through relays
+  std::string extra;          // more of job.yaml, appended as it is (`env:`, `stragglers:`)
 };
 
 // A tmpfs mounted on a fresh directory under /tmp, unmounted and removed on destruction.

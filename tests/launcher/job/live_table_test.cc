@@ -255,3 +255,29 @@ TEST(LiveTableTest, Durations) {
 
 }  // namespace
 }  // namespace dlaunch
+
+namespace dlaunch {
+namespace {
+
+// The straggler score: a SLOW column once a node has a score, the state `straggler` for a node
+// named, and in a collapsed table the nodes named.
+TEST(LiveTableTest, StragglerScoresAndTheNodeNamed) {
+  v1::JobSnapshot s = TwoNodes();
+  EXPECT_THAT(RenderLiveTable(s, 120, 40)[1], Not(HasSubstr("SLOW")));
+  s.mutable_nodes(0)->set_straggler_score(1.0);
+  s.mutable_nodes(1)->set_straggler_score(2.06);
+  s.mutable_nodes(1)->set_straggler(true);
+  std::vector<std::string> lines = RenderLiveTable(s, 120, 40);
+  EXPECT_THAT(lines[1], HasSubstr("SLOW"));
+  EXPECT_THAT(lines[2], AllOf(HasSubstr("running"), HasSubstr("1.00")));
+  EXPECT_THAT(lines[3], AllOf(HasSubstr("straggler"), HasSubstr("2.06")));
+  v1::JobSnapshot wide;
+  wide.set_job_id("wide");
+  for (int i = 0; i < 100; ++i) AddNode(&wide, i, "running", 100, 10)->set_straggler_score(1);
+  wide.mutable_nodes(42)->set_straggler(true);
+  wide.mutable_nodes(42)->set_straggler_score(1.8);
+  EXPECT_THAT(Text(RenderLiveTable(wide, 120, 40)), HasSubstr("stragglers: host42 (n42) 1.80x"));
+}
+
+}  // namespace
+}  // namespace dlaunch

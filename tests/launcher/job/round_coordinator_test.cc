@@ -120,6 +120,27 @@ TEST(RoundCoordinatorTest, SparesFillOnlyUpToTheFirstRoundsSize) {
   EXPECT_THAT(plan.promoted, IsEmpty());
 }
 
+TEST(RoundCoordinatorTest, AStragglerMarkedForExclusionLeavesAtTheNextRestartForASpare) {
+  // Node 2 was named a straggler (stragglers.policy: exclude); node 0 then fails. The restart
+  // leaves node 2 out, as a node that failed too often, and the spare takes its place.
+  NodeTable t = Table();
+  for (int i = 0; i < 3; ++i) t.at(i).ended_round = 0;
+  RoundCoordinator c(Restarts(2), 3, 1);
+  c.ExcludeAtNextRestart(2);
+  RestartPlan plan = c.Decide(t, NodeFailure(0), 0, 6);
+  EXPECT_TRUE(plan.decision.restart);
+  EXPECT_THAT(plan.excluded, ElementsAre(2));
+  EXPECT_THAT(plan.slow, ElementsAre(2));
+  EXPECT_THAT(plan.next, ElementsAre(0, 1, 3));
+  EXPECT_THAT(plan.promoted, ElementsAre(3));
+  // Not below nodes.min.
+  RoundCoordinator needs_all(Restarts(2), 3, 4);
+  needs_all.ExcludeAtNextRestart(2);
+  plan = needs_all.Decide(t, NodeFailure(0), 0, 6);
+  EXPECT_THAT(plan.excluded, IsEmpty());
+  EXPECT_THAT(plan.exclusion_kept, ElementsAre(2));
+}
+
 TEST(RoundCoordinatorTest, ExclusionNeverLeavesFewerThanNodesMin) {
   NodeTable t;
   t.AddRound0(AssignRound(0, {TestNode(0), TestNode(1)}, 0), 1);

@@ -249,6 +249,30 @@ TEST(ParseJobSpecTest, BadPreflightValuesAreNamedWhereTheyAre) {
   EXPECT_THAT(Errors("command: [x]\ngpus: {per_node: -1}\n"), HasSubstr("gpus.per_node"));
 }
 
+TEST(ParseJobSpecTest, StragglerValuesAreReadAndBadOnesNamedWhereTheyAre) {
+  JobSpec spec = Parse(
+      "command: [x]\nstragglers:\n  policy: exclude\n  threshold: 1.5\n  interval: 2s\n"
+      "  intervals: 4\n  warmup_steps: 0\n");
+  EXPECT_EQ(spec.stragglers.policy, "exclude");
+  EXPECT_DOUBLE_EQ(spec.stragglers.threshold, 1.5);
+  EXPECT_DOUBLE_EQ(spec.stragglers.interval_s, 2);
+  EXPECT_EQ(spec.stragglers.intervals, 4);
+  EXPECT_EQ(spec.stragglers.warmup_steps, 0);
+  EXPECT_EQ(Parse("command: [x]\n").stragglers, StragglerSpec{});
+  EXPECT_THAT(Errors("command: [x]\nstragglers: {policy: kick}\n"),
+              HasSubstr("job.yaml:2:22: stragglers.policy must be \"report\" or \"exclude\" or \"off\", got \"kick\""));
+  EXPECT_THAT(Errors("command: [x]\nstragglers:\n  threshold: 0.8\n"),
+              HasSubstr("job.yaml:3:14: stragglers.threshold must be more than 1"));
+  EXPECT_THAT(Errors("command: [x]\nstragglers:\n  threshold: fast\n"),
+              HasSubstr("job.yaml:3:14: stragglers.threshold must be a number, got \"fast\""));
+  EXPECT_THAT(Errors("command: [x]\nstragglers: {interval: 0}\n"),
+              HasSubstr("job.yaml:2:24: stragglers.interval must be positive"));
+  EXPECT_THAT(Errors("command: [x]\nstragglers: {intervals: 0}\n"),
+              HasSubstr("job.yaml:2:25: stragglers.intervals must be at least 1"));
+  EXPECT_THAT(Errors("command: [x]\nstragglers: {treshold: 2}\n"),
+              HasSubstr("did you mean 'threshold'?"));
+}
+
 TEST(LoadJobSpecTest, AFileOf100MBIsRefusedWithoutReadingIt) {
   char path[] = "/tmp/dlaunch-huge-job-XXXXXX";
   const int fd = mkstemp(path);

@@ -103,6 +103,28 @@ TEST(GoodputTest, CleanRunSplitsStartupStepsCheckpointsAndTail) {
   EXPECT_THAT(GoodputHeadline(a), HasSubstr("goodput 68.8% of 24.0 s"));
 }
 
+// Reports without communication waits, and a node named a straggler: the slowest-rank figure
+// is the wait the straggler_cleared events carry, a bound taken from productive.
+TEST(GoodputTest, TheStragglerScoresWaitIsTheSlowestRankFigureWithoutCommunicationWaits) {
+  std::string metrics;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int i = 0; i < 9; ++i) metrics += Report(5 + 2 * i, 0, rank, 10 * (i + 1), 2, 0);
+  }
+  const std::string figures = "{\"node_id\":1,\"rank\":1,\"ratio\":2,\"waited_s\":";
+  TraceInput in = Input(Started() + Event(2, 0, "workers_started", "{\"workers\":2}") +
+                            Event(8, 0, "straggler_detected", figures + "0}") +
+                            Event(16, 0, "straggler_cleared", figures + "4.5}") +
+                            Finished(24, 0, "succeeded"),
+                        metrics);
+  const v1::GoodputAccount a = ComputeGoodput(in);
+  ExpectAddsUp(a);
+  EXPECT_NEAR(a.split().straggler().seconds(), 4.5, 1e-9);
+  EXPECT_EQ(a.split().straggler().basis(), v1::BOUND);
+  EXPECT_THAT(a.split().straggler().note(), HasSubstr("straggler score"));
+  EXPECT_NEAR(a.split().productive().seconds(), 18 - 4.5, 1e-9);
+  EXPECT_EQ(a.split().productive().basis(), v1::BOUND);
+}
+
 // One phase event as the agent keeps it (WorkerReport.phase_log), at `at_s` since 10:00.
 std::string PhaseEvent(const std::string& name, bool end, double at_s, double seconds = 0) {
   return absl::StrFormat(R"({"name":"%s","end":%s,"unix_s":%.6f,"seconds":%g})", name,

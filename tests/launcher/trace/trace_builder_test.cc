@@ -363,3 +363,41 @@ TEST(TraceBuilderTest, AnEmptyJournalIsStillATrace) {
 
 }  // namespace
 }  // namespace dlaunch
+
+namespace dlaunch {
+namespace {
+
+// A typed journal line of round 0 (schema 2).
+std::string Typed(int ms, const std::string& name, const std::string& fields) {
+  return absl::StrCat("{\"time\":\"", At(ms), "\",\"round\":0,\"", name, "\":{", fields, "}}\n");
+}
+
+// A node named a straggler is a span on its own track, from named to cleared, with both events'
+// figures; one never cleared ends at the journal's last time.
+TEST(TraceBuilderTest, AStragglerIsASpanOnItsNodesTrack) {
+  const std::string figures = "\"node_id\":1,\"host\":\"b\",\"rank\":3,\"ratio\":2,\"step_s\":0.2";
+  std::string events =
+      Typed(0, "journal_opened", "\"schema_version\":2,\"job_id\":\"j\"") +
+      Typed(0, "job_started", "\"job_id\":\"j\",\"nodes\":2") +
+      Typed(200, "rendezvous_closed", "\"node_order\":[\"a\",\"b\"],\"node_ids\":[0,1]") +
+      Typed(1000, "straggler_detected", figures) +
+      Typed(3000, "straggler_cleared", figures + ",\"waited_s\":0.9,\"reason\":\"back\"") +
+      Typed(3500, "straggler_detected", "\"node_id\":0,\"host\":\"a\",\"rank\":0,\"ratio\":1.5") +
+      Typed(4000, "job_finished", "\"result\":\"succeeded\"");
+  ParsedTrace t = Render(Input(events));
+  EXPECT_THAT(testing::StructureProblems(t), IsEmpty());
+  auto spans = t.Named("straggler: rank 3 at 2.00x the median", "X");
+  ASSERT_THAT(spans, SizeIs(1));
+  EXPECT_EQ(spans[0]->pid, NodePid(1));
+  EXPECT_EQ(spans[0]->tid, NodeTid(1));
+  EXPECT_EQ(spans[0]->ts, 1000000);
+  EXPECT_EQ(spans[0]->dur, 2000000);
+  EXPECT_EQ(spans[0]->args.fields().at("cleared").struct_value().fields().at("waited_s").number_value(), 0.9);
+  auto open = t.Named("straggler (not cleared)", "X");
+  ASSERT_THAT(open, SizeIs(1));
+  EXPECT_EQ(open[0]->pid, NodePid(0));
+  EXPECT_EQ(open[0]->dur, 500000);
+}
+
+}  // namespace
+}  // namespace dlaunch

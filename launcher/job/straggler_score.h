@@ -1,0 +1,126 @@
+// StragglerScore: names the rank (and its node) that makes every step of a running job slower,
+// from the step reports its ranks already send. Each interval, a rank's time per step (its own
+// work where the reports time the step's phases, else the wall time per step) is set against
+// the median of every rank's and against its own best; a rank at `threshold` x the median or
+// more for `persist` intervals in a row is named (straggler_detected), and cleared once it is
+// under `clear_below` for as many (straggler_cleared). What all ranks share is not a
+// straggler: the median moves with it (a slower phase of the model, a busy file system), and a
+// rank's interval is left out when it was in a phase (evaluation, checkpoint, loading data, a
+// phase the script named) or still in its first `warmup_steps` steps of the round. Pure: reports
+// and times come in, changes come out; docs/stragglers.md.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dlaunch/report.pb.h"
+
+namespace dlaunch {
+
+struct StragglerSettings {
+  bool enabled = true;
+  double threshold = 1.25;   // a rank's step time at least this x the median is slow
+  double clear_below = 0;    // <= 0: halfway between 1 and threshold
+  int persist = 3;           // slow intervals in a row before it is named; fast ones to clear
+  double interval_s = 5;     // how often the score is computed
+  int warmup_steps = 5;      // each rank's first steps of a round are not scored
+  int min_ranks = 2;         // ranks with a sample in an interval for a median to mean anything
+  double ClearBelow() const { return clear_below > 0 ? clear_below : 1 + (threshold - 1) / 2; }
+};
+
+// A rank's latest figures, for the live view.
+struct RankStragglerScore {
+  int node = -1;
+  double step_s = 0;     // its time per step in the last scored interval
+  double median_s = 0;   // the median of every scored rank's in that interval
+  double best_s = 0;     // its own best since the round began
+  double ratio = 0;      // step_s / median_s; 0: not scored yet
+  bool named = false;    // a straggler now
+};
+
+// A node named or cleared. Its figures are those of its slowest rank.
+struct StragglerChange {
+  bool detected = true;
+  int node = -1;
+  int rank = -1;
+  std::vector<int> ranks;   // its ranks named slow (detected), or that were (cleared)
+  double step_s = 0;
+  double median_s = 0;
+  double best_s = 0;
+  double ratio = 0;
+  // The step times are the ranks' own work (the reports' phase timings), not wall time: in a
+  // job whose ranks wait for each other every step, only the work tells the slow one.
+  bool own_work = false;
+  double since_s = 0;       // when it was named
+  // On a clear: the job's time spent waiting for this node while it was named, the wall time
+  // of the slow steps beyond the median's pace (docs/stragglers.md).
+  double waited_s = 0;
+  // On a clear: "back to the median's pace", "its ranks ended", "the round ended".
+  std::string why;
+};
+
+class StragglerScore {
+ public:
+  explicit StragglerScore(StragglerSettings settings) : settings_(settings) {}
+
+  // A new round: what was known of the ranks is dropped (they are new processes, maybe on
+  // other nodes). Call EndRound first to clear the nodes named in the last one.
+  void StartRound(double now_s);
+  // A rank's report (folded per heartbeat by its agent), received at `now_s`.
+  void OnReport(int rank, int node, const v1::WorkerReport& report, double now_s);
+  // A rank ended: it is no longer scored.
+  void OnRankEnded(int rank);
+  // Whether an interval has passed since the last evaluation.
+  bool Due(double now_s) const { return settings_.enabled && now_s - evaluated_at_s_ >= settings_.interval_s; }
+  // Scores the interval since the last call; the nodes named or cleared by it.
+  std::vector<StragglerChange> Evaluate(double now_s);
+  // The round ends: every node still named is cleared ("the round ended").
+  std::vector<StragglerChange> EndRound(double now_s);
+
+  const std::map<int, RankStragglerScore>& ranks() const { return scores_; }
+  // A node's score: the highest ratio of its ranks (0: none scored).
+  std::map<int, double> NodeScores() const;
+  // Nodes named now.
+  const std::map<int, StragglerChange>& named() const { return named_; }
+  const StragglerSettings& settings() const { return settings_; }
+
+ private:
+  // What a rank did since its last scored interval.
+  struct Pending {
+    long steps = 0;
+    double wall_s = 0;
+    double work_s = 0;
+    bool timed = true;     // every report of it timed the step's phases
+    bool paused = false;   // a phase other than training was seen
+  };
+  struct RankState {
+    int node = -1;
+    long first_step = -1;
+    long last_step = -1;
+    double last_report_s = 0;
+    Pending pending;
+    int slow_in_a_row = 0;
+    int fast_in_a_row = 0;
+    bool named = false;
+  };
+  struct Sample {
+    int rank;
+    double step_s;
+    double wall_s;
+  };
+  std::vector<Sample> TakeSamples();
+  void Score(const std::vector<Sample>& samples, double median);
+  // The nodes whose named state changed this interval.
+  std::vector<StragglerChange> NodeChanges(double now_s);
+  StragglerChange FiguresOf(int node, bool detected) const;
+
+  StragglerSettings settings_;
+  std::map<int, RankState> ranks_;
+  std::map<int, RankStragglerScore> scores_;
+  std::map<int, StragglerChange> named_;   // by node: as named, waited_s growing
+  double evaluated_at_s_ = 0;
+  bool own_work_ = false;                  // the last interval compared own work
+};
+
+}  // namespace dlaunch

@@ -1,0 +1,49 @@
+"""A plain Python training loop (no torch) that reports every step through the dlaunch package:
+each step takes STEP_S (0.05 s); rank SLOW_RANK's take SLOW_FACTOR times as long from SLOW_FROM
+(0) to SLOW_S seconds after it began, then the same as the others' again; it writes the Unix time
+its slowdown began to $DLAUNCH_JOB_DIR/slow-from. Every rank runs for RUN_S seconds. The ranks
+do not wait for each other, so their wall time per step tells the slow one (straggler_test.cc,
+bench/stragglers/straggler_bench.py). STEP_KIND=spin makes each step a fixed amount of CPU work
+(SPIN_LOOPS iterations, about STEP_S on an idle core) instead of a sleep, so a node whose CPU
+share is cut is slower (the cluster test's cgroup cpu quota)."""
+import os
+import sys
+import time
+
+import dlaunch
+
+
+def main():
+    if not dlaunch.is_active():
+        print("not under dlaunch: DLAUNCH_REPORT_SOCKET is not set", file=sys.stderr)
+        return 3
+    rank = int(os.environ["RANK"])
+    step_s = float(os.environ.get("STEP_S", "0.05"))
+    slow = rank == int(os.environ.get("SLOW_RANK", "-1"))
+    factor = float(os.environ.get("SLOW_FACTOR", "3"))
+    slow_from = float(os.environ.get("SLOW_FROM", "0"))
+    slow_s = float(os.environ.get("SLOW_S", "0"))
+    run_s = float(os.environ.get("RUN_S", "10"))
+    spin = int(os.environ.get("SPIN_LOOPS", "200000")) if os.environ.get("STEP_KIND") == "spin" else 0
+    begun = time.monotonic()
+    step = 0
+    said = False
+    while time.monotonic() - begun < run_s:
+        slow_now = slow and slow_from <= time.monotonic() - begun < slow_s
+        if slow_now and not said:
+            said = True
+            with open(os.path.join(os.environ["DLAUNCH_JOB_DIR"], "slow-from"), "w") as f:
+                f.write("%.6f\n" % time.time())
+        if spin:
+            x = 0
+            for i in range(spin * (int(factor) if slow_now else 1)):
+                x += i
+        else:
+            time.sleep(step_s * (factor if slow_now else 1))
+        step += 1
+        dlaunch.report(step=step, samples=8, loss=1.0 / step)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+#include "launcher/job/straggler_score.h"
+
+#include "gtest/gtest.h"
+
+namespace dlaunch {
+namespace {
+
+// A step report: `steps` more steps, `wall_s` for them; `work_s` of them the rank's own work
+// (< 0: the report times no phase).
+v1::WorkerReport Steps(long step, double wall_s, double work_s = -1) {
+  v1::WorkerReport r;
+  r.set_kind(v1::WorkerReport::STEP);
+  r.set_step(step);
+  r.set_interval_s(wall_s);
+  if (work_s >= 0) r.mutable_timings()->set_forward_ms(work_s * 1000);
+  return r;
+}
+
+StragglerSettings Settings() {
+  StragglerSettings s;
+  s.threshold = 1.25;
+  s.persist = 3;
+  s.interval_s = 5;
+  s.warmup_steps = 5;
+  return s;
+}
+
+// Four ranks, two per node (node = rank / 2), each reporting 10 steps per interval; rank
+// `slow` takes `factor` times as long per step. Ranks are past warm-up after Start.
+class StragglerScoreTest : public ::testing::Test {
+ protected:
+  void Start() {
+    score_.StartRound(0);
+    for (int r = 0; r < 4; ++r) score_.OnReport(r, r / 2, Steps(0, 1), 0);
+    step_ = 0;
+    // One interval at the same pace for all.
+    Interval(-1, 1);
+  }
+  std::vector<StragglerChange> Interval(int slow, double factor, bool timed = false) {
+    step_ += 10;
+    now_ += 5;
+    for (int r = 0; r < 4; ++r) {
+      const double per_step = r == slow ? 0.5 * factor : 0.5;
+      score_.OnReport(r, r / 2, Steps(step_, 10 * per_step, timed ? 10 * per_step : -1), now_);
+    }
+    return score_.Evaluate(now_);
+  }
+
+  StragglerScore score_{Settings()};
+  long step_ = 0;
+  double now_ = 0;
+};
+
+TEST_F(StragglerScoreTest, ASlowRankIsNamedAfterPersistIntervalsWithItsFigures) {
+  Start();
+  EXPECT_TRUE(Interval(3, 2).empty());
+  EXPECT_TRUE(Interval(3, 2).empty());
+  std::vector<StragglerChange> c = Interval(3, 2);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_TRUE(c[0].detected);
+  EXPECT_EQ(c[0].node, 1);
+  EXPECT_EQ(c[0].rank, 3);
+  EXPECT_EQ(c[0].ranks, std::vector<int>{3});
+  EXPECT_DOUBLE_EQ(c[0].step_s, 1.0);
+  EXPECT_DOUBLE_EQ(c[0].median_s, 0.5);
+  EXPECT_DOUBLE_EQ(c[0].ratio, 2.0);
+  EXPECT_DOUBLE_EQ(c[0].best_s, 0.5);   // it was as fast as the others before
+  EXPECT_DOUBLE_EQ(c[0].since_s, now_);
+  EXPECT_TRUE(score_.ranks().at(3).named);
+  EXPECT_FALSE(score_.ranks().at(2).named);
+  EXPECT_DOUBLE_EQ(score_.NodeScores().at(1), 2.0);
+  EXPECT_DOUBLE_EQ(score_.NodeScores().at(0), 1.0);
+  EXPECT_TRUE(Interval(3, 2).empty());   // named once
+}
+
+TEST_F(StragglerScoreTest, ABriefSlowdownIsNotNamed) {
+  Start();
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_TRUE(Interval(3, 2).empty());
+    EXPECT_TRUE(Interval(3, 2).empty());
+    EXPECT_TRUE(Interval(-1, 1).empty());   // back before the third: the count starts over
+  }
+}
+
+TEST_F(StragglerScoreTest, ItClearsAfterPersistFastIntervalsAndCountsTheWait) {
+  Start();
+  for (int i = 0; i < 5; ++i) Interval(3, 2);   // named at the 3rd; 2 more intervals named
+  EXPECT_TRUE(Interval(-1, 1).empty());
+  EXPECT_TRUE(Interval(3, 1.2).empty());         // in the band: neither slow nor fast
+  EXPECT_TRUE(Interval(-1, 1).empty());
+  EXPECT_TRUE(Interval(-1, 1).empty());
+  std::vector<StragglerChange> c = Interval(-1, 1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_FALSE(c[0].detected);
+  EXPECT_EQ(c[0].node, 1);
+  EXPECT_EQ(c[0].why, "back to the median's pace");
+  EXPECT_DOUBLE_EQ(c[0].ratio, 1.0);
+  // Two named intervals of 10 s of steps at twice the pace: 5 s each waited; then one of 6 s at
+  // 1.2x (1 s beyond the median's pace).
+  EXPECT_NEAR(c[0].waited_s, 5 + 5 + 1, 1e-9);
+  EXPECT_TRUE(score_.named().empty());
+}
+
+TEST_F(StragglerScoreTest, EveryRankSlowerAtOnceIsNoStraggler) {
+  Start();
+  for (int i = 0; i < 10; ++i) {
+    step_ += 10;
+    now_ += 5;
+    for (int r = 0; r < 4; ++r) score_.OnReport(r, r / 2, Steps(step_, 10 * (i + 1)), now_);
+    EXPECT_TRUE(score_.Evaluate(now_).empty());
+  }
+  EXPECT_DOUBLE_EQ(score_.ranks().at(0).ratio, 1.0);
+  EXPECT_DOUBLE_EQ(score_.ranks().at(0).best_s, 0.5);   // its own best: before the slowdown
+}
+
+TEST_F(StragglerScoreTest, ARankInAPhaseIsNotScoredForThatInterval) {
+  Start();
+  for (int i = 0; i < 6; ++i) {
+    // Rank 0 evaluates (or checkpoints) every interval while the others train: its slow steps
+    // are the phase's, not a straggler's.
+    v1::WorkerReport phase;
+    phase.set_kind(v1::WorkerReport::PHASE);
+    phase.set_phase(i % 2 ? v1::WorkerReport::EVALUATING : v1::WorkerReport::CHECKPOINTING);
+    score_.OnReport(0, 0, phase, now_ + 1);
+    EXPECT_TRUE(Interval(0, 3).empty());
+  }
+  EXPECT_FALSE(score_.ranks().at(0).named);
+  EXPECT_DOUBLE_EQ(score_.ranks().at(0).ratio, 1.0);   // from before its phases
+}
+
+TEST_F(StragglerScoreTest, ANamedPhaseInTheReportsLogPausesTheRank) {
+  Start();
+  for (int i = 0; i < 6; ++i) {
+    step_ += 10;
+    now_ += 5;
+    for (int r = 0; r < 4; ++r) {
+      v1::WorkerReport rep = Steps(step_, r == 1 ? 20 : 5);
+      if (r == 1) rep.mutable_phase_log()->add_events()->set_name("eval");
+      score_.OnReport(r, r / 2, rep, now_);
+    }
+    EXPECT_TRUE(score_.Evaluate(now_).empty());
+  }
+}
+
+TEST_F(StragglerScoreTest, WarmUpStepsAreNotScored) {
+  score_.StartRound(0);
+  // Rank 2's first steps are slow (compilation, a cold cache): they are its warm-up.
+  for (int r = 0; r < 4; ++r) score_.OnReport(r, r / 2, Steps(0, 1), 0);
+  for (int i = 1; i <= 5; ++i) {
+    for (int r = 0; r < 4; ++r) score_.OnReport(r, r / 2, Steps(i, r == 2 ? 9 : 0.5), i);
+    EXPECT_TRUE(score_.Evaluate(i).empty());
+  }
+  EXPECT_TRUE(score_.ranks().empty());
+}
+
+TEST_F(StragglerScoreTest, OwnWorkNamesTheSlowRankWhenEveryRankWaitsForIt) {
+  Start();
+  // A synchronous job: every rank's wall time per step is the slowest's; only the work differs.
+  std::vector<StragglerChange> c;
+  for (int i = 0; i < 3; ++i) {
+    step_ += 10;
+    now_ += 5;
+    for (int r = 0; r < 4; ++r) score_.OnReport(r, r / 2, Steps(step_, 10, r == 1 ? 10 : 4), now_);
+    c = score_.Evaluate(now_);
+  }
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].rank, 1);
+  EXPECT_EQ(c[0].node, 0);
+  EXPECT_TRUE(c[0].own_work);
+  EXPECT_DOUBLE_EQ(c[0].ratio, 2.5);
+}
+
+TEST_F(StragglerScoreTest, ANodeIsNamedOnceForSeveralSlowRanksAndClearedWithTheLast) {
+  Start();
+  std::vector<StragglerChange> c;
+  for (int i = 0; i < 3; ++i) {
+    step_ += 10;
+    now_ += 5;
+    for (int r = 0; r < 6; ++r) {
+      score_.OnReport(r, r / 2, Steps(step_, r == 2 ? 15 : r == 3 ? 20 : 5), now_);
+    }
+    c = score_.Evaluate(now_);
+  }
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].node, 1);
+  EXPECT_EQ(c[0].ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(c[0].rank, 3);
+  EXPECT_DOUBLE_EQ(score_.NodeScores().at(1), 4.0);
+}
+
+TEST_F(StragglerScoreTest, ASlowStepLongerThanTheIntervalIsScoredWhenItEnds) {
+  Start();
+  // Rank 3 reports nothing for two intervals, then one step per 10 s: it is scored on the
+  // interval its step ends in, not dropped.
+  for (int i = 0; i < 3; ++i) {
+    now_ += 5;
+    step_ += 10;
+    for (int r = 0; r < 3; ++r) score_.OnReport(r, r / 2, Steps(step_, 5), now_);
+    if (i == 2) score_.OnReport(3, 1, Steps(11, 15), now_);
+    score_.Evaluate(now_);
+  }
+  EXPECT_DOUBLE_EQ(score_.ranks().at(3).step_s, 15.0);
+  EXPECT_DOUBLE_EQ(score_.ranks().at(3).ratio, 30.0);
+}
+
+TEST_F(StragglerScoreTest, TheRoundsEndClearsWhatIsNamedAndForgetsTheRanks) {
+  Start();
+  for (int i = 0; i < 3; ++i) Interval(3, 2);
+  std::vector<StragglerChange> c = score_.EndRound(now_);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_FALSE(c[0].detected);
+  EXPECT_EQ(c[0].why, "the round ended");
+  EXPECT_TRUE(score_.ranks().empty());
+  EXPECT_TRUE(score_.named().empty());
+}
+
+TEST_F(StragglerScoreTest, ANamedRankThatEndsClearsItsNodeSayingSo) {
+  Start();
+  for (int i = 0; i < 3; ++i) Interval(3, 2);
+  score_.OnRankEnded(3);
+  step_ += 10;
+  now_ += 5;
+  for (int r = 0; r < 3; ++r) score_.OnReport(r, r / 2, Steps(step_, 5), now_);
+  std::vector<StragglerChange> c = score_.Evaluate(now_);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_FALSE(c[0].detected);
+  EXPECT_EQ(c[0].why, "its ranks ended");
+  EXPECT_DOUBLE_EQ(c[0].ratio, 2.0);   // as it was named
+}
+
+TEST_F(StragglerScoreTest, OneRankAloneHasNoMedian) {
+  StragglerScore s(Settings());
+  s.StartRound(0);
+  for (int i = 0; i <= 40; ++i) {
+    s.OnReport(0, 0, Steps(i * 10, 50), i * 5);
+    EXPECT_TRUE(s.Evaluate(i * 5).empty());
+  }
+}
+
+TEST_F(StragglerScoreTest, DueEveryIntervalAndNeverWhenOff) {
+  score_.StartRound(10);
+  EXPECT_FALSE(score_.Due(14.9));
+  EXPECT_TRUE(score_.Due(15));
+  StragglerSettings off = Settings();
+  off.enabled = false;
+  StragglerScore s(off);
+  s.StartRound(0);
+  EXPECT_FALSE(s.Due(100));
+}
+
+}  // namespace
+}  // namespace dlaunch
