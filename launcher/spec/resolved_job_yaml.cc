@@ -148,6 +148,7 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
                   !spec.stall_detection ? "\"off\"" : DurationOr(spec.stall_timeout_s, "auto"), "\n");
   absl::StrAppend(&out, "  startup_timeout: ", DurationOr(spec.startup_timeout_s, "off"), "\n");
   absl::StrAppend(&out, "max_restarts: ", spec.max_restarts, "\n");
+  absl::StrAppend(&out, "restart: ", spec.restart_in_process ? "in_process" : "respawn", "\n");
   absl::StrAppend(&out, "restarts:\n");
   absl::StrAppend(&out, "  backoff: ", FormatDuration(spec.restart_backoff_s), "\n");
   absl::StrAppend(&out, "  backoff_max: ", FormatDuration(spec.restart_backoff_max_s), "\n");
