@@ -100,6 +100,32 @@ class InProcessTest(unittest.TestCase):
         t.join(10)
         self.assertFalse(t.is_alive())
 
+    def test_a_failed_collective_waits_for_the_stop_and_the_next_call_runs_whole(self):
+        sections = []
+
+        @inprocess.wrap
+        def train(info):
+            if info.restarts == 0:
+                # A peer died under a collective; the agent's stop comes after.
+                raise RuntimeError("[gloo/transport/tcp/pair.cc:547] Connection closed by peer")
+            with info.atomic():
+                time.sleep(0.05)
+            sections.append("first step")
+            time.sleep(0.05)  # bytecodes after the section: a stale stop would land here
+            return "done"
+
+        result = []
+        t = threading.Thread(target=lambda: result.append(train()))
+        t.start()
+        self.wait_line("hello")
+        time.sleep(0.1)  # the function failed and the wrapper waits for the stop
+        self.send('{"restart": "leave", "round": 0}')
+        self.assertEqual(self.wait_line("left")["round"], 0)
+        self.send('{"restart": "join", "round": 1, "rank": 0}')
+        t.join(10)
+        self.assertEqual(result, ["done"])
+        self.assertEqual(sections, ["first step"])
+
     def test_the_functions_own_error_is_not_a_restart(self):
         @inprocess.wrap
         def train(info):

@@ -281,7 +281,10 @@ def wrap(fn, leave_wait_s=30.0, join_wait_s=600.0):
             if msg is None:
                 raise SystemExit("dlaunch: no next round came for this rank kept in its process")
             with runner.lock:
+                # The stop is handled: one that came while the function was not running must
+                # not interrupt its next call.
                 runner.stopped_round = None
+                runner.pending = False
             _take_place(msg)
             round_ = int(msg.get("round", 0))
             restarts += 1
