@@ -30,7 +30,7 @@ class InProcessTest(unittest.TestCase):
             time.sleep(0.01)
         self.server._conns[0].sendall((line + "\n").encode())
 
-    def wait_line(self, kind, timeout=10.0):
+    def wait_line(self, kind, timeout=60.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for _, d in list(self.server.lines):

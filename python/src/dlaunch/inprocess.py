@@ -39,9 +39,11 @@ Protocol (one JSON object per line on the report socket, its own connection): do
 import contextlib
 import ctypes
 import functools
+import gc
 import json
 import os
 import socket
+import sys
 import threading
 import time
 
@@ -124,15 +126,19 @@ def _interrupt(thread_id):
 def _leave_process_group():
     """Destroys the default process group, if there is one; what it cost in seconds."""
     t = time.monotonic()
-    try:
-        import torch.distributed as dist
-    except ImportError:
+    dist = sys.modules.get("torch.distributed")
+    if dist is None:  # the function never imported it: no group to leave
         return 0.0
+    # The abandoned call's frames (its DDP, its reducer) hold the group: freed first, so that
+    # its sockets close and a peer blocked on this rank is freed too (Gloo's collectives cannot
+    # be aborted from another thread: docs/restarts.md).
+    gc.collect()
     if dist.is_available() and dist.is_initialized():
         try:
             dist.destroy_process_group()
         except Exception:  # a group whose peers are gone may fail to shut down cleanly
             pass
+    gc.collect()
     return time.monotonic() - t
 
 
