@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/node_agent.h"
-#include "agent/worker_launch.h"
+#include "agent/workers/worker_launch.h"
 
 namespace dlaunch {
 
