@@ -126,12 +126,14 @@ def main():
     for _ in range(args.reps):
         for path in rows:
             digest, events, _ = run(args, path, True, workdir)
-            rows[path].append((phases(events), digest == clean))
+            kept = len({e["rank"] for e in events if e["e"] == "kept"})
+            rows[path].append((phases(events), digest == clean, kept))
     for path, results in rows.items():
         print(f"{path}: digest equal to the uninterrupted run's in "
-              f"{sum(ok for _, ok in results)} of {len(results)}")
+              f"{sum(ok for _, ok, _ in results)} of {len(results)}; ranks kept in their "
+              f"process per run: {[k for _, _, k in results]}")
         for phase in ("started", "pg", "synced", "step"):
-            vals = [p[phase] for p, _ in results if p and p[phase] is not None]
+            vals = [p[phase] for p, _, _ in results if p and p[phase] is not None]
             if vals:
                 print(f"  {phase:8s} median {statistics.median(vals):.2f} s  "
                       f"({min(vals):.2f}-{max(vals):.2f}, {len(vals)} runs)")
