@@ -97,7 +97,7 @@ absl::Status NodeAgent::Start() {
   state_.emplace(AgentConfig{milliseconds(job_.heartbeat_ms()), milliseconds(job_.grace_ms()),
                              job_.max_restarts(), job_.spare(), job_.round(),
                              job_.heartbeat_misses(), HasFallback(),
-                             milliseconds(job_.lease_ms())});
+                             milliseconds(job_.lease_ms()), job_.restart_in_process()});
   WatchSignals();
   // Daemons the workers start (setsid, double fork) are handed to this agent, not to init.
   if (!BecomeSubreaper()) Log("cannot become the workers' subreaper: their daemons may outlive the job");
@@ -166,10 +166,11 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
   }
   // A plan the node cannot honour (a map naming CPUs it lacks) fails every rank's start, saying why.
   const absl::StatusOr<std::vector<RankSlot>>& plan = PlanRound();
-  const std::vector<RankSlot> slots = plan.ok() ? *plan : UnplacedSlots(job_);
+  std::vector<RankSlot> slots = plan.ok() ? *plan : UnplacedSlots(job_);
   std::vector<ChildSupervisor::StartRequest> requests =
       BuildStartRequests(job_, slots, ProcessEnv(), report_socket_,
                          worker_sockets_ ? worker_sockets_->path() : "");
+  KeepOnly(start.kept, /*keep=*/false, &requests, &slots);  // kept ranks run already
   for (auto& r : requests) r.options.cgroup_procs_fd = cgroup_ ? cgroup_->procs_fd() : -1;
   // A store node 0 cannot serve fails every start here, as a plan the node cannot honour does.
   const absl::Status unstartable = !store.ok() ? store.status() : plan.status();
@@ -206,6 +207,8 @@ absl::Status NodeAgent::StartReportServer(const std::string& socket_path) {
         Log(absl::StrCat("ignored a malformed report from rank ", rank, ": ", err));
       });
   if (absl::Status st = reports_->Listen(socket_path); !st.ok()) return st;
+  reports_->set_on_restart_line(
+      [this](pid_t pid, const v1::RestartLine& line) { OnRestartLine(pid, line); });
   reports_->set_on_connection_closed([this] { Apply(state_->OnReportConnectionClosed()); });
   return absl::OkStatus();
 }
@@ -235,6 +238,10 @@ int NodeAgent::ReportStarts(const std::vector<ChildSupervisor::StartRequest>& re
     oom_.OnStarted(pid);
     ev->set_state(v1::WorkerEvent::STARTED);
     ev->set_pid(pid);
+    if (auto why = respawn_why_.extract(plan[i].local_rank)) {
+      ev->set_restart_path("respawn");
+      ev->set_restart_why(why.mapped());
+    }
     Send(std::move(msg));
     Log(absl::StrCat("rank ", rank, " (local ", plan[i].local_rank, ") pid ", pid, ": ",
                      DescribeRankSlot(plan[i])));
@@ -364,7 +371,7 @@ void NodeAgent::Apply(const AgentActions& actions) {
           } else if constexpr (std::is_same_v<T, SendWorkerExit>) {
             ReportWorkerExit(a);
           } else if constexpr (std::is_same_v<T, DrainReports>) {
-            BeginDrain();
+            BeginDrain(a.keep_open);
           } else if constexpr (std::is_same_v<T, DumpStacks>) {
             StartStackDump(a);
           } else if constexpr (std::is_same_v<T, SendRoundEnded>) {
@@ -373,6 +380,8 @@ void NodeAgent::Apply(const AgentActions& actions) {
             Log(a.text);
           } else if constexpr (std::is_same_v<T, MoveSession>) {
             MoveSessionToFallback(a);
+          } else if constexpr (IsInProcessAction<T>) {
+            ApplyInProcess(a);  // node_agent_in_process.cc
           } else {
             static_assert(std::is_same_v<T, ExitAgent>);
             Finish(a.code);
@@ -392,7 +401,10 @@ void NodeAgent::Stop(const StopWorkers& stop) {
   }
   if (!supervisor_) return;
   if (stop.first) Log(absl::StrCat("stopping workers: ", stop.why));
-  if (stop.grace.count() <= 0) {
+  if (!stop.keep.empty()) {  // ranks leaving the round in their own process run on
+    const std::set<int> keep(stop.keep.begin(), stop.keep.end());
+    supervisor_->StopWhere([&keep](int local) { return keep.count(local) == 0; }, stop.grace);
+  } else if (stop.grace.count() <= 0) {
     supervisor_->KillAll();
   } else {
     supervisor_->StopAll(stop.grace);
@@ -449,12 +461,13 @@ void NodeAgent::ReportWorkerExit(const SendWorkerExit& ev) {
   Send(std::move(msg));
 }
 
-void NodeAgent::BeginDrain() {
+void NodeAgent::BeginDrain(const std::vector<int>& keep_open) {
   // Read what the exited workers still have in their report connections (bounded: a
-  // connection held open by a stray grandchild must not keep the agent alive).
+  // connection held open by a stray grandchild must not keep the agent alive). Ranks kept in
+  // their process for the next round keep theirs.
   if (reports_) {
     reports_->AcceptPending();
-    if (reports_->open_connections() > 0) {
+    if (reports_->open_connections() > KeptConnections(keep_open)) {
       if (!drain_timer_) {
         drain_timer_ = clock_.RunAfter(AgentState::kReportDrainLimit, [this] {
           drain_timer_.reset();

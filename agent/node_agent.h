@@ -117,6 +117,24 @@ class NodeAgent {
 
   // Actions.
   void Apply(const AgentActions& actions);
+  // In-process restart's actions (node_agent_in_process.cc).
+  template <typename T>
+  static constexpr bool IsInProcessAction =
+      std::is_same_v<T, LeaveRound> || std::is_same_v<T, RejoinRound> ||
+      std::is_same_v<T, EndRanks> || std::is_same_v<T, StartRanks> ||
+      std::is_same_v<T, NoteRankPath>;
+  void ApplyInProcess(const LeaveRound& leave);
+  void ApplyInProcess(const RejoinRound& rejoin);
+  void ApplyInProcess(const EndRanks& end);
+  void ApplyInProcess(const StartRanks& start);
+  void ApplyInProcess(const NoteRankPath& path);
+  // The requests and slots of `local_ranks` only (keep), or of all others (!keep).
+  static void KeepOnly(const std::vector<int>& local_ranks, bool keep,
+                       std::vector<ChildSupervisor::StartRequest>* requests,
+                       std::vector<RankSlot>* slots);
+  // A worker's line of the in-process restart's protocol (its pid's local rank).
+  void OnRestartLine(pid_t pid, const v1::RestartLine& line);
+  int LocalRankOfPid(pid_t pid) const;
   // Adopts the StartRound place (if one came) and starts its workers.
   void StartRoundWorkers(const StartWorkers& start);
   // RoundEnded with a fresh free port of this node (the next round's MASTER_PORT if it is node
@@ -129,7 +147,9 @@ class NodeAgent {
   void Heartbeat();
   void FlushPendingReports();
   void ReportWorkerExit(const SendWorkerExit& ev);
-  void BeginDrain();
+  void BeginDrain(const std::vector<int>& keep_open);
+  // The report connections open from these local ranks' processes.
+  int KeptConnections(const std::vector<int>& local_ranks) const;
   void ReportsDrained();
   // Sweeps what the workers left, then Close.
   void Finish(int code);
@@ -177,6 +197,8 @@ class NodeAgent {
   std::string agent_id_;
   // Per round: cleared when the next round's workers start.
   std::map<int, int> rank_of_pid_;
+  // In-process restart: why each local rank about to start anew does (its started event's).
+  std::map<int, std::string> respawn_why_;
   std::map<int, v1::WorkerReport> pending_reports_;   // per rank, since the last heartbeat
   std::map<int, int64_t> output_lines_;                // per rank, since it started
   std::set<int> dumped_ranks_;                         // stacks recorded once per rank

@@ -18,7 +18,11 @@ void NodeAgent::SweepOrphans(std::function<void()> then) {
   // agent gives no grace: nothing of this node may run past its lease.
   const milliseconds grace =
       state_->fenced() ? milliseconds(0) : std::min(milliseconds(job_.grace_ms()), milliseconds(2000));
-  sweeper_.Sweep(grace, cgroup_.get(), std::move(then));
+  // Ranks kept in their process for the next round (in-process restart) live in the job's
+  // cgroup: between rounds only the adopted orphans are ended, the cgroup's rest when no rank is
+  // kept (the agent's exit, or fenced).
+  const bool keeping = !state_->fenced() && !state_->parked_ranks().empty();
+  sweeper_.Sweep(grace, keeping ? nullptr : cgroup_.get(), std::move(then));
 }
 
 void NodeAgent::WatchAdoptedExits() {

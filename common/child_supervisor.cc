@@ -258,8 +258,18 @@ void ChildSupervisor::MaybeComplete(pid_t pid, bool force) {
 }
 
 void ChildSupervisor::StopAll(std::chrono::milliseconds grace) {
-  if (workers_.empty()) return;
-  for (auto& [pid, w] : workers_) w->stopping = true;
+  StopWhere([](int) { return true; }, grace);
+}
+
+void ChildSupervisor::StopWhere(const std::function<bool(int local_rank)>& pick,
+                                std::chrono::milliseconds grace) {
+  bool any = false;
+  for (auto& [pid, w] : workers_) {
+    if (!pick(w->local_rank)) continue;
+    w->stopping = true;
+    any = true;
+  }
+  if (!any) return;
   const SteadyTime now = clock_.Now();
   if (!stop_) {
     stop_.emplace(now, grace);
@@ -305,6 +315,17 @@ void ChildSupervisor::Signal(pid_t pid, int sig) {
 }
 
 void ChildSupervisor::KillAll() { StopAll(std::chrono::milliseconds(0)); }
+
+std::optional<pid_t> ChildSupervisor::PidOfLocalRank(int local_rank) const {
+  for (const auto& [pid, w] : workers_) {
+    if (w->local_rank == local_rank && !w->reaped) return pid;
+  }
+  return std::nullopt;
+}
+
+void ChildSupervisor::SetRank(pid_t pid, int rank) {
+  if (auto it = workers_.find(pid); it != workers_.end()) it->second->rank = rank;
+}
 
 void ChildSupervisor::Kill(pid_t pid) {
   auto it = workers_.find(pid);

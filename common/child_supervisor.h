@@ -77,6 +77,14 @@ class ChildSupervisor {
   // SIGKILL now). Idempotent: a child gets one SIGTERM, and a later call can bring the SIGKILL
   // forward but never push it later.
   void StopAll(std::chrono::milliseconds grace);
+  // StopAll for the children whose local rank `pick` returns true for; the others run on
+  // (in-process restart: ranks kept for the next round, or one rank ended within its round).
+  void StopWhere(const std::function<bool(int local_rank)>& pick, std::chrono::milliseconds grace);
+  // The running child of `local_rank`, if any.
+  std::optional<pid_t> PidOfLocalRank(int local_rank) const;
+  // A kept child's new global rank (in-process restart): its output and exit are labelled with
+  // it from now on (its log file stays the one it was started with).
+  void SetRank(pid_t pid, int rank);
   // SIGKILL to every running child's group now (StopAll with no grace left).
   void KillAll();
   // SIGKILL to one child's group now (a no-op for one already reported through on_exit).

@@ -22,7 +22,8 @@ AgentState::AgentState(AgentConfig config)
       exit_when_workers_end_(config.max_restarts == 0 && !config.spare),
       member_(!config.spare),
       round_(config.round),
-      can_move_(config.can_move) {}
+      can_move_(config.can_move),
+      in_process_(config.in_process) {}
 
 std::chrono::milliseconds AgentState::launcher_silence_limit() const {
   return liveness_.lease();
@@ -65,7 +66,7 @@ AgentActions AgentState::OnStartRound(int round, std::chrono::milliseconds hold)
     out.push_back(HoldStart{round, hold});
     return out;
   }
-  out.push_back(StartWorkers{round});
+  StartRoundNow(round, &out);
   return out;
 }
 
@@ -73,14 +74,14 @@ AgentActions AgentState::OnHeldStartDue(int round) {
   AgentActions out;
   if (!start_held_ || round != round_) return out;  // dropped meanwhile
   start_held_ = false;
-  out.push_back(StartWorkers{round});
+  StartRoundNow(round, &out);
   return out;
 }
 
 AgentActions AgentState::OnWorkersStarted(int started, int failed) {
   AgentActions out;
   round_active_ = true;
-  running_ = started;
+  running_ += started;  // kept ranks run already (in-process restart)
   if (failed > 0) {
     // Counts as a failed worker: the launcher stops the job and names the rank.
     round_failed_ = true;
@@ -93,6 +94,7 @@ AgentActions AgentState::OnWorkersStarted(int started, int failed) {
 AgentActions AgentState::OnWorkerExit(const ChildExit& exit) {
   AgentActions out;
   running_ = std::max(0, running_ - 1);
+  if (ForgetRank(exit, &out)) return out;  // started anew within its round
   WorkerOutcome outcome = ClassifyWorkerExit(exit.wait_status, exit.stopped, stopping_);
   const bool succeeded = outcome == WorkerOutcome::kSucceeded;
   // A worker that ended on its own with an error fails the round, even if it raced a stop.
@@ -101,6 +103,7 @@ AgentActions AgentState::OnWorkerExit(const ChildExit& exit) {
   out.push_back(FlushReports{});
   out.push_back(SendWorkerExit{exit, outcome});
   MaybeEndRound(&out);
+  MaybeExit(&out);  // the last rank kept between rounds may have ended
   return out;
 }
 
@@ -124,6 +127,10 @@ AgentActions AgentState::OnStopCommand(const StopRequest& stop) {
     return out;
   }
   if (stop.exit) RequestExit(kExitOk);
+  if (stop.exit && !round_active_ && running_ > 0) {
+    // Ranks kept in their process between rounds: no round will take them now.
+    Stop(absl::StrCat("launcher: ", stop.reason), stop.grace, &out);
+  }
   if (start_held_) {
     // Stopped before its workers were due: the round ends with none run.
     start_held_ = false;
@@ -147,7 +154,7 @@ AgentActions AgentState::OnStopCommand(const StopRequest& stop) {
       out.push_back(DumpStacks{stop.dump_ranks, stop.dump_budget});
       return out;
     }
-    Stop(absl::StrCat("launcher: ", stop.reason), stop.grace, &out);
+    StopForRestart(stop, &out);
     return out;
   }
   // Nothing runs. When this round's workers ended on their own, the RoundEnded already sent may
@@ -164,7 +171,7 @@ AgentActions AgentState::OnStacksDumped() {
   if (!held_stop_) return out;  // a late report of a dump whose stop went out already
   const StopRequest stop = *std::move(held_stop_);
   held_stop_.reset();
-  if (round_active_) Stop(absl::StrCat("launcher: ", stop.reason), stop.grace, &out);
+  if (round_active_) StopForRestart(stop, &out);
   return out;
 }
 
@@ -335,7 +342,7 @@ AgentActions AgentState::OnReportConnectionClosed() {
 
 AgentActions AgentState::OnReportsDrained() {
   AgentActions out;
-  if (!round_active_ || running_ > 0) return out;  // a late drain timer of an ended round
+  if (!round_active_ || ranks_to_end() > 0) return out;  // a late drain timer of an ended round
   reports_drained_ = true;
   MaybeEndRound(&out);
   return out;
@@ -359,9 +366,9 @@ void AgentState::RequestExit(int code) {
 }
 
 void AgentState::MaybeEndRound(AgentActions* out) {
-  if (finished_ || !round_active_ || running_ > 0) return;
+  if (finished_ || !round_active_ || ranks_to_end() > 0) return;
   if (!reports_drained_) {
-    out->push_back(DrainReports{});
+    out->push_back(DrainReports{parked_ranks()});
     return;
   }
   round_active_ = false;
@@ -373,7 +380,8 @@ void AgentState::MaybeEndRound(AgentActions* out) {
 }
 
 void AgentState::MaybeExit(AgentActions* out) {
-  if (finished_ || !exit_requested_ || round_active_) return;
+  // Ranks kept between rounds are ended first (round_active_ false, running_ > 0 only then).
+  if (finished_ || !exit_requested_ || round_active_ || running_ > 0) return;
   finished_ = true;
   out->push_back(ExitAgent{exit_code_});
 }

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -30,6 +32,9 @@ WorkerOutcome ClassifyWorkerExit(int wait_status, bool stopped, bool stopping);
 // round, StartRound's place after that); then call OnWorkersStarted.
 struct StartWorkers {
   int round = 0;
+  // In-process restart: these local ranks run on from the round before (RejoinRound follows);
+  // start the others.
+  std::vector<int> kept{};
 };
 // Call OnHeldStartDue(round) once `delay` has passed: the round's StartRound came ahead of the
 // time its workers may start (StartRound.start_after_ms).
@@ -45,6 +50,9 @@ struct StopWorkers {
   // Fenced: SIGKILL now to the workers and to every process they left to the agent (adopted,
   // or in the job's cgroup), with no grace for anything.
   bool fenced = false;
+  // In-process restart: these local ranks are leaving the round in their own process
+  // (LeaveRound); the stop leaves them alone.
+  std::vector<int> keep{};
 };
 // SIGKILL every worker's group now (a second signal: the user will not wait for the grace).
 struct KillWorkers {};
@@ -59,7 +67,11 @@ struct SendWorkerExit {
 };
 // Read what exited workers left in their report connections, then call OnReportsDrained (at
 // once when none is open, else when the last closes or after kReportDrainLimit).
-struct DrainReports {};
+// The connections of the local ranks in `keep_open` (kept in their process for the next round)
+// stay open: the drain waits only for the others.
+struct DrainReports {
+  std::vector<int> keep_open{};
+};
 // Record the stacks of `ranks` (those of this node's workers; each at most once a round) in
 // the job directory, within `budget`, then call OnStacksDumped. Runs beside the loop: the
 // heartbeats go on meanwhile, and the stop the launcher asked for waits for it.
@@ -85,10 +97,49 @@ struct ExitAgent {
 struct MoveSession {
   std::chrono::milliseconds give_up_after{0};
 };
+// --- In-process restart (docs/restarts.md, "In-process restart"; the socket's messages are in
+// agent/in_process_wire.h) ---
+// Tell each of `local_ranks`, over its report socket, to leave `round` in its own process: it
+// abandons its step, leaves the round's process group, keeps its state and answers "left"
+// (OnRankLeft) or "cannot" (OnRankCannot). Call OnLeaveDeadline(round) once `within` passed.
+struct LeaveRound {
+  int round = 0;
+  std::vector<int> local_ranks;
+  std::chrono::milliseconds within{0};
+};
+// Send each of `local_ranks` its place in `round` (the StartRound's: rank, local rank, world
+// size, master address and port, the round): it answers "ready" (OnRankReady) or "cannot".
+// Call OnRejoinDeadline(round) once `within` passed.
+struct RejoinRound {
+  int round = 0;
+  std::vector<int> local_ranks;
+  std::chrono::milliseconds within{0};
+};
+// End these local ranks only (SIGTERM, SIGKILL after `grace`; they count as asked to stop),
+// while the others run on.
+struct EndRanks {
+  std::vector<int> local_ranks;
+  std::chrono::milliseconds grace{0};
+  std::string why;
+};
+// Start these local ranks of `round` anew (kept ranks that could not rejoin it); then call
+// OnWorkersStarted.
+struct StartRanks {
+  int round = 0;
+  std::vector<int> local_ranks;
+};
+// The journal's rank_restarted: the path `local_rank` took into `round` (in process: it kept
+// its process; else it was started anew, for `why`).
+struct NoteRankPath {
+  int round = 0;
+  int local_rank = 0;
+  bool in_process = false;
+  std::string why;
+};
 using AgentAction =
     std::variant<StartWorkers, HoldStart, StopWorkers, KillWorkers, SendHeartbeat, FlushReports,
                  SendWorkerExit, DrainReports, DumpStacks, SendRoundEnded, LogNote, ExitAgent,
-                 MoveSession>;
+                 MoveSession, LeaveRound, RejoinRound, EndRanks, StartRanks, NoteRankPath>;
 using AgentActions = std::vector<AgentAction>;
 
 struct AgentConfig {
@@ -100,6 +151,7 @@ struct AgentConfig {
   int heartbeat_misses = 0;  // JoinResponse.heartbeat_misses; 0: LivenessPolicy's default
   bool can_move = false;     // a fallback address: a broken session may move there once
   std::chrono::milliseconds lease{0};  // JoinResponse.lease_ms; 0: derived (LivenessPolicy)
+  bool in_process = false;  // JoinResponse.restart_in_process (job.yaml's restart: in_process)
 };
 
 // A StopCommand as the state sees it.
@@ -191,6 +243,24 @@ class AgentState {
   AgentActions OnReportConnectionClosed();
   AgentActions OnReportsDrained();
 
+  // --- In-process restart (agent_state_in_process.cc) ---
+  // How long a kept rank has to take its place in the next round (answer "ready") before it is
+  // ended and started anew. Fixed: the answer comes from the rank's listener before it meets
+  // its peers (the new process group is built after it), so it is a local round trip.
+  static constexpr std::chrono::milliseconds kRejoinLimit{2000};
+  // A running rank said hello on its socket: it can (or cannot) restart in its own process.
+  AgentActions OnRankHello(int local_rank, bool in_process);
+  // A rank told to leave `round` left it: out of the round's process group, state kept.
+  AgentActions OnRankLeft(int local_rank, int round);
+  // A kept rank took its place in `round`.
+  AgentActions OnRankReady(int local_rank, int round);
+  // A rank said it cannot restart in process (a NaN, a CUDA error, state it cannot trust).
+  AgentActions OnRankCannot(int local_rank, const std::string& why);
+  AgentActions OnLeaveDeadline(int round);
+  AgentActions OnRejoinDeadline(int round);
+  // Local ranks kept in their process between rounds (they left the last round).
+  std::vector<int> parked_ranks() const;
+
   std::chrono::milliseconds heartbeat_interval() const { return liveness_.heartbeat(); }
   std::chrono::milliseconds launcher_silence_limit() const;
   // The round every message carries: the last one started (the first round's number before).
@@ -214,6 +284,20 @@ class AgentState {
   // agent exits if asked to, else it waits for the next round.
   void MaybeEndRound(AgentActions* out);
   void MaybeExit(AgentActions* out);
+  // A stop from the launcher: with in-process restart, the ranks that can leave the round in
+  // their own process are told to (LeaveRound), the others stopped.
+  void StopForRestart(const StopRequest& stop, AgentActions* out);
+  // StartWorkers for `round`, RejoinRound for the ranks kept from the round before.
+  void StartRoundNow(int round, AgentActions* out);
+  // A worker exited: its in-process bookkeeping. True when it is started anew within the round
+  // (no exit event: its round goes on).
+  bool ForgetRank(const ChildExit& exit, AgentActions* out);
+  // Stops keeping `local_rank` for `why`: it is ended (with `grace`) and starts anew.
+  void DropKept(int local_rank, const std::string& why, std::chrono::milliseconds grace,
+                AgentActions* out);
+  int ranks_parked() const;
+  // Workers whose end the round waits for: all but the ranks parked for the next round.
+  int ranks_to_end() const { return running_ - ranks_parked(); }
   // The session is gone (closed, or the lease ran out): stop the workers with `why` and exit
   // once they ended, unless the agent was leaving anyway.
   void CloseSession(const std::string& why, AgentActions* out);
@@ -261,6 +345,16 @@ class AgentState {
   std::optional<Time> move_kill_at_;
   std::optional<Time> moved_at_;
   int signals_seen_ = 0;
+
+  // In-process restart. A kept rank is leaving the round (told to, no answer yet), parked
+  // (left it, waiting for the next) or rejoining (told its new place, no "ready" yet).
+  enum class KeptPhase { kLeaving, kParked, kRejoining };
+  const bool in_process_;
+  std::set<int> can_keep_;                // running local ranks that said hello in_process
+  std::map<int, KeptPhase> kept_;
+  std::set<int> respawn_;                 // ended within a round to start anew in it
+  std::map<int, std::string> respawn_why_;  // dropped kept ranks: journaled at the next start
+  std::chrono::milliseconds leave_grace_{0};  // what is left of the stop's grace after LeaveRound
 };
 
 }  // namespace dlaunch

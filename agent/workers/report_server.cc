@@ -7,6 +7,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <cmath>
+#include <deque>
 
 #include "absl/strings/str_cat.h"
 
@@ -44,6 +45,16 @@ absl::Status ReadPhaseEvent(const std::string& line, v1::WorkerReport* out) {
 
 }  // namespace
 
+bool IsRestartLine(const std::string& line) {
+  // The key, not a value: a phase may be named "restart".
+  for (size_t at = line.find("\"restart\""); at != std::string::npos;
+       at = line.find("\"restart\"", at + 1)) {
+    const size_t next = line.find_first_not_of(" \t", at + 9);
+    if (next != std::string::npos && line[next] == ':') return true;
+  }
+  return false;
+}
+
 absl::Status ParseReportLine(const std::string& line, v1::WorkerReport* out) {
   google::protobuf::util::JsonParseOptions opts;
   opts.ignore_unknown_fields = true;
@@ -68,8 +79,15 @@ class ReportServer::Connection : public std::enable_shared_from_this<Connection>
     struct ucred cred {};
     socklen_t len = sizeof(cred);
     if (getsockopt(socket_.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-      peer_rank_ = server_->rank_of_pid_(cred.pid);
+      peer_pid_ = cred.pid;
+      ++server_->open_by_pid_[peer_pid_];
     }
+  }
+
+  // Lines to the worker go out one at a time, in order.
+  void Write(std::string line) {
+    outbox_.push_back(std::move(line));
+    if (outbox_.size() == 1) WriteNext();
   }
 
  private:
@@ -79,7 +97,7 @@ class ReportServer::Connection : public std::enable_shared_from_this<Connection>
         socket_, buffer_, '\n', [self](const boost::system::error_code& ec, size_t n) {
           if (ec == boost::asio::error::not_found) {  // the buffer is full, no newline in it
             self->server_->on_bad_line_(
-                self->peer_rank_, absl::StrCat("a report line longer than ", kMaxReportLineBytes,
+                self->server_->rank_of_pid_(self->peer_pid_), absl::StrCat("a report line longer than ", kMaxReportLineBytes,
                                                " bytes without a newline; connection closed"));
             boost::system::error_code ignored;
             self->socket_.close(ignored);
@@ -87,6 +105,13 @@ class ReportServer::Connection : public std::enable_shared_from_this<Connection>
           if (ec) {  // the worker closed its end (or exited), or its line was too long
             if (ec != boost::asio::error::operation_aborted) {
               --self->server_->open_;
+              if (self->peer_pid_ > 0 && --self->server_->open_by_pid_[self->peer_pid_] <= 0) {
+                self->server_->open_by_pid_.erase(self->peer_pid_);
+              }
+              auto it = self->server_->by_pid_.find(self->peer_pid_);
+              if (it != self->server_->by_pid_.end() && it->second.lock() == self) {
+                self->server_->by_pid_.erase(it);
+              }
               if (self->server_->on_closed_) self->server_->on_closed_();
             }
             return;
@@ -99,23 +124,74 @@ class ReportServer::Connection : public std::enable_shared_from_this<Connection>
         });
   }
 
+  void WriteNext() {
+    auto self = shared_from_this();
+    boost::asio::async_write(socket_, boost::asio::buffer(outbox_.front()),
+                             [self](const boost::system::error_code& ec, size_t) {
+                               if (ec) return;  // the worker is gone: its exit tells the rest
+                               self->outbox_.pop_front();
+                               if (!self->outbox_.empty()) self->WriteNext();
+                             });
+  }
+
   void Handle(const std::string& line) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) return;
+    // The rank is looked up per line: a rank kept in its process takes a new one each round.
+    const int peer_rank = peer_pid_ > 0 ? server_->rank_of_pid_(peer_pid_) : -1;
+    if (IsRestartLine(line)) {
+      v1::RestartLine restart;
+      auto st = ParseRestartLine(line, &restart);
+      if (!st.ok()) {
+        server_->on_bad_line_(peer_rank, st.ToString());
+      } else if (server_->on_restart_ && peer_pid_ > 0) {
+        // A worker may have more connections (its reports on another): the agent answers on
+        // the one its restart lines came from.
+        server_->by_pid_[peer_pid_] = weak_from_this();
+        server_->on_restart_(peer_pid_, restart);
+      }
+      return;
+    }
     v1::WorkerReport report;
     auto st = ParseReportLine(line, &report);
     if (!st.ok()) {
-      server_->on_bad_line_(peer_rank_, st.ToString());
+      server_->on_bad_line_(peer_rank, st.ToString());
       return;
     }
-    if (peer_rank_ >= 0) report.set_rank(peer_rank_);
+    if (peer_rank >= 0) report.set_rank(peer_rank);
     server_->on_report_(report);
   }
 
   ReportServer* server_;
   boost::asio::local::stream_protocol::socket socket_;
   boost::asio::streambuf buffer_{kMaxReportLineBytes};
-  int peer_rank_ = -1;
+  pid_t peer_pid_ = -1;
+  std::deque<std::string> outbox_;
 };
+
+bool ReportServer::Send(pid_t pid, const std::string& line) {
+  auto it = by_pid_.find(pid);
+  if (it == by_pid_.end()) return false;
+  std::shared_ptr<Connection> c = it->second.lock();
+  if (!c) {
+    by_pid_.erase(it);
+    return false;
+  }
+  c->Write(line + "\n");
+  return true;
+}
+
+absl::Status ParseRestartLine(const std::string& line, v1::RestartLine* out) {
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  auto st = google::protobuf::util::JsonStringToMessage(line, out, opts);
+  if (!st.ok()) return absl::InvalidArgumentError(std::string(st.message()));
+  const std::string& r = out->restart();
+  if (r != "hello" && r != "left" && r != "ready" && r != "cannot") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "restart is \"hello\", \"left\", \"ready\" or \"cannot\", not \"", r, "\""));
+  }
+  return absl::OkStatus();
+}
 
 ReportServer::ReportServer(boost::asio::io_context& io, RankOfPid rank_of_pid, OnReport on_report,
                            OnBadLine on_bad_line)

@@ -149,6 +149,8 @@ std::optional<v1::JobEvent> WorkerLifecycleEvent(int round, const NodePlace& nod
     s->set_node_rank(node.node_rank);
     s->set_host(node.host);
     s->set_pid(ev.pid());
+    s->set_restart_path(ev.restart_path());
+    s->set_restart_why(ev.restart_why());
     return e;
   }
   if (!WorkerEnded(ev.state())) return std::nullopt;

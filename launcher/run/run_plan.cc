@@ -78,6 +78,7 @@ v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& place
   t.set_heartbeat_misses(spec.heartbeat_misses);
   t.set_grace_ms(static_cast<int>(spec.stop_grace_s * 1000));
   t.set_max_restarts(spec.max_restarts);
+  t.set_restart_in_process(spec.restart_in_process);
   t.set_forward_all(spec.show_all_ranks);
   for (int r : spec.show_ranks) t.add_forward_ranks(r);
   return t;

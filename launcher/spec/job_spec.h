@@ -98,6 +98,10 @@ struct JobSpec {
   double stall_timeout_s = 0;            // health.stall_timeout: 0 = adaptive ("auto")
   double startup_timeout_s = 600;        // health.startup_timeout: 0 = off
   int max_restarts = 0;
+  // restart: in_process. A failure's next round keeps the ranks that say they can restart in
+  // their own process (docs/restarts.md, "In-process restart"); the others start anew (respawn,
+  // the default).
+  bool restart_in_process = false;
   int spare_nodes = 0;                   // nodes.spares: extra agents of a local run that wait
   double restart_backoff_s = 0;          // restarts.backoff: wait before the first restart
   double restart_backoff_max_s = 30;     // restarts.backoff_max: the doubling wait's cap
@@ -151,7 +155,8 @@ inline bool operator==(const JobSpec& a, const JobSpec& b) {
          a.heartbeat_misses == b.heartbeat_misses && a.stop_grace_s == b.stop_grace_s &&
          a.exit_timeout_s == b.exit_timeout_s && a.stall_detection == b.stall_detection &&
          a.stall_timeout_s == b.stall_timeout_s && a.startup_timeout_s == b.startup_timeout_s &&
-         a.max_restarts == b.max_restarts && a.spare_nodes == b.spare_nodes &&
+         a.max_restarts == b.max_restarts &&
+         a.restart_in_process == b.restart_in_process && a.spare_nodes == b.spare_nodes &&
          a.stragglers == b.stragglers &&
          a.restart_backoff_s == b.restart_backoff_s &&
          a.restart_backoff_max_s == b.restart_backoff_max_s &&

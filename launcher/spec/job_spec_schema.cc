@@ -6,8 +6,8 @@ const std::map<std::string, std::vector<std::string>>& SchemaKeys() {
   static const auto* keys = new std::map<std::string, std::vector<std::string>>{
       {"",
        {"name", "nodes", "nproc_per_node", "command", "args", "env", "workdir", "hosts",
-        "launcher", "rendezvous", "heartbeat", "stop", "health", "max_restarts", "restarts", "logs",
-        "gpus", "cpus", "preflight", "scheduler", "study", "stragglers"}},
+        "launcher", "rendezvous", "heartbeat", "stop", "health", "max_restarts", "restart",
+        "restarts", "logs", "gpus", "cpus", "preflight", "scheduler", "study", "stragglers"}},
       {"nodes", {"min", "max", "spares"}},
       {"restarts", {"backoff", "backoff_max", "crash_loop", "node_failures"}},
       {"study", {"nodes", "procs"}},

@@ -154,6 +154,7 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
   absl::StrAppend(&out, "  intervals: ", spec.stragglers.intervals, "\n");
   absl::StrAppend(&out, "  warmup_steps: ", spec.stragglers.warmup_steps, "\n");
   absl::StrAppend(&out, "max_restarts: ", spec.max_restarts, "\n");
+  absl::StrAppend(&out, "restart: ", spec.restart_in_process ? "in_process" : "respawn", "\n");
   absl::StrAppend(&out, "restarts:\n");
   absl::StrAppend(&out, "  backoff: ", FormatDuration(spec.restart_backoff_s), "\n");
   absl::StrAppend(&out, "  backoff_max: ", FormatDuration(spec.restart_backoff_max_s), "\n");

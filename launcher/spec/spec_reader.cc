@@ -44,6 +44,7 @@ void SpecReader::Read(const YAML::Node& root, JobSpec* spec) {
   if (has("stop")) Stop(top["stop"], spec);
   if (has("health")) Health(top["health"], spec);
   if (has("max_restarts")) Int(top["max_restarts"], &spec->max_restarts);
+  if (has("restart")) Restart(top["restart"], spec);
   if (has("restarts")) Restarts(top["restarts"], spec);
   if (has("stragglers")) Stragglers(top["stragglers"], spec);
   if (has("logs")) Logs(top["logs"], spec);
@@ -191,6 +192,18 @@ void SpecReader::Health(const SpecField& field, JobSpec* spec) {
   if (fields.count("startup_timeout")) {
     std::string word;
     DurationOrWord(fields["startup_timeout"], {{"off", 0}}, &spec->startup_timeout_s, &word);
+  }
+}
+
+void SpecReader::Restart(const SpecField& field, JobSpec* spec) {
+  if (field.value.IsMap()) {
+    // One letter from `restarts:`, where backoff and the limits go.
+    WrongType(field, "\"respawn\" or \"in_process\" (backoff, crash_loop and node_failures go "
+                     "under 'restarts')");
+    return;
+  }
+  if (std::string word; OneOf(field, {"respawn", "in_process"}, &word)) {
+    spec->restart_in_process = word == "in_process";
   }
 }
 

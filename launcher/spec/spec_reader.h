@@ -26,6 +26,7 @@ class SpecReader : public SpecFieldReader {
   void Heartbeat(const SpecField& field, JobSpec* spec);
   void Stop(const SpecField& field, JobSpec* spec);
   void Health(const SpecField& field, JobSpec* spec);
+  void Restart(const SpecField& field, JobSpec* spec);  // restart: respawn | in_process
   void Restarts(const SpecField& field, JobSpec* spec);
   void Stragglers(const SpecField& field, JobSpec* spec);
   void Logs(const SpecField& field, JobSpec* spec);

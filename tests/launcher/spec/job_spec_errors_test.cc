@@ -58,6 +58,8 @@ TEST(ParseJobSpecTest, WrongTypesNameTheKeyAndTheValue) {
   EXPECT_EQ(Errors("command: [x]\nrendezvous: 5\n"),
             "job.yaml:2:13: rendezvous must be a mapping with keys port, tls, relay_fanout, master_port, "
             "worker_store, join_timeout, last_call, got 5");
+  EXPECT_EQ(Errors("command: [x]\nrestart: inprocess\n"),
+            "job.yaml:2:10: restart must be \"respawn\" or \"in_process\", got \"inprocess\" (did you mean 'in_process'?)");
   EXPECT_EQ(Errors("command: [x]\nrendezvous:\n  worker_store: rank_0\n"),
             "job.yaml:3:17: rendezvous.worker_store must be \"agent\" or \"rank0\", got "
             "\"rank_0\" (did you mean 'rank0'?)");
@@ -124,7 +126,8 @@ TEST(ParseJobSpecTest, RangesAndValues) {
   EXPECT_EQ(Errors("command: [x]\nrestarts: {backof: 1s}\n"),
             "job.yaml:2:12: unknown key 'backof' in 'restarts' (did you mean 'backoff'?)");
   EXPECT_EQ(Errors("command: [x]\nrestart: {backoff: 1s}\n"),
-            "job.yaml:2:1: unknown key 'restart' (did you mean 'restarts'?)");
+            "job.yaml:2:10: restart must be \"respawn\" or \"in_process\" (backoff, crash_loop "
+            "and node_failures go under 'restarts'), got a mapping");
   EXPECT_EQ(Errors("command: [x]\nrestarts: {backoff: 10s, backoff_max: 5s}\n"),
             "job.yaml:2:39: restarts.backoff_max (5s) must not be less than restarts.backoff (10s)");
   EXPECT_EQ(Errors("command: [x]\nrestarts: {crash_loop: -2}\n"),

@@ -67,6 +67,7 @@ heartbeat: {interval: 500ms, misses: 5}
 stop: {grace: 1m30s, exit_timeout: 2s}
 health: {stall_timeout: 3s, startup_timeout: 1m}
 max_restarts: 3
+restart: in_process
 restarts: {backoff: 2s, backoff_max: 1m, crash_loop: 4, node_failures: 0}
 logs: {dir: /tmp/runs, ranks: [0, 7], tail_lines: 50, summary_interval: 0}
 gpus: {binding: isolate, per_proc: 2}
@@ -107,6 +108,7 @@ scheduler:
   EXPECT_EQ(spec.stall_timeout_s, 3);
   EXPECT_EQ(spec.startup_timeout_s, 60);
   EXPECT_EQ(spec.max_restarts, 3);
+  EXPECT_TRUE(spec.restart_in_process);
   EXPECT_EQ(spec.restart_backoff_s, 2);
   EXPECT_EQ(spec.restart_backoff_max_s, 60);
   EXPECT_EQ(spec.crash_loop_limit, 4);

@@ -35,6 +35,7 @@ TEST(ResolvedJobYamlTest, RoundTripsToAnEqualSpec) {
       "nodes: 3\nnproc_per_node: gpu\ncommand: a b c\n",
       "command: [x]\ncpus: {binding: none}\n",
       "nodes: {min: 2, max: 2, spares: 1}\ncommand: [x]\nmax_restarts: 3\n"
+      "restart: in_process\n"
       "restarts: {backoff: 1s, backoff_max: 10s, crash_loop: 0, node_failures: 5}\n",
       "command: [x]\nstop: {exit_timeout: 2s}\nhealth: {stall_timeout: off}\n",
       "command: [x]\ngpus: {per_node: 4}\npreflight: {timeout: 5s, min_free: 1.5G, "
@@ -90,6 +91,7 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "  intervals: 3\n"
             "  warmup_steps: 5\n"
             "max_restarts: 0\n"
+            "restart: respawn\n"
             "restarts:\n"
             "  backoff: 0s\n"
             "  backoff_max: 30s\n"

@@ -1,0 +1,325 @@
+"""In-process restart for a PyTorch training function under dlaunch (job.yaml: `restart: in_process`).
+
+    import dlaunch.inprocess
+
+    state = {}                      # lives as long as the process: kept across restarts
+
+    @dlaunch.inprocess.wrap
+    def train(restart):
+        dist.init_process_group("gloo")          # env:// from the round's environment
+        if "model" not in state:
+            state["model"], state["opt"] = build()
+        step = dlaunch.inprocess.sync_state(state["model"], state["opt"], state.get("step", 0))
+        for step in range(step + 1, total + 1):
+            ...                                  # one step
+            state["step"] = step
+        dist.destroy_process_group()
+
+    train()
+
+When the round stops for a failure elsewhere, the agent tells this rank to leave it: the wrapper
+interrupts the function (at the next Python bytecode, or when its blocked collective fails:
+a dead peer closes its sockets), destroys the process group, says it left, waits for its place
+in the next round, puts the round's RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+GROUP_RANK and DLAUNCH_ROUND in os.environ, says it is ready and calls the function again. What
+the function kept (the `state` above) is there; a rank started anew has nothing, and
+sync_state() gives it the parameters and optimizer state of the lowest rank that has the newest
+step (a broadcast, no checkpoint read). The contract is that of nvidia-resiliency-ext's
+inprocess.Wrapper: the function is called again with the same arguments, so it must be safe to
+call twice in one process.
+
+An exception of the function's own (not the round's stop) ends the process as without the
+wrapper: that rank failed. `cannot(why)` tells the agent this process must not be kept (a NaN in
+its state, a CUDA error): it is ended and started anew at the next restart. Without dlaunch (no
+DLAUNCH_REPORT_SOCKET) or without `restart: in_process`, the function is called once.
+
+Protocol (one JSON object per line on the report socket, its own connection): docs/restarts.md.
+"""
+
+import contextlib
+import ctypes
+import functools
+import gc
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+__all__ = ["wrap", "Restart", "RestartInfo", "sync_state", "cannot"]
+
+SOCKET_ENV = "DLAUNCH_REPORT_SOCKET"
+
+
+class Restart(BaseException):
+    """Raised in the training thread when its round stops: the function is abandoned where it is.
+    A BaseException, so that a training loop's `except Exception` does not swallow it."""
+
+
+class _Channel:
+    """The wrapper's own connection to the agent: lines out, a reader thread for lines in."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        self.lock = threading.Lock()
+        self.cond = threading.Condition()
+        self.inbox = []
+        self.closed = False
+        self.on_leave = None
+        threading.Thread(target=self._read, name="dlaunch-inprocess", daemon=True).start()
+
+    def send(self, **fields):
+        with self.lock:
+            self.sock.sendall((json.dumps(fields) + "\n").encode())
+
+    def _read(self):
+        buf = b""
+        while True:
+            try:
+                chunk = self.sock.recv(65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                with self.cond:
+                    self.closed = True
+                    self.cond.notify_all()
+                return
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if msg.get("restart") == "leave" and self.on_leave:
+                    self.on_leave(msg)
+                with self.cond:
+                    self.inbox.append(msg)
+                    self.cond.notify_all()
+
+    def wait_for(self, kind, timeout_s):
+        """The first message of `kind` (removed from the inbox), or None after timeout_s or when
+        the agent closed the connection."""
+        end = time.monotonic() + timeout_s
+        with self.cond:
+            while True:
+                for i, msg in enumerate(self.inbox):
+                    if msg.get("restart") == kind:
+                        return self.inbox.pop(i)
+                left = end - time.monotonic()
+                if self.closed or left <= 0:
+                    return None
+                self.cond.wait(left)
+
+
+_channel = None
+
+
+def _interrupt(thread_id):
+    # Delivered when the thread next runs Python bytecode: at once between steps, or when a
+    # blocked C call (a collective waiting for a dead peer) returns.
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(Restart))
+
+
+def _leave_process_group():
+    """Destroys the default process group, if there is one; what it cost in seconds."""
+    t = time.monotonic()
+    dist = sys.modules.get("torch.distributed")
+    if dist is None:  # the function never imported it: no group to leave
+        return 0.0
+    # The abandoned call's frames (its DDP, its reducer) hold the group: freed first, so that
+    # its sockets close and a peer blocked on this rank is freed too (Gloo's collectives cannot
+    # be aborted from another thread: docs/restarts.md).
+    gc.collect()
+    if dist.is_available() and dist.is_initialized():
+        try:
+            dist.destroy_process_group()
+        except Exception:  # a group whose peers are gone may fail to shut down cleanly
+            pass
+    gc.collect()
+    return time.monotonic() - t
+
+
+def _take_place(msg):
+    env = os.environ
+    env["RANK"] = str(msg.get("rank", 0))
+    env["LOCAL_RANK"] = str(msg.get("local_rank", 0))
+    env["WORLD_SIZE"] = str(msg.get("world_size", 1))
+    env["LOCAL_WORLD_SIZE"] = str(msg.get("local_world_size", 1))
+    env["GROUP_RANK"] = env["DLAUNCH_NODE_RANK"] = str(msg.get("node_rank", 0))
+    env["MASTER_ADDR"] = msg.get("master_addr", "127.0.0.1")
+    env["MASTER_PORT"] = str(msg.get("master_port", 0))
+    env["DLAUNCH_ROUND"] = env["TORCHELASTIC_RESTART_COUNT"] = str(msg.get("round", 0))
+
+
+def _is_distributed_error(exc):
+    # A collective that failed because a peer died, or the group was torn down under it.
+    names = {c.__name__ for c in type(exc).__mro__}
+    if names & {"DistError", "DistBackendError", "DistNetworkError"}:
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and any(
+        s in text for s in ("Connection closed by peer", "Connection reset", "Gloo", "gloo",
+                            "NCCL", "ProcessGroup", "process group"))
+
+
+def cannot(why):
+    """This process must not be kept for the next round (its state cannot be trusted)."""
+    if _channel is not None:
+        _channel.send(restart="cannot", why=str(why))
+
+
+class _Runner:
+    """Runs the function in this thread and restarts it; the reader thread interrupts it."""
+
+    def __init__(self, channel):
+        self.ch = channel
+        self.main = threading.get_ident()
+        self.lock = threading.Lock()
+        self.running = False    # the function runs: an interrupt may be delivered
+        self.atomic_depth = 0   # inside RestartInfo.atomic(): the interrupt waits for its end
+        self.pending = False    # a stop came inside an atomic section
+        self.stopped_round = None
+        channel.on_leave = self.on_leave
+
+    def on_leave(self, msg):
+        with self.lock:
+            self.stopped_round = msg.get("round", 0)
+            if self.running and self.atomic_depth == 0:
+                _interrupt(self.main)
+            else:
+                self.pending = True
+
+    def call(self, fn, info, args, kwargs):
+        with self.lock:
+            if self.stopped_round is not None:  # the stop came before the call began
+                raise Restart()
+            self.running = True
+        try:
+            return fn(info, *args, **kwargs)
+        finally:
+            self.disarm()
+
+    def disarm(self):
+        # No interrupt after this; one set but not yet delivered is withdrawn.
+        while True:
+            try:
+                with self.lock:
+                    self.running = False
+                    self.pending = False
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.main), None)
+                return
+            except Restart:
+                continue
+
+    def enter_atomic(self):
+        with self.lock:
+            self.atomic_depth += 1
+
+    def leave_atomic(self):
+        with self.lock:
+            self.atomic_depth -= 1
+            fire = self.atomic_depth == 0 and self.pending and self.running
+            self.pending = self.pending and not fire
+        if fire:
+            raise Restart()
+
+
+class RestartInfo:
+    """What the function is called with: the round, how many times it was restarted in this
+    process, and atomic(): a section the round's stop does not interrupt (the optimizer's step
+    and the bookkeeping of the step that goes with it), so kept state is never half updated."""
+
+    def __init__(self, round_, restarts, runner=None):
+        self.round = round_
+        self.restarts = restarts  # in this process (0: its first call)
+        self._runner = runner
+
+    @contextlib.contextmanager
+    def atomic(self):
+        if self._runner is None:
+            yield
+            return
+        self._runner.enter_atomic()
+        try:
+            yield
+        finally:
+            self._runner.leave_atomic()
+
+
+def wrap(fn, leave_wait_s=30.0, join_wait_s=600.0):
+    """`fn(info, *args, **kwargs)` called until it returns, again in the same process after each
+    stop of its round; `info` is a RestartInfo.
+
+    leave_wait_s: after a collective failed, how long to wait for the agent's stop before the
+    error counts as this rank's own. join_wait_s: how long to wait between rounds for the next
+    one (the agent ends a kept rank itself when the job ends instead)."""
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        global _channel
+        path = os.environ.get(SOCKET_ENV)
+        round_ = int(os.environ.get("DLAUNCH_ROUND", "0"))
+        if not path:
+            return fn(RestartInfo(round_, 0), *args, **kwargs)
+        _channel = ch = _Channel(path)
+        runner = _Runner(ch)
+        ch.send(restart="hello", in_process=True)
+        restarts = 0
+        while True:
+            try:
+                return runner.call(fn, RestartInfo(round_, restarts, runner), args, kwargs)
+            except Restart:
+                pass
+            except Exception as exc:  # noqa: BLE001: sorted below
+                if not _is_distributed_error(exc):
+                    raise
+                # A peer died under a collective: the round's stop is on its way.
+                if ch.wait_for("leave", leave_wait_s) is None and runner.stopped_round is None:
+                    raise
+            _leave_process_group()
+            left = runner.stopped_round if runner.stopped_round is not None else round_
+            ch.wait_for("leave", 0)  # drop it from the inbox if it is still there
+            ch.send(restart="left", round=left)
+            msg = ch.wait_for("join", join_wait_s)
+            if msg is None:
+                raise SystemExit("dlaunch: no next round came for this rank kept in its process")
+            with runner.lock:
+                # The stop is handled: one that came while the function was not running must
+                # not interrupt its next call.
+                runner.stopped_round = None
+                runner.pending = False
+            _take_place(msg)
+            round_ = int(msg.get("round", 0))
+            restarts += 1
+            ch.send(restart="ready", round=round_)
+
+    return run
+
+
+def sync_state(model, optimizer=None, step=0):
+    """After (re)initialising the process group: every rank gets the parameters, buffers and
+    optimizer state of the lowest rank with the newest `step`, by broadcast. Returns that step.
+    A rank that kept its state in its process sends it; one started anew (step 0) receives it."""
+    import torch
+    import torch.distributed as dist
+
+    world = dist.get_world_size()
+    steps = torch.tensor([int(step)], dtype=torch.int64)
+    gathered = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    dist.all_gather(gathered, steps)
+    values = [int(t.item()) for t in gathered]
+    newest = max(values)
+    if all(v == newest for v in values):
+        return newest  # nothing to send: every rank is at the same step
+    src = values.index(newest)
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            dist.broadcast(t.data, src)
+    if optimizer is not None:
+        box = [optimizer.state_dict() if dist.get_rank() == src else None]
+        dist.broadcast_object_list(box, src)
+        optimizer.load_state_dict(box[0])
+    return newest
