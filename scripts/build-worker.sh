@@ -36,7 +36,10 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 install=()
 [ -z "$prefix" ] || install=(-DCMAKE_INSTALL_PREFIX="$prefix")
+# The installed binary keeps the run path to the wheel's libraries (and those under --deps) that
+# CMake would otherwise strip on install.
 cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DDLAUNCH_WORKER_ONLY=ON \
+  -DCMAKE_INSTALL_RPATH_USE_LINK_PATH=ON \
   -DCMAKE_PREFIX_PATH="$prefix_path" "${install[@]}"
 cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target dlaunch-worker
 [ -z "$prefix" ] || cmake --install "$BUILD_DIR"
