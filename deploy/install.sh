@@ -19,9 +19,13 @@ src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$src/build-release}"
 worker="${DLAUNCH_BUILD_WORKER:-AUTO}"
 prefix_path=()
+rpath=()
 if [ -n "${TORCH_PYTHON:-}" ]; then
   prefix_path+=("$("$TORCH_PYTHON" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')")
   worker=ON
+  # The installed dlaunch-worker keeps its run path to the wheel's libraries, which
+  # `cmake --install` would strip (scripts/build-worker.sh does the same).
+  rpath=(-DCMAKE_INSTALL_RPATH_USE_LINK_PATH=ON)
   command -v nvcc >/dev/null || [ ! -x /usr/local/cuda/bin/nvcc ] || export PATH=/usr/local/cuda/bin:$PATH
 fi
 
@@ -47,7 +51,7 @@ cmake -S "$src" -B "$build" "${generator[@]}" \
   -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_INSTALL_PREFIX="$prefix" \
   -DDLAUNCH_BUILD_TESTS=OFF \
-  -DDLAUNCH_BUILD_WORKER="$worker" -DCMAKE_PREFIX_PATH="$cmake_prefix_path" "${grpc[@]}"
+  -DDLAUNCH_BUILD_WORKER="$worker" -DCMAKE_PREFIX_PATH="$cmake_prefix_path" "${grpc[@]}" "${rpath[@]}"
 cmake --build "$build" -j "$(nproc)"
 cmake --install "$build"
 if [ "${GRPC_RELEASE:-0}" = 1 ]; then

@@ -4,8 +4,9 @@ without Spack or Apptainer (Debian packages neither).
 
 The dependencies are read from the CMake files (find_package, pkg_check_modules, find_program);
 DEPENDENCIES below says what each one is called in Debian and in Spack, so a new dependency fails
-here until both recipes know it. deploy/spack/package.py is imported with a stand-in
-`spack.package` module that records its directives. deploy/container/dlaunch.def must install
+here until both recipes know it. The recipes of deploy/spack (a Spack package repository) are
+imported with a stand-in `spack.package` module that records their directives.
+tests/install/spack_test.sh builds them with a real Spack where there is one. deploy/container/dlaunch.def must install
 its packages through scripts/install-deps.sh, with groups that hold every dependency, and copy
 every folder the Release build reads.
 
@@ -44,8 +45,9 @@ DEPENDENCIES = {
     # Debian's libtorch-dev needs libgloo-dev for the Gloo headers.
     "Torch": (("libtorch-dev", "libgloo-dev"), "py-torch", "+worker"),
 }
-# Not found through CMake: the toolchain, and the header-only kainjow/mustache (a Spack resource).
-TOOLCHAIN = {"cxx": ("build-essential",), "cmake": ("cmake",)}
+# Not found through CMake: the toolchain, and the header-only kainjow/mustache (its recipe is in
+# deploy/spack beside dlaunch's, as Spack's builtin repository has none).
+TOOLCHAIN = {"cxx": ("build-essential",), "cmake": ("cmake",), "kainjow-mustache": ()}
 MUSTACHE_DEBIAN = "libkainjow-mustache-dev"
 
 
@@ -72,8 +74,9 @@ class Directive:
         self.recorder.append((self.name, args, kwargs))
 
 
-def load_spack_recipe():
-    """Imports package.py with a stand-in spack.package; returns (class, recorded directives)."""
+def load_spack_recipe(package="dlaunch"):
+    """Imports deploy/spack's recipe of `package` with a stand-in spack.package; returns (the
+    recipe's class, its recorded directives)."""
     calls = []
     stub = types.ModuleType("spack.package")
     for name in ("version", "variant", "depends_on", "conflicts", "resource", "patch",
@@ -88,6 +91,8 @@ def load_spack_recipe():
         pass
 
     stub.CMakePackage = CMakePackage
+    stub.Package = type("Package", (), {})
+    stub.mkdirp = stub.install = lambda *a, **k: None
     stub.InstallError = InstallError
     stub.join_path = lambda *parts: "/".join(parts)
     stub.run_after = lambda *a, **k: (lambda f: f)
@@ -100,7 +105,8 @@ def load_spack_recipe():
     sys.modules.update({"spack": spack, "spack.package": stub})
     try:
         spec = importlib.util.spec_from_file_location(
-            "dlaunch_spack_recipe", SRC / "deploy/spack/package.py")
+            "spack_recipe_" + package.replace("-", "_"),
+            SRC / "deploy/spack/packages" / package / "package.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
@@ -109,7 +115,8 @@ def load_spack_recipe():
                 sys.modules.pop(k, None)
             else:
                 sys.modules[k] = v
-    return module.Dlaunch, calls
+    name = "".join(part.capitalize() for part in package.split("-"))
+    return getattr(module, name), calls
 
 
 def install_deps_groups():
@@ -137,7 +144,7 @@ class CMakeDependenciesTest(unittest.TestCase):
         self.assertIn("Protobuf", found)  # the scan itself works
         unknown = {n: f for n, f in found.items() if n not in DEPENDENCIES}
         self.assertEqual(unknown, {}, "new CMake dependencies: add them to DEPENDENCIES, to "
-                         "deploy/spack/package.py and to scripts/install-deps.sh")
+                         "deploy/spack/packages/dlaunch/package.py and to scripts/install-deps.sh")
         self.assertEqual(sorted(set(DEPENDENCIES) - set(found)), [],
                          "DEPENDENCIES names what no CMake file looks for any more")
 
@@ -181,9 +188,17 @@ class SpackRecipeTest(unittest.TestCase):
         for tool in TOOLCHAIN:
             self.assertEqual([k.get("type") for _, k in self.depends[tool]], ["build"])
 
-    def test_mustache_comes_as_a_resource(self):
-        resources = [k for n, _, k in self.calls if n == "resource"]
-        self.assertTrue(any("Mustache" in k.get("git", "") for k in resources), resources)
+    def test_mustache_comes_from_the_recipe_beside_it(self):
+        self.assertEqual([n for n, _, _ in self.calls if n == "resource"], [],
+                         "a resource is fetched at build time and cannot be an external")
+        cls, calls = load_spack_recipe("kainjow-mustache")
+        self.assertIn("install", vars(cls))
+        versions = [(a, k) for n, a, k in calls if n == "version"]
+        self.assertEqual([a[0] for a, _ in versions], ["4.1"])
+        self.assertRegex(versions[0][1].get("commit", ""), r"^[0-9a-f]{40}$",
+                         "a git version is pinned to its commit")
+        repo = (SRC / "deploy/spack/repo.yaml").read_text()
+        self.assertRegex(repo, r"namespace:\s*dlaunch\b")
 
     def test_cmake_args_build_the_worker_only_with_the_variant(self):
         class Spec:

@@ -115,6 +115,24 @@ TEST_F(PythonStacksTest, AStalledPlainPythonRankIsNamedWithTheFunctionItIsStuckI
                     "wait_for_data"));
 }
 
+// What a user who built with scripts/demo.sh or scripts/test.sh gets: neither DLAUNCH_PY_SPY nor
+// a py-spy on PATH, so the agent must find the build tree's own beside its bin/
+// (<build>/libexec/dlaunch/py-spy, linked there by scripts/py-spy.sh).
+TEST_F(PythonStacksTest, TheBuildTreesAgentFindsItsPySpyWithoutPathOrDlaunchPySpy) {
+  for (const char* system : {"/usr/bin/py-spy", "/bin/py-spy"}) {
+    if (access(system, X_OK) == 0) GTEST_SKIP() << system << " would be found on PATH instead";
+  }
+  const std::string saved_spy = getenv("DLAUNCH_PY_SPY");
+  const char* path = getenv("PATH");
+  const std::string saved_path = path ? path : "";
+  unsetenv("DLAUNCH_PY_SPY");  // the launcher and its agents inherit this environment
+  setenv("PATH", "/usr/bin:/bin", 1);
+  RunAndCheck(Stuck("stall", {"--nproc-per-node", "1", "--stall-timeout", "3"}, "stall",
+                    "wait_for_data"));
+  setenv("DLAUNCH_PY_SPY", saved_spy.c_str(), 1);
+  setenv("PATH", saved_path.c_str(), 1);
+}
+
 TEST_F(PythonStacksTest, ARankHungAtExitIsNamedWithTheThreadThatHoldsItUp) {
   RunAndCheck(Stuck("exit-hang", {"--nproc-per-node", "2", "--exit-timeout", "3"}, "hang at exit",
                     "drain_queue"));

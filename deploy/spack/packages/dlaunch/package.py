@@ -1,11 +1,12 @@
-# Spack recipe for dlaunch. Put this file at <repo>/packages/dlaunch/package.py in a Spack
-# package repository (`spack repo add <repo>`), then build from a checkout:
+# Spack recipe for dlaunch, in the package repository deploy/spack (`spack repo add deploy/spack`).
+# Built from a checkout, in a Spack environment (deploy/README.md, "Spack", has the tested lines):
 #
 #   spack develop --path /path/to/dlaunch dlaunch@main
-#   spack install dlaunch@main +worker
+#   spack install
 #
-# Needs Spack 0.22 or newer (language dependencies, zlib-api). The project has no published release archive yet, so the only version is the git branch;
-# add version("0.1.0", sha256=...) with a release tarball's URL once there is one.
+# Needs Spack 0.22 or newer (language dependencies, zlib-api). The project has no published
+# release archive yet, so the only version is the branch, built from a checkout; add
+# version("0.1.0", sha256=...) with a release tarball's URL once there is one.
 
 import os
 
@@ -43,18 +44,15 @@ class Dlaunch(CMakePackage):
     # as an external py-torch in packages.yaml.
     depends_on("py-torch@1.13: +distributed", when="+worker")
 
-    # The batch-script renderer uses kainjow/mustache (one header, Boost licence), which has no
-    # Spack package: fetch it next to the sources and put it on the include path.
-    resource(name="kainjow-mustache", git="https://github.com/kainjow/Mustache.git",
-             tag="v4.1", destination="spack-include", placement="kainjow")
+    # The batch-script renderer's header-only template engine; Spack's builtin repository has no
+    # package for it, this repository does (packages/kainjow-mustache), and it can be an external.
+    depends_on("kainjow-mustache@4.1:", type="build")
 
     def cmake_args(self):
         spec = self.spec
-        include = join_path(self.stage.source_path, "spack-include")
         args = [
             self.define("DLAUNCH_BUILD_TESTS", self.run_tests),
             self.define("DLAUNCH_BUILD_WORKER", "ON" if spec.satisfies("+worker") else "OFF"),
-            self.define("CMAKE_CXX_FLAGS", "-I" + include),
         ]
         if spec.satisfies("+worker"):
             torch_cmake = join_path(spec["py-torch"].package.cmake_prefix_paths[0], "Torch")
