@@ -30,6 +30,7 @@
 #include "agent/orphan_sweeper.h"
 #include "agent/report_server.h"
 #include "agent/stack_dumper.h"
+#include "agent/warm_start.h"
 #include "agent/worker_server_socket.h"
 #include "agent/worker_store.h"
 #include "common/child_supervisor.h"
@@ -119,6 +120,9 @@ class NodeAgent {
   void Apply(const AgentActions& actions);
   // Adopts the StartRound place (if one came) and starts its workers.
   void StartRoundWorkers(const StartWorkers& start);
+  // restarts.warm_start (agent/warm_start.h): starts this node's warm process, or starts it
+  // again when it ended (the ranks of this round then start cold, and the log says why).
+  void KeepWarmProcess();
   // RoundEnded with a fresh free port of this node (the next round's MASTER_PORT if it is node
   // 0), once what the round's workers left behind is swept.
   void ReportRoundEnded(int round);
@@ -156,6 +160,8 @@ class NodeAgent {
   std::optional<AgentState> state_;   // from the JoinResponse on
   std::unique_ptr<ControlClient> client_;
   std::thread move_thread_;  // opens the moved session; joined before the agent goes
+  std::unique_ptr<Zygote> zygote_;  // restarts.warm_start's warm process; null: none
+  std::unique_ptr<WarmProcessLauncher> warm_launcher_;  // supervisor_'s launcher when warm
   std::unique_ptr<ChildSupervisor> supervisor_;
   std::unique_ptr<ReportServer> reports_;
   std::unique_ptr<WorkerStoreServer> worker_store_;  // node 0's, with rendezvous.worker_store: agent
