@@ -37,6 +37,9 @@ import traceback
 PR_SET_PDEATHSIG = 1
 PR_SET_PTRACER = 0x59616D61
 MAGIC = b"dlaunch-zygote-1"
+# What a library imports only at its first use, that every rank pays: torch 2.x's optimizers
+# import torch._dynamo (sympy, mpmath: ~900 modules, 4 s here) when the first one is made.
+LAZY_IMPORTS = {"torch": ["torch._dynamo"]}
 
 
 def log(msg):
@@ -81,6 +84,14 @@ def warm_up(script):
             __import__(name)
         except BaseException as e:  # the rank imports it itself and fails there, as it would
             log(f"import {name} failed, left to the ranks: {e!r}")
+    for lib, lazy in LAZY_IMPORTS.items():
+        for name in lazy if lib in sys.modules else ():
+            if importlib.util.find_spec(name) is None:  # torch 1.x has no _dynamo
+                continue
+            try:
+                __import__(name)
+            except BaseException as e:
+                log(f"import {name} failed, left to the ranks: {e!r}")
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         return "CUDA was initialised at import: a forked rank could not use it"
