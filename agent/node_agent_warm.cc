@@ -1,8 +1,8 @@
-// NodeAgent's warm process (restarts.warm_start, agent/warm_start.h): started as the agent joins,
+// NodeAgent's warm process (restarts.warm_start, agent/workers/warm_start.h): started as the agent joins,
 // and again at a round's start if it ended.
 #include "absl/strings/str_cat.h"
 #include "agent/node_agent.h"
-#include "agent/worker_launch.h"
+#include "agent/workers/worker_launch.h"
 
 namespace dlaunch {
 

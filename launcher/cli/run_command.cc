@@ -23,7 +23,7 @@
 #include "launcher/cli/cli_support.h"
 #include "launcher/jobdir/job_directory.h"
 #include "launcher/run/allocation.h"
-#include "launcher/run/control_service.h"
+#include "launcher/control/control_service.h"
 #include "launcher/run/doctor.h"
 #include "launcher/run/job_controller.h"
 #include "launcher/run/live_terminal.h"

@@ -3,7 +3,7 @@
 // whose exits reach the supervisor, that a stop ends with what they started, and that are this
 // process's children (it is their subreaper, as the agent is). Skipped where /usr/bin/python3
 // cannot import torch.
-#include "agent/warm_start.h"
+#include "agent/workers/warm_start.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -18,7 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "agent/orphan_sweeper.h"
+#include "agent/workers/orphan_sweeper.h"
 #include "common/child_supervisor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
