@@ -25,6 +25,7 @@ agent dies, not when the middle process exits.
 import array
 import ast
 import ctypes
+import gc
 import importlib.util
 import os
 import signal
@@ -105,6 +106,10 @@ def warm_up(script):
         os.waitpid(pid, 0)
     if threads() > 1:
         return f"{threads()} threads after the imports: a fork copies only one"
+    # The imported objects are shared with every rank copy-on-write; a collection in a rank
+    # would write to all of them (and copy their pages) unless they are out of its reach.
+    gc.collect()
+    gc.freeze()
     return None
 
 
