@@ -1,5 +1,6 @@
-// NodeAgent's warm process (restarts.warm_start, agent/workers/warm_start.h): started as the agent joins,
-// and again at a round's start if it ended.
+// NodeAgent's warm process (restarts.warm_start, agent/workers/warm_start.h): started as the
+// agent joins, and again at a round's start if a signal ended it (one that refused to serve, or
+// whose imports failed, would do the same again: its ranks start cold, as its log says).
 #include "absl/strings/str_cat.h"
 #include "agent/node_agent.h"
 #include "agent/workers/worker_launch.h"
@@ -13,7 +14,7 @@ void NodeAgent::KeepWarmProcess() {
     if (!zygote_) Log("warm starts off: the worker command is not a Python script");
     return;
   }
-  if (zygote_ && zygote_->alive()) return;
+  if (zygote_ && (zygote_->alive() || zygote_->refused())) return;
   if (zygote_) {
     Log(absl::StrCat("the warm process ended (", zygote_->exit_text(),
                      "): starting it again; this round's ranks start cold"));

@@ -185,6 +185,7 @@ bool Zygote::alive() {
   int status = 0;
   if (WaitChild(pid_, &status, WNOHANG) != pid_) return true;
   exit_text_ = DescribeWaitStatus(status);
+  refused_ = WIFEXITED(status);
   pid_ = -1;
   return false;
 }

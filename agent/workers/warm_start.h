@@ -58,6 +58,9 @@ class Zygote {
   // False once the warm process has exited (reaped here; `exit_text` says how).
   bool alive();
   const std::string& exit_text() const { return exit_text_; }
+  // It ended on its own with an exit code (it refused to serve, or its imports failed), as it
+  // would again: not worth a new start. A signal (the OOM killer, a kill) is.
+  bool refused() const { return refused_; }
   pid_t pid() const { return pid_; }
 
  private:
@@ -66,6 +69,7 @@ class Zygote {
   std::string dir_;
   std::string socket_;
   std::string exit_text_;
+  bool refused_ = false;
 };
 
 // A ProcessLauncher that starts each rank from the warm process `zygote()` returns (null: none)
