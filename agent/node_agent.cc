@@ -112,6 +112,8 @@ absl::Status NodeAgent::Start() {
   auto sockets = WorkerSocketDir::Create();
   if (sockets.ok()) worker_sockets_ = *std::move(sockets);
   else Log(absl::StrCat("no TORCH_WORKER_SERVER_SOCKET: ", sockets.status().message()));
+  // Started before the first round (a spare's too: it is warm when it takes a lost node's place).
+  KeepWarmProcess();
   // A member's first round starts as the session opens (AgentState's StartWorkers).
   if (absl::Status st = OpenSession(); !st.ok()) return st;
   if (!state_->finished()) ArmTick();
@@ -155,15 +157,22 @@ void NodeAgent::StartRoundWorkers(const StartWorkers& start) {
   if (absl::Status st = MakeJobDirs(job_.job_dir()); !st.ok()) Log(std::string(st.message()));
   if (!supervisor_) {
     // Made with the first round: a spare learns the job directory from its StartRound.
+    ChildSupervisor::Seams seams;
+    if (job_.worker().warm_start()) {
+      warm_launcher_ = std::make_unique<WarmProcessLauncher>(io_, [this] { return zygote_.get(); });
+      seams.launcher = warm_launcher_.get();
+    }
     supervisor_ = std::make_unique<ChildSupervisor>(
         io_, job_.job_dir() + "/logs", options_.tail_lines,
         ChildSupervisor::Callbacks{
             [this](int rank, bool err, std::vector<std::string> lines) {
               OnOutput(rank, err, std::move(lines));
             },
-            [this](const ChildExit& e) { OnChildExit(e); }});
+            [this](const ChildExit& e) { OnChildExit(e); }},
+        "rank-", seams);
     supervisor_->SetLogLimit(WorkerLogLimit(ProcessEnv()));
   }
+  KeepWarmProcess();
   // A plan the node cannot honour (a map naming CPUs it lacks) fails every rank's start, saying why.
   const absl::StatusOr<std::vector<RankSlot>>& plan = PlanRound();
   std::vector<RankSlot> slots = plan.ok() ? *plan : UnplacedSlots(job_);
@@ -243,8 +252,9 @@ int NodeAgent::ReportStarts(const std::vector<ChildSupervisor::StartRequest>& re
       ev->set_restart_why(why.mapped());
     }
     Send(std::move(msg));
+    const std::string path = warm_launcher_ ? warm_launcher_->TakePath(pid) : "";
     Log(absl::StrCat("rank ", rank, " (local ", plan[i].local_rank, ") pid ", pid, ": ",
-                     DescribeRankSlot(plan[i])));
+                     DescribeRankSlot(plan[i]), path.empty() ? "" : absl::StrCat("; ", path, " start")));
   }
   return ok;
 }
@@ -505,6 +515,7 @@ void NodeAgent::Close() {
   if (sigchld_) sigchld_->cancel();
   reports_.reset();
   worker_sockets_.reset();
+  zygote_.reset();
   // Let the writer flush the last events before the stream is half-closed.
   if (client_) client_->Close(milliseconds(2000));
   io_.stop();

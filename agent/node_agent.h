@@ -30,6 +30,7 @@
 #include "agent/workers/orphan_sweeper.h"
 #include "agent/workers/report_server.h"
 #include "agent/health/stack_dumper.h"
+#include "agent/workers/warm_start.h"
 #include "agent/workers/worker_server_socket.h"
 #include "agent/store/worker_store.h"
 #include "common/child_supervisor.h"
@@ -137,6 +138,9 @@ class NodeAgent {
   int LocalRankOfPid(pid_t pid) const;
   // Adopts the StartRound place (if one came) and starts its workers.
   void StartRoundWorkers(const StartWorkers& start);
+  // restarts.warm_start (agent/workers/warm_start.h): starts this node's warm process, or starts it
+  // again when it ended (the ranks of this round then start cold, and the log says why).
+  void KeepWarmProcess();
   // RoundEnded with a fresh free port of this node (the next round's MASTER_PORT if it is node
   // 0), once what the round's workers left behind is swept.
   void ReportRoundEnded(int round);
@@ -176,6 +180,8 @@ class NodeAgent {
   std::optional<AgentState> state_;   // from the JoinResponse on
   std::unique_ptr<ControlClient> client_;
   std::thread move_thread_;  // opens the moved session; joined before the agent goes
+  std::unique_ptr<Zygote> zygote_;  // restarts.warm_start's warm process; null: none
+  std::unique_ptr<WarmProcessLauncher> warm_launcher_;  // supervisor_'s launcher when warm
   std::unique_ptr<ChildSupervisor> supervisor_;
   std::unique_ptr<ReportServer> reports_;
   std::unique_ptr<WorkerStoreServer> worker_store_;  // node 0's, with rendezvous.worker_store: agent

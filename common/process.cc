@@ -150,6 +150,11 @@ bool IsSpawnedChild(pid_t pid) {
   return Spawned().count(pid) > 0;
 }
 
+void RecordSpawnedChild(pid_t pid) {
+  std::lock_guard<std::mutex> lock(SpawnedMutex());
+  Spawned().insert(pid);
+}
+
 absl::StatusOr<PendingProcess> ForkProcess(const SpawnOptions& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("empty command");
   int out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};

@@ -64,6 +64,10 @@ pid_t WaitChild(pid_t pid, int* status, int flags);
 // its own children from the orphans it adopted by this.
 bool IsSpawnedChild(pid_t pid);
 
+// Records `pid` as a child ForkProcess made: a process another one started for this subreaper
+// and handed to it (agent/warm_start.h), which it reaps and signals as its own from now on.
+void RecordSpawnedChild(pid_t pid);
+
 // `program` as execvp would find it on `path_var` (relative to `workdir` when it holds a '/'
 // but does not start with one); "" when it is not there or not executable.
 std::string FindProgram(const std::string& program, const std::string& path_var,

@@ -66,24 +66,30 @@ class Run:
     def Start(self):
         env = dict(os.environ, BENCH_GOODPUT_TAG=self.tag,
                    PYTHONPATH=os.path.join(ROOT, "python", "src"))
-        if self.kind != "dlaunch" and not self.args.shared_store:
+        if not self.kind.startswith("dlaunch") and not self.args.shared_store:
             # torchrun 2.x hands its rendezvous store to the workers; on a restart here their
             # gloo mesh then fails to connect (stale addresses) until max_restarts is spent.
             env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
         out = open(os.path.join(self.dir, "launcher.out"), "w")
         popen = dict(stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self.invoked = time.time()
-        if self.kind == "dlaunch":
+        if self.kind.startswith("dlaunch"):
             self.procs.append(subprocess.Popen(self.DlaunchCommand(), **popen))
             return
         port = FreePort()
-        for _ in range(NODES):
+        for _ in range(getattr(self.args, "nodes", NODES)):
             self.procs.append(subprocess.Popen(self.TorchrunCommand(port), **popen))
 
     def DlaunchCommand(self):
-        yaml = (f"name: goodput-bench\nnodes: \"1:{NODES}\"\nnproc_per_node: {NPROC}\n"
+        nodes = getattr(self.args, "nodes", NODES)
+        spares = getattr(self.args, "spares", 0)
+        node_spec = (f"nodes:\n  min: {nodes}\n  max: {nodes}\n  spares: {spares}\n" if spares
+                     else f"nodes: \"1:{nodes}\"\n")
+        warm = "on" if self.kind == "dlaunch-warm" else "off"
+        yaml = (f"name: goodput-bench\n{node_spec}nproc_per_node: {NPROC}\n"
                 f"command: {json.dumps([self.args.python] + self.JobArgs())}\n"
                 f"max_restarts: {self.args.max_restarts}\n"
+                f"restarts:\n  warm_start: {warm}\n"
                 "heartbeat:\n  interval: 1s\n  misses: 3\n"
                 "stop:\n  grace: 2s\n  exit_timeout: 5s\n"
                 f"health:\n  stall_timeout: {self.args.stall_timeout}s\n"
@@ -102,7 +108,8 @@ class Run:
         launcher = {"torchrun2": [self.args.python, "-m", "torch.distributed.run"],
                     "ft_launcher": [os.path.join(self.args.venv, "bin", "ft_launcher")] + ft}
         return launcher[self.kind] + [
-            f"--nnodes=1:{NODES}", "--rdzv_conf=last_call_timeout=3", "--rdzv_backend=c10d",
+            f"--nnodes=1:{getattr(self.args, 'nodes', NODES)}", "--rdzv_conf=last_call_timeout=3",
+            "--rdzv_backend=c10d",
             f"--rdzv_endpoint=127.0.0.1:{port}", f"--rdzv_id={self.tag}",
             f"--nproc_per_node={NPROC}", f"--max_restarts={self.args.max_restarts}",
             "--monitor_interval=0.5"] + self.JobArgs()  # torchrun runs it with its own python
@@ -122,7 +129,9 @@ class Run:
 
     def RankPid(self, rank):
         for pid in ProcsWithEnv(f"BENCH_GOODPUT_TAG={self.tag}"):
-            if EnvOf(pid).get(b"RANK") == str(rank).encode() and "ddp_job" in Cmdline(pid):
+            cmd = Cmdline(pid)  # not dlaunch's warm process, which has local rank 0's environment
+            if (EnvOf(pid).get(b"RANK") == str(rank).encode() and "ddp_job" in cmd
+                    and "dlaunch-zygote" not in cmd):
                 return pid
         return None
 
@@ -210,7 +219,7 @@ def RunOnce(kind, args, workdir):
         run.Cleanup()
     result = Analyse(kind, run.Records(), run.faults, run.invoked, run.ended, args.steps)
     result["exit_codes"] = [p.returncode for p in run.procs]
-    if kind == "dlaunch":
+    if kind.startswith("dlaunch"):
         result["account"] = run.Account()
     if not args.keep:
         shutil.rmtree(run.dir, ignore_errors=True)

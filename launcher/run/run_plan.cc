@@ -57,6 +57,11 @@ JobConfig MakeJobConfig(const JobSpec& spec, const HostPlan& plan, const std::st
   return job;
 }
 
+bool WarmStartWanted(const JobSpec& spec) {
+  if (spec.warm_start == "auto") return spec.max_restarts > 0 || spec.spare_nodes > 0;
+  return spec.warm_start == "on";
+}
+
 v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& placement) {
   v1::JoinResponse t;
   t.set_job_id(placement.job_id);
@@ -69,6 +74,7 @@ v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& place
   w->set_gpus_per_proc(spec.gpus_per_proc);
   w->set_cpu_binding_none(spec.cpu_binding_none);
   w->set_agent_store(spec.agent_store);
+  w->set_warm_start(WarmStartWanted(spec));
   for (const CpuMapEntry& entry : spec.cpu_map) {
     v1::RankCpus* rank = w->add_cpu_map();
     for (int cpu : entry.cpus) rank->add_cpus(cpu);

@@ -35,6 +35,10 @@ struct JobPlacement {
 };
 
 // The fields every node's JoinResponse shares: job, worker template, heartbeat, grace.
+// restarts.warm_start resolved: "on", "off", or for "auto" whether the job can restart a rank
+// (max_restarts > 0) or promote a spare. The agent also needs the command to be a Python script.
+bool WarmStartWanted(const JobSpec& spec);
+
 v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& placement);
 
 // What every node checks before it joins (docs/preflight.md): the GPU count, the job directory's,

@@ -107,6 +107,9 @@ struct JobSpec {
   double restart_backoff_max_s = 30;     // restarts.backoff_max: the doubling wait's cap
   int crash_loop_limit = 3;              // restarts.crash_loop: same failure N times, 0 = off
   int node_failure_limit = 2;            // restarts.node_failures: exclude a node, 0 = never
+  // restarts.warm_start: ranks started anew fork from a warm process that imported the script's
+  // libraries (docs/restarts.md).
+  std::string warm_start = "off";        // "on", "off" or "auto" (on when the job can restart)
 
   StragglerSpec stragglers;
 
@@ -161,7 +164,8 @@ inline bool operator==(const JobSpec& a, const JobSpec& b) {
          a.restart_backoff_s == b.restart_backoff_s &&
          a.restart_backoff_max_s == b.restart_backoff_max_s &&
          a.crash_loop_limit == b.crash_loop_limit &&
-         a.node_failure_limit == b.node_failure_limit && a.job_root == b.job_root &&
+         a.node_failure_limit == b.node_failure_limit && a.warm_start == b.warm_start &&
+         a.job_root == b.job_root &&
          a.show_ranks == b.show_ranks && a.show_all_ranks == b.show_all_ranks &&
          a.tail_lines == b.tail_lines && a.summary_interval_s == b.summary_interval_s &&
          a.isolate_gpus == b.isolate_gpus && a.gpus_per_proc == b.gpus_per_proc &&

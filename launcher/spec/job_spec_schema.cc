@@ -9,7 +9,7 @@ const std::map<std::string, std::vector<std::string>>& SchemaKeys() {
         "launcher", "rendezvous", "heartbeat", "stop", "health", "max_restarts", "restart",
         "restarts", "logs", "gpus", "cpus", "preflight", "scheduler", "study", "stragglers"}},
       {"nodes", {"min", "max", "spares"}},
-      {"restarts", {"backoff", "backoff_max", "crash_loop", "node_failures"}},
+      {"restarts", {"backoff", "backoff_max", "crash_loop", "node_failures", "warm_start"}},
       {"study", {"nodes", "procs"}},
       {"rendezvous", {"port", "tls", "relay_fanout", "master_port", "worker_store", "join_timeout", "last_call"}},
       {"heartbeat", {"interval", "misses"}},

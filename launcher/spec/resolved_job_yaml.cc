@@ -160,6 +160,7 @@ std::string ResolvedJobYaml(const JobSpec& spec) {
   absl::StrAppend(&out, "  backoff_max: ", FormatDuration(spec.restart_backoff_max_s), "\n");
   absl::StrAppend(&out, "  crash_loop: ", spec.crash_loop_limit, "\n");
   absl::StrAppend(&out, "  node_failures: ", spec.node_failure_limit, "\n");
+  absl::StrAppend(&out, "  warm_start: ", Quote(spec.warm_start), "\n");
   absl::StrAppend(&out, "logs:\n");
   absl::StrAppend(&out, "  dir: ", Quote(spec.job_root), "\n");
   if (spec.show_all_ranks) {

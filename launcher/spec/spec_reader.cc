@@ -213,6 +213,10 @@ void SpecReader::Restarts(const SpecField& field, JobSpec* spec) {
   if (fields.count("backoff_max")) Duration(fields["backoff_max"], &spec->restart_backoff_max_s);
   if (fields.count("crash_loop")) Int(fields["crash_loop"], &spec->crash_loop_limit);
   if (fields.count("node_failures")) Int(fields["node_failures"], &spec->node_failure_limit);
+  if (std::string word;
+      fields.count("warm_start") && OneOf(fields["warm_start"], {"on", "off", "auto"}, &word)) {
+    spec->warm_start = word;
+  }
 }
 
 void SpecReader::Stragglers(const SpecField& field, JobSpec* spec) {

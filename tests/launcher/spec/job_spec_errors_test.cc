@@ -132,6 +132,8 @@ TEST(ParseJobSpecTest, RangesAndValues) {
             "job.yaml:2:39: restarts.backoff_max (5s) must not be less than restarts.backoff (10s)");
   EXPECT_EQ(Errors("command: [x]\nrestarts: {crash_loop: -2}\n"),
             "job.yaml:2:24: restarts.crash_loop must not be negative, got -2");
+  EXPECT_EQ(Errors("command: [x]\nrestarts: {warm_start: warm}\n"),
+            "job.yaml:2:24: restarts.warm_start must be \"on\" or \"off\" or \"auto\", got \"warm\"");
   EXPECT_EQ(Errors("command: [x]\nrestarts: {node_failures: two}\n"),
             "job.yaml:2:27: restarts.node_failures must be an integer, got \"two\"");
   EXPECT_EQ(Errors("command: [x]\nrestarts: {backoff: soon}\n"),

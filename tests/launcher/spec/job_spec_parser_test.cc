@@ -68,7 +68,7 @@ stop: {grace: 1m30s, exit_timeout: 2s}
 health: {stall_timeout: 3s, startup_timeout: 1m}
 max_restarts: 3
 restart: in_process
-restarts: {backoff: 2s, backoff_max: 1m, crash_loop: 4, node_failures: 0}
+restarts: {backoff: 2s, backoff_max: 1m, crash_loop: 4, node_failures: 0, warm_start: on}
 logs: {dir: /tmp/runs, ranks: [0, 7], tail_lines: 50, summary_interval: 0}
 gpus: {binding: isolate, per_proc: 2}
 scheduler:
@@ -112,6 +112,7 @@ scheduler:
   EXPECT_EQ(spec.restart_backoff_s, 2);
   EXPECT_EQ(spec.restart_backoff_max_s, 60);
   EXPECT_EQ(spec.crash_loop_limit, 4);
+  EXPECT_EQ(spec.warm_start, "on");
   EXPECT_EQ(spec.node_failure_limit, 0);
   EXPECT_EQ(spec.job_root, "/tmp/runs");
   EXPECT_FALSE(spec.show_all_ranks);

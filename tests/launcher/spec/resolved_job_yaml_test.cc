@@ -97,6 +97,7 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "  backoff_max: 30s\n"
             "  crash_loop: 3\n"
             "  node_failures: 2\n"
+            "  warm_start: \"off\"\n"
             "logs:\n"
             "  dir: runs\n"
             "  ranks: all\n"
