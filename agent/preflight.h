@@ -8,6 +8,7 @@
 //                  (preflight.import_check: import imports it), timed
 //   ports          the ports the job binds (rendezvous.master_port) are free here
 //   clock          this node's wall clock against the launcher's
+//   link, compute  the collective check against the other nodes (docs/stragglers.md)
 // Each check is bounded in time; the command check (the slow one) runs beside the others.
 #pragma once
 
@@ -50,12 +51,14 @@ class ControlClient;
 struct GpuInventory;
 
 // Asks the launcher for the plan (waiting up to `timeout` for it to answer) and runs it on this
-// node with its GPUs as `gpus` and `monitor` see them: the results to join with.
+// node with its GPUs as `gpus` and `monitor` see them, then the collective check with the other
+// nodes (agent/collective_check.h) at `addr`, where peers reach it: the results to join with.
 absl::StatusOr<std::vector<v1::CheckResult>> PreflightThisNode(ControlClient& client,
                                                                const v1::PreflightRequest& request,
                                                                const GpuInventory& gpus,
                                                                const GpuMonitor& monitor,
-                                                               std::chrono::milliseconds timeout);
+                                                               std::chrono::milliseconds timeout,
+                                                               const std::string& addr);
 
 // Runs every check of `plan` on this node; empty when the plan is disabled.
 std::vector<v1::CheckResult> RunPreflight(const v1::PreflightPlan& plan, PreflightNode node);

@@ -371,6 +371,10 @@ int RunRunCommand(const std::vector<std::string>& args) {
   service.SetJobIdentity(prepared->tls ? &*prepared->tls : nullptr,  // signs relays' certificates
                          JobRelaysOf(*spec, *plan).count);
   service.SetPreflightPlan(preflight);
+  std::ostream& said = terminal ? terminal->out() : std::cout;
+  service.SetCollectiveCheck(
+      {preflight.collective(), static_cast<int>(plan->AgentHosts().size()), spec->min_nodes},
+      [&said](const std::string& line) { said << "[dlaunch] " << line << std::endl; });
 
   // The endpoint listens everywhere, so `dlaunch watch` reaches it from other hosts (the login
   // node); local agents still use loopback. With TLS (the default) nothing on the wire reads.
@@ -468,7 +472,12 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
   const int expected = static_cast<int>(plan->AgentHosts().size());
   Doctor doctor(io, spec->join_timeout_s);
   ControlService service(prepared->token, io, &doctor);
-  service.SetPreflightPlan(MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement)));
+  const v1::PreflightPlan preflight = MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement));
+  service.SetPreflightPlan(preflight);
+  // A slow node fails its link or compute check here, so that the table names it.
+  service.SetCollectiveCheck({preflight.collective(), expected, 1}, [](const std::string& line) {
+    std::cout << "[dlaunch] " << line << std::endl;
+  });
   const bool local = plan->node_launcher == "local";
   const std::string listen = absl::StrCat(local ? "127.0.0.1" : "0.0.0.0", ":", spec->control_port);
   int bound_port = 0;

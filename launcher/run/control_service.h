@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "dlaunch/control.grpc.pb.h"
+#include "launcher/run/collective_check_host.h"
 #include "launcher/run/control_handler.h"
 #include "proto/control_tls.h"
 
@@ -28,6 +30,9 @@ class ControlService final : public v1::Control::CallbackService {
   grpc::ServerUnaryReactor* Preflight(grpc::CallbackServerContext* ctx,
                                       const v1::PreflightRequest* req,
                                       v1::PreflightPlan* plan) override;
+  grpc::ServerUnaryReactor* CollectiveCheck(grpc::CallbackServerContext* ctx,
+                                            const v1::CollectiveCheckRequest* req,
+                                            v1::CollectiveCheckResponse* resp) override;
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const v1::JoinRequest* req,
                                  v1::JoinResponse* resp) override;
   grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* Session(
@@ -54,6 +59,13 @@ class ControlService final : public v1::Control::CallbackService {
   // answer is made on gRPC's thread, with the launcher's clock stamped in it.
   void SetPreflightPlan(v1::PreflightPlan plan) { preflight_ = std::move(plan); }
 
+  // The collective check's coordinator (collective_check_host.h), run on the loop; without one
+  // (the default) CollectiveCheck calls are answered as skipped. Set before the server starts.
+  void SetCollectiveCheck(CollectiveCheckHost::Config config,
+                          std::function<void(const std::string&)> say) {
+    collective_ = std::make_unique<CollectiveCheckHost>(io_, std::move(config), std::move(say));
+  }
+
   // Where Watch calls go (on the loop); without one they are answered UNIMPLEMENTED.
   void SetWatchHandler(WatchHandler* handler) { watch_handler_ = handler; }
 
@@ -78,6 +90,7 @@ class ControlService final : public v1::Control::CallbackService {
   ControlHandler* handler_;
   WatchHandler* watch_handler_ = nullptr;
   v1::PreflightPlan preflight_;
+  std::unique_ptr<CollectiveCheckHost> collective_;
   const ControlIdentity* identity_ = nullptr;
   std::atomic<int> certificates_left_{0};
   std::mutex mu_;  // orders Post against StopPosting, and guards the queue
