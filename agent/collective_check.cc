@@ -8,7 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
+#include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <future>
 #include <mutex>
@@ -187,7 +188,7 @@ double RingAllReduce(int to_next, int from_prev, int pos, int size, size_t bytes
   std::vector<float> data(count, static_cast<float>(pos + 1));
   auto begin = [&](int k) { return count * static_cast<size_t>(k) / static_cast<size_t>(size); };
   auto length = [&](int k) { return begin(k + 1) - begin(k); };
-  std::vector<float> incoming(length(size - 1) + 1);
+  std::vector<float> incoming(count / static_cast<size_t>(size) + 1);  // the longest chunk
   auto step = [&](int send_k, int recv_k, bool add) {
     bool sent = false;
     std::thread sender([&] {

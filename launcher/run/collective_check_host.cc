@@ -99,14 +99,20 @@ void CollectiveCheckHost::Judge() {
   phase_ = Phase::kJudged;
   timer_.cancel();
   std::vector<CollectiveNode> nodes(ring_.size());
+  std::map<std::string, int> per_host;
+  for (const auto& m : ring_) ++per_host[m.host()];
   for (size_t i = 0; i < ring_.size(); ++i) {
-    nodes[i].host = ring_[i].host();
+    // Agents that share a host are told apart by their id's pid (host:pid:random).
+    nodes[i].host = per_host[ring_[i].host()] == 1
+                        ? ring_[i].host()
+                        : ring_[i].agent_id().substr(0, ring_[i].agent_id().rfind(':'));
     auto it = reports_.find(ring_[i].agent_id());
     if (it == reports_.end()) continue;
     nodes[i].reported = true;
     nodes[i].figures = it->second.request.report();
   }
-  verdict_ = JudgeCollective(nodes, config_.plan.slow_share(), config_.nodes_min);
+  verdict_ = JudgeCollective(nodes, config_.plan.slow_share(), config_.nodes_min,
+                             per_host.size() == 1);
   for (const std::string& line : verdict_->lines) say_(line);
   for (auto& [id, asked] : reports_) asked.reply(Verdict(id));
   reports_.clear();

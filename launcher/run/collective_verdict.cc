@@ -92,7 +92,7 @@ std::string FormatRate(double bps) {
 }
 
 CollectiveVerdict JudgeCollective(const std::vector<CollectiveNode>& nodes, double share,
-                                  int nodes_min) {
+                                  int nodes_min, bool one_host) {
   CollectiveVerdict v;
   const size_t n = nodes.size();
   const std::vector<double> links = LinkFigures(nodes);
@@ -108,9 +108,10 @@ CollectiveVerdict JudgeCollective(const std::vector<CollectiveNode>& nodes, doub
   for (size_t i = 0; i < n; ++i) {
     if (slow_link[i] || slow_flops[i]) v.slow.push_back(static_cast<int>(i));
   }
-  v.left_out = !v.slow.empty() && static_cast<int>(n - v.slow.size()) >= nodes_min;
+  v.left_out = !one_host && !v.slow.empty() && static_cast<int>(n - v.slow.size()) >= nodes_min;
   const std::string fate =
       v.left_out ? "left out"
+      : one_host ? "kept: the nodes share one host, whose load is what their figures differ by"
                  : absl::StrCat("kept: nodes.min (", nodes_min, ") needs it");
   v.lines.push_back(absl::StrFormat(
       "collective check: %d node(s): link median %s, all-reduce median %s, compute median %s "

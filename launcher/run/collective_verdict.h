@@ -49,9 +49,10 @@ std::vector<double> LinkFigures(const std::vector<CollectiveNode>& nodes);
 std::vector<bool> SlowAgainstPeers(const std::vector<double>& figures, double share);
 
 // The verdict for `nodes` (ring order, at least two). The slow ones are left out when at least
-// `nodes_min` others remain, else kept and named.
+// `nodes_min` others remain, else kept and named. `one_host`: the nodes are agents of one
+// machine (a local run), whose figures differ by its load, not by their hardware: named, kept.
 CollectiveVerdict JudgeCollective(const std::vector<CollectiveNode>& nodes, double share,
-                                  int nodes_min);
+                                  int nodes_min, bool one_host = false);
 
 // "1.24 GB/s", "830 MB/s": a rate for the terminal.
 std::string FormatRate(double bytes_per_second);

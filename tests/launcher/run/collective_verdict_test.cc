@@ -117,6 +117,18 @@ TEST(CollectiveVerdictTest, ASlowNodeNodesMinNeedsIsKeptAndStillNamed) {
   EXPECT_TRUE(absl::EndsWith(v.lines[1], "; kept: nodes.min (3) needs it")) << v.lines[1];
 }
 
+TEST(CollectiveVerdictTest, NodesOfOneHostAreNamedButNeverLeftOut) {
+  std::vector<CollectiveNode> nodes = Even(3);
+  nodes[0].figures.set_flops_per_core(2e9);
+  const CollectiveVerdict v = JudgeCollective(nodes, 0.2, 1, /*one_host=*/true);
+  EXPECT_EQ(v.slow, (std::vector<int>{0}));
+  EXPECT_FALSE(v.left_out);
+  EXPECT_EQ(VerdictOf(v, 0, 1), v1::CheckResult::PASSED);
+  EXPECT_TRUE(absl::EndsWith(v.lines[1], "kept: the nodes share one host, whose load is what their "
+                                         "figures differ by"))
+      << v.lines[1];
+}
+
 TEST(CollectiveVerdictTest, ANodeWithoutFiguresIsSlow) {
   std::vector<CollectiveNode> nodes = Even(4);
   nodes[3].reported = false;
