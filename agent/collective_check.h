@@ -5,7 +5,7 @@
 //             the neighbour acknowledged the last byte, while it receives theirs;
 //   all-reduce a ring all-reduce (reduce-scatter, then all-gather) of plan.bytes of floats
 //             within its group of at most plan.group consecutive nodes, its sums verified;
-//   compute   a float matrix multiply on one core, best of five windows of plan.compute_ms.
+//   compute   a float matrix multiply on one core for plan.compute_ms, after 100 ms unmeasured.
 // Cost per node: O(1) connections and 2 x bytes sent to neighbours, plus 2 x bytes in the
 // group's ring: never all-to-all. It reports the figures and returns the launcher's verdicts
 // (`link` and `compute` checks), which the node joins with.
@@ -35,8 +35,9 @@ std::vector<v1::CheckResult> CollectiveCheckThisNode(ControlClient& client,
                                                      const v1::CollectivePlan& plan,
                                                      const CollectiveMember& me, bool own_passed);
 
-// Float multiply-add rate (FLOP/s) of one core: the best of `windows` windows of `window`.
-double MeasureFlopsPerCore(std::chrono::milliseconds window, int windows = 5);
+// Float multiply-add rate (FLOP/s) of one core over `window`, after `warmup` unmeasured.
+double MeasureFlopsPerCore(std::chrono::milliseconds window,
+                           std::chrono::milliseconds warmup = std::chrono::milliseconds(100));
 
 // The figures of node `index` of `ring` (plan.bytes each way; `listener` accepts its peers'
 // connections), without the compute rate. Exposed for the tests and the bench.
