@@ -2,7 +2,8 @@
 // checks the node asks the launcher for its place in the check's ring, then measures, with plain
 // TCP and a loop of its own (no LibTorch needed, so Python-only sites have it too):
 //   link      it sends plan.bytes to each of its two ring neighbours at once, each timed until
-//             the neighbour acknowledged the last byte, while it receives theirs;
+//             the neighbour acknowledged the last byte, while it receives theirs; three times,
+//             the best kept;
 //   all-reduce a ring all-reduce (reduce-scatter, then all-gather) of plan.bytes of floats
 //             within its group of at most plan.group consecutive nodes, its sums verified;
 //   compute   a float matrix multiply on one core for plan.compute_ms, after 100 ms unmeasured.
