@@ -6,7 +6,8 @@
 //             the best kept;
 //   all-reduce a ring all-reduce (reduce-scatter, then all-gather) of plan.bytes of floats
 //             within its group of at most plan.group consecutive nodes, its sums verified;
-//   compute   a float matrix multiply on one core for plan.compute_ms, after 100 ms unmeasured.
+//   compute   a float matrix multiply on one core, the best of three windows of a third of
+//             plan.compute_ms each, after 100 ms unmeasured.
 // Cost per node: O(1) connections and 2 x bytes sent to neighbours, plus 2 x bytes in the
 // group's ring: never all-to-all. It reports the figures and returns the launcher's verdicts
 // (`link` and `compute` checks), which the node joins with.
@@ -36,7 +37,8 @@ std::vector<v1::CheckResult> CollectiveCheckThisNode(ControlClient& client,
                                                      const v1::CollectivePlan& plan,
                                                      const CollectiveMember& me, bool own_passed);
 
-// Float multiply-add rate (FLOP/s) of one core over `window`, after `warmup` unmeasured.
+// Float multiply-add rate (FLOP/s) of one core: the best of three thirds of `window`, after
+// `warmup` unmeasured.
 double MeasureFlopsPerCore(std::chrono::milliseconds window,
                            std::chrono::milliseconds warmup = std::chrono::milliseconds(100));
 

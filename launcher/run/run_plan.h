@@ -41,11 +41,11 @@ v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& place
 // TMPDIR's and preflight.paths' free space, the worker command of `join_template`, the fixed
 // master port, the clock. The launcher's clock is stamped as each agent asks.
 // The collective check's all-reduce ring spans at most this many nodes (a ring's latency grows
-// with its length: docs/stragglers.md), and its compute check runs this long on one core: five
-// periods of the kernel's CPU bandwidth control, so that a cgroup's cpu.max quota shows in it
-// (shorter windows were seen to escape the quota at their start).
+// with its length: docs/stragglers.md), and its compute check runs this long on one core, in
+// three windows of three periods of the kernel's CPU bandwidth control each, so that a cgroup's
+// cpu.max quota shows in every window (shorter ones were seen to escape it at their start).
 inline constexpr int kCollectiveGroup = 64;
-inline constexpr int kCollectiveComputeMs = 500;
+inline constexpr int kCollectiveComputeMs = 900;
 
 v1::PreflightPlan MakePreflightPlan(const JobSpec& spec, const v1::JoinResponse& join_template);
 

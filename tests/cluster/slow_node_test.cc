@@ -2,7 +2,8 @@
 // slow, its link with tc netem (rate and delay on its outgoing traffic) or its CPU with a
 // cgroup's CFS quota (cpu.max, or cpu.cfs_quota_us on cgroup v1). The preflight names it with its
 // figures; with `nodes: "2:3"` it is left out and the job runs on the other two hosts; with
-// `nodes: 3` it is named and kept. A clean cluster names nobody.
+// `nodes: 3` it is named and kept. A clean cluster names nobody. The share is 65%, not the
+// default 20%: see RunShortJob.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@ class SlowNodeTest : public FaultClusterTest {
   int RunShortJob(const std::string& name, const std::string& nodes) {
     FaultJobOptions options;
     options.nodes = nodes;
+    // On the 2-core test machine under load, a clean cluster's link figures were seen up to 57%
+    // below their peers' median (the veth's bytes are copied by busy CPUs); the slowed host's
+    // were 73-96% below. docs/stragglers.md, "Limits".
+    options.preflight = "{slow_share: 65%}";
     pid_t launcher = StartJob(name, {"--round0-steps", "5", "--step-time", "0.05"}, options);
     EXPECT_GT(launcher, 0);
     return launcher > 0 ? WaitJobEnd(launcher) : -1;
@@ -68,14 +73,14 @@ TEST_F(SlowNodeTest, SlowLinkIsNamedAndLeftOut) {
 }
 
 TEST_F(SlowNodeTest, SlowCpuIsNamedAndLeftOut) {
-  RunResult r = cluster_->Tool({"slow-cpu", "h1", "2"}, absl::Seconds(10));
+  RunResult r = cluster_->Tool({"slow-cpu", "h1", "1"}, absl::Seconds(10));
   ASSERT_TRUE(r.ok()) << r.output;
   ExpectNamed("compute", "2:3", RunShortJob("slowcpu", "2:3"));
 }
 
 TEST_F(SlowNodeTest, SlowNodeNodesMinNeedsIsNamedAndKept) {
   FAULT_SUITE_FULL_ONLY();
-  RunResult r = cluster_->Tool({"slow-cpu", "h1", "2"}, absl::Seconds(10));
+  RunResult r = cluster_->Tool({"slow-cpu", "h1", "1"}, absl::Seconds(10));
   ASSERT_TRUE(r.ok()) << r.output;
   ExpectNamed("compute", "3", RunShortJob("slowkept", "3"));
 }
