@@ -19,19 +19,19 @@
 
 #include <boost/asio.hpp>
 
-#include "agent/agent_state.h"
+#include "agent/core/agent_state.h"
 #include "agent/control_client.h"
-#include "agent/gpu_discovery.h"
-#include "agent/gpu_monitor.h"
-#include "agent/host_monitor.h"
-#include "agent/job_cgroup.h"
-#include "agent/local_rank_plan.h"
-#include "agent/oom_detector.h"
-#include "agent/orphan_sweeper.h"
-#include "agent/report_server.h"
-#include "agent/stack_dumper.h"
-#include "agent/worker_server_socket.h"
-#include "agent/worker_store.h"
+#include "agent/placement/gpu_discovery.h"
+#include "agent/health/gpu_monitor.h"
+#include "agent/health/host_monitor.h"
+#include "agent/workers/job_cgroup.h"
+#include "agent/placement/local_rank_plan.h"
+#include "agent/health/oom_detector.h"
+#include "agent/workers/orphan_sweeper.h"
+#include "agent/workers/report_server.h"
+#include "agent/health/stack_dumper.h"
+#include "agent/workers/worker_server_socket.h"
+#include "agent/store/worker_store.h"
 #include "common/child_supervisor.h"
 #include "common/clock.h"
 #include "dlaunch/control.pb.h"
@@ -83,7 +83,7 @@ class NodeAgent {
   void WatchSignals();
   // Reaps the adopted processes that exited (a worker's daemon ending on its own) on SIGCHLD.
   void WatchAdoptedExits();
-  // Ends what the workers left behind (agent/orphan_sweeper.h) and logs it: SIGTERM and a
+  // Ends what the workers left behind (agent/workers/orphan_sweeper.h) and logs it: SIGTERM and a
   // grace, or, once fenced, SIGKILL at once; then `then` (at once when nothing was left, else
   // from a timer: the loop goes on meanwhile).
   void SweepOrphans(std::function<void()> then);

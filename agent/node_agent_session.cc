@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "agent/local_rank_plan.h"
+#include "agent/placement/local_rank_plan.h"
 #include "agent/node_agent.h"
 #include "common/host_identity.h"
 

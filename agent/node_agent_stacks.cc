@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/node_agent.h"
-#include "agent/stack_dumper.h"
+#include "agent/health/stack_dumper.h"
 
 namespace dlaunch {
 

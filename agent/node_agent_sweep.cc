@@ -1,4 +1,4 @@
-// NodeAgent's sweep of what the workers left behind (agent/orphan_sweeper.h): at each round's
+// NodeAgent's sweep of what the workers left behind (agent/workers/orphan_sweeper.h): at each round's
 // end before RoundEnded goes up, as the agent exits, and at once when fenced; and the reaping of
 // adopted processes that exited on their own, on SIGCHLD.
 #include <signal.h>

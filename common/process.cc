@@ -214,15 +214,6 @@ absl::StatusOr<SpawnedProcess> AwaitExec(PendingProcess p) {
   return SpawnedProcess{p.pid, p.stdout_fd, p.stderr_fd};
 }
 
-std::string DescribeWaitStatus(int st) {
-  if (WIFEXITED(st)) return absl::StrCat("exit code ", WEXITSTATUS(st));
-  if (WIFSIGNALED(st)) {
-    const char* name = strsignal(WTERMSIG(st));
-    return absl::StrCat("signal ", WTERMSIG(st), " (", name ? name : "?", ")");
-  }
-  return absl::StrCat("wait status ", st);
-}
-
 uint64_t RaiseOpenFileLimit() {
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return UINT64_MAX;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/wait_status.h"  // DescribeWaitStatus, for the callers that reap
 
 namespace dlaunch {
 
@@ -67,9 +68,6 @@ bool IsSpawnedChild(pid_t pid);
 // but does not start with one); "" when it is not there or not executable.
 std::string FindProgram(const std::string& program, const std::string& path_var,
                         const std::string& workdir = "");
-
-// Exit status of a reaped child in words: "exit code 3", "signal 9 (Killed)".
-std::string DescribeWaitStatus(int wait_status);
 
 // Raises this process's open-file soft limit to its hard limit (a server holding a connection
 // per agent or per rank needs more than the usual 1024); the soft limit it has afterwards,

@@ -25,7 +25,7 @@ python=$(scripts/torch-venv.sh "$BUILD_DIR/venv")
 # The torch2 tests run their PyTorch programs with this python.
 export DLAUNCH_TORCH2_PYTHON=$(realpath -s "$python")  # -s: a venv python is a symlink
 start=$(date +%s)
-scripts/build.sh --torch-python "$python" dlaunch-worker worker_test worker_process_test agent_test \
+scripts/build.sh --torch-python "$python" dlaunch-worker worker_test worker_process_test agent_health_test \
   torch2_launcher_test
 echo "test-torch2: build took $(( $(date +%s) - start )) s"
 scripts/worker-linkage.sh "$BUILD_DIR/bin/dlaunch-worker" --expect-cuda

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/run/job_state.h"
+#include "launcher/job/job_state.h"
 #include "tests/testing/job_actions.h"  // the agents' messages, as the JobState tests build them
 
 namespace dlaunch {

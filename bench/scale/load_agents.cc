@@ -3,7 +3,7 @@
 // (`--launcher mpiexec --launcher-cmd "load_agents --agents N ... "`) and reads --control and
 // --token-file from the agent argv that follows. Each simulated agent joins as host h<i>, opens
 // its session, reports STARTED for its ranks, then a heartbeat with one STEP report per rank every
-// heartbeat_ms; it answers stops and StartRound as agent/agent_state.cc does. One agent (the last)
+// heartbeat_ms; it answers stops and StartRound as agent/core/agent_state.cc does. One agent (the last)
 // cancels its session at --lose-at-s (a lost node); at --run-s every rank succeeds. There are no
 // worker processes: what is measured is the launcher, not the agents.
 //

@@ -1,6 +1,6 @@
 """The workers' own store at scale, side by side: PyTorch's c10d TCPStore server (as rank 0
 hosts it; 2.x: its libuv and classic backends) against the store node 0's agent serves
-(agent/worker_store.h, run alone as build/bin/worker_store_server), each with N simulated ranks
+(agent/store/worker_store.h, run alone as build/bin/worker_store_server), each with N simulated ranks
 doing what init_process_group does with it: every rank connects a TCPStore client, adds itself to
 a counter, the last one sets a key, and every rank waits for that key.
 

@@ -1,4 +1,4 @@
-// Serves the agent's workers' store (agent/worker_store.h) alone, for the store bench
+// Serves the agent's workers' store (agent/store/worker_store.h) alone, for the store bench
 // (bench/scale/tcpstore_bench.py): prints its port on one line, serves until stdin closes or a
 // SIGTERM/SIGINT, then prints its counters on one line.
 //   worker_store_server [PORT]
@@ -10,7 +10,7 @@
 
 #include <boost/asio.hpp>
 
-#include "agent/worker_store.h"
+#include "agent/store/worker_store.h"
 
 int main(int argc, char** argv) {
   boost::asio::io_context io;

@@ -11,7 +11,7 @@
 #include "absl/strings/strip.h"
 #include "common/json_line.h"
 #include "launcher/jobdir/job_directory.h"
-#include "launcher/run/live_table.h"
+#include "launcher/job/live_table.h"
 #include "launcher/trace/goodput_view.h"
 
 namespace dlaunch {

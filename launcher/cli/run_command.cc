@@ -23,7 +23,8 @@
 #include "launcher/cli/cli_support.h"
 #include "launcher/jobdir/job_directory.h"
 #include "launcher/run/allocation.h"
-#include "launcher/run/control_service.h"
+#include "launcher/run/collective_check_host.h"
+#include "launcher/control/control_service.h"
 #include "launcher/run/doctor.h"
 #include "launcher/run/job_controller.h"
 #include "launcher/run/live_terminal.h"
@@ -372,9 +373,10 @@ int RunRunCommand(const std::vector<std::string>& args) {
                          JobRelaysOf(*spec, *plan).count);
   service.SetPreflightPlan(preflight);
   std::ostream& said = terminal ? terminal->out() : std::cout;
-  service.SetCollectiveCheck(
-      {preflight.collective(), static_cast<int>(plan->AgentHosts().size()), spec->min_nodes},
+  CollectiveCheckHost collective(
+      io, {preflight.collective(), static_cast<int>(plan->AgentHosts().size()), spec->min_nodes},
       [&said](const std::string& line) { said << "[dlaunch] " << line << std::endl; });
+  service.SetCollectiveCheckHandler(&collective);
 
   // The endpoint listens everywhere, so `dlaunch watch` reaches it from other hosts (the login
   // node); local agents still use loopback. With TLS (the default) nothing on the wire reads.
@@ -475,9 +477,10 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
   const v1::PreflightPlan preflight = MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement));
   service.SetPreflightPlan(preflight);
   // A slow node fails its link or compute check here, so that the table names it.
-  service.SetCollectiveCheck({preflight.collective(), expected, 1}, [](const std::string& line) {
+  CollectiveCheckHost collective(io, {preflight.collective(), expected, 1}, [](const std::string& line) {
     std::cout << "[dlaunch] " << line << std::endl;
   });
+  service.SetCollectiveCheckHandler(&collective);
   const bool local = plan->node_launcher == "local";
   const std::string listen = absl::StrCat(local ? "127.0.0.1" : "0.0.0.0", ":", spec->control_port);
   int bound_port = 0;

@@ -19,7 +19,7 @@
 #include "launcher/cli/job_commands.h"
 #include "launcher/jobdir/job_record.h"
 #include "launcher/jobdir/journal.h"
-#include "launcher/run/live_table.h"
+#include "launcher/job/live_table.h"
 #include "launcher/run/live_terminal.h"
 #include "proto/control_credentials.h"
 #include "proto/grpc_status.h"

@@ -13,11 +13,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "dlaunch/journal.pb.h"
+#include "proto/journal_schema.h"
 
 namespace dlaunch {
-
-// The schema this dlaunch writes (JournalOpened.schema_version). 1: the untyped journal.
-constexpr int kJournalSchemaVersion = 2;
 
 // One events.jsonl line (no newline): protobuf JSON, snake_case names, every field printed.
 absl::StatusOr<std::string> EventJournalLine(const v1::JobEvent& event);

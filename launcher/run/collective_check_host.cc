@@ -22,7 +22,8 @@ CollectiveCheckHost::CollectiveCheckHost(boost::asio::io_context& io, Config con
 
 CollectiveCheckHost::~CollectiveCheckHost() { timer_.cancel(); }
 
-void CollectiveCheckHost::Handle(const v1::CollectiveCheckRequest& request, Reply reply) {
+void CollectiveCheckHost::HandleCollectiveCheck(const v1::CollectiveCheckRequest& request,
+                                                Reply reply) {
   if (request.reporting()) {
     Report(request, std::move(reply));
   } else {
@@ -131,7 +132,7 @@ void CollectiveCheckHost::Arm(double seconds, void (CollectiveCheckHost::*then)(
   });
 }
 
-void CollectiveCheckHost::Shutdown() {
+void CollectiveCheckHost::ShutdownCollectiveCheck() {
   timer_.cancel();
   for (Asked& a : asked_) a.reply(Skipped("the launcher is stopping"));
   asked_.clear();

@@ -16,11 +16,12 @@
 #include <boost/asio.hpp>
 
 #include "dlaunch/control.pb.h"
-#include "launcher/run/collective_verdict.h"
+#include "launcher/control/control_handler.h"
+#include "launcher/job/collective_verdict.h"
 
 namespace dlaunch {
 
-class CollectiveCheckHost {
+class CollectiveCheckHost final : public CollectiveCheckHandler {
  public:
   using Reply = std::function<void(v1::CollectiveCheckResponse)>;
   struct Config {
@@ -31,11 +32,11 @@ class CollectiveCheckHost {
   // `say` prints a line for the terminal (the medians, each slow node).
   CollectiveCheckHost(boost::asio::io_context& io, Config config,
                       std::function<void(const std::string&)> say);
-  ~CollectiveCheckHost();
+  ~CollectiveCheckHost() override;
 
-  void Handle(const v1::CollectiveCheckRequest& request, Reply reply);
+  void HandleCollectiveCheck(const v1::CollectiveCheckRequest& request, Reply reply) override;
   // Answers every waiting call (skipped: the launcher is stopping).
-  void Shutdown();
+  void ShutdownCollectiveCheck() override;
 
  private:
   struct Asked {

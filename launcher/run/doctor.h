@@ -11,7 +11,7 @@
 #include <boost/asio.hpp>
 
 #include "common/child_supervisor.h"
-#include "launcher/run/control_handler.h"
+#include "launcher/control/control_handler.h"
 
 namespace dlaunch {
 

@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/json_line.h"
-#include "launcher/run/job_view.h"
+#include "launcher/job/job_view.h"
 #include "launcher/run/run_plan.h"
 
 namespace dlaunch {
@@ -176,13 +176,13 @@ void JobController::HandleSessionsMoving(const std::string& relay,
   for (const auto& [id, node] : sessions) {
     if (ledger_.IsCurrent(id, node)) nodes.push_back(node);
   }
-  JobActions out;
-  if (nodes.empty() || !state_.OnRelayLost(relay, nodes, Now(), out)) {
+  std::optional<JobActions> out;
+  if (nodes.empty() || !(out = state_.OnRelayLost(relay, nodes, Now()))) {
     for (const auto& [id, node] : sessions) HandleSessionEnded(id, node);
     return;
   }
   // Their sessions stay open with nowhere to write; each node's own session replaces it.
-  Apply(out);
+  Apply(*out);
 }
 
 void JobController::HandleRefused(const std::string& peer, const std::string& method) {

@@ -24,10 +24,10 @@
 #include "common/clock.h"
 #include "launcher/jobdir/job_directory.h"
 #include "launcher/run/agent_logs.h"
-#include "launcher/run/control_handler.h"
-#include "launcher/run/job_state.h"
+#include "launcher/control/control_handler.h"
+#include "launcher/job/job_state.h"
 #include "launcher/run/rendezvous_host.h"
-#include "launcher/run/session_ledger.h"
+#include "launcher/job/session_ledger.h"
 
 namespace dlaunch {
 

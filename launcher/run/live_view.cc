@@ -4,7 +4,7 @@
 #include <chrono>
 #include <utility>
 
-#include "launcher/run/live_table.h"
+#include "launcher/job/live_table.h"
 
 namespace dlaunch {
 namespace {

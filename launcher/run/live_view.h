@@ -12,7 +12,7 @@
 
 #include <boost/asio.hpp>
 
-#include "launcher/run/control_handler.h"
+#include "launcher/control/control_handler.h"
 #include "launcher/run/live_terminal.h"
 
 namespace dlaunch {

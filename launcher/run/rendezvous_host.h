@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/clock.h"
-#include "launcher/run/control_handler.h"
+#include "launcher/control/control_handler.h"
 #include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {

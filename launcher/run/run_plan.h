@@ -8,8 +8,8 @@
 
 #include "dlaunch/control.pb.h"
 #include "launcher/run/allocation.h"
-#include "launcher/run/job_state.h"
-#include "launcher/run/restart_policy.h"
+#include "launcher/job/job_state.h"
+#include "launcher/job/restart_policy.h"
 #include "launcher/spec/job_spec.h"
 #include "rendezvous/rendezvous_state.h"
 

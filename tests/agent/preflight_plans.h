@@ -1,4 +1,4 @@
-// Preflight plans for the preflight's tests (tests/agent/preflight_test.cc and
+// Preflight plans for the preflight's tests (tests/agent/health/preflight_test.cc and
 // tests/agent/process/preflight_process_test.cc).
 #pragma once
 

@@ -11,7 +11,7 @@
 #include <boost/asio.hpp>
 #include <gtest/gtest.h>
 
-#include "agent/stack_dumper.h"
+#include "agent/health/stack_dumper.h"
 #include "tests/testing/fake_agent_clock.h"
 #include "tests/testing/fake_process_launcher.h"
 #include "tests/testing/test_files.h"

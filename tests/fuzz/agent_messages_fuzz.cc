@@ -11,7 +11,7 @@
 #include <variant>
 
 #include "launcher/jobdir/journal.h"
-#include "launcher/run/job_state.h"
+#include "launcher/job/job_state.h"
 #include "tests/fuzz/agent_messages_input.h"
 #include "tests/fuzz/fuzz_target.h"
 

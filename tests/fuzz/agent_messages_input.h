@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/run/job_state.h"
+#include "launcher/job/job_state.h"
 #include "tests/testing/job_actions.h"
 
 namespace dlaunch::fuzz {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "agent/report_server.h"
+#include "agent/workers/report_server.h"
 #include "tests/fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/worker_store_engine.h"
+#include "agent/core/worker_store_engine.h"
 #include "tests/fuzz/fuzz_target.h"
 
 namespace {

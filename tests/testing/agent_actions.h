@@ -5,7 +5,7 @@
 #include <chrono>
 #include <variant>
 
-#include "agent/agent_state.h"
+#include "agent/core/agent_state.h"
 #include "common/child_exit.h"
 
 namespace dlaunch {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "launcher/jobdir/journal.h"
-#include "launcher/run/job_state.h"
+#include "launcher/job/job_state.h"
 
 namespace dlaunch {
 inline namespace job_actions {

@@ -2,7 +2,7 @@
 // a container, or a delegated subtree); skipped, saying why, elsewhere. A child enters it
 // before exec (SpawnOptions::cgroup_procs_fd), starts a daemon that leaves its session and
 // ignores SIGTERM, and KillAll ends them all; the cgroup is gone with the object.
-#include "agent/job_cgroup.h"
+#include "agent/workers/job_cgroup.h"
 
 #include <signal.h>
 #include <sys/stat.h>

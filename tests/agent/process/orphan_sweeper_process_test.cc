@@ -2,7 +2,7 @@
 // SIGTERM is handed to it, and the sweep runs on a real io_context with a ticker beside it. The
 // sweep returns at once, the loop keeps ticking through the grace, the daemon dies of the
 // SIGKILL at the deadline, and `done` runs after; a fenced sweep asked meanwhile hurries it.
-#include "agent/orphan_sweeper.h"
+#include "agent/workers/orphan_sweeper.h"
 
 #include <signal.h>
 #include <sys/prctl.h>

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "agent/local_rank_plan.h"
+#include "agent/placement/local_rank_plan.h"
 #include "common/process.h"
 #include "gmock/gmock.h"
 #include "absl/strings/str_join.h"

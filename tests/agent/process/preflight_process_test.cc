@@ -1,7 +1,7 @@
 // The preflight's checks that meet the machine: the command check finds the program on PATH and
 // runs Python's imports in the job's directory and environment, cut at the timeout; the ports
 // check binds the port it asks about.
-#include "agent/preflight.h"
+#include "agent/health/preflight.h"
 
 #include <netinet/in.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 // The ReportServer on a real Unix socket, with a writer thread: its bound on a line.
-#include "agent/report_server.h"
+#include "agent/workers/report_server.h"
 
 #include <stdlib.h>
 #include <sys/socket.h>

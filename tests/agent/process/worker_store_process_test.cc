@@ -1,7 +1,7 @@
 // WorkerStoreServer over real sockets: PyTorch's own TCPStore clients (Debian's 1.13, and 2.x
 // when Torch2Python() exists) run every Store call against it; a connection that breaks the
 // protocol is closed and counted while the others go on.
-#include "agent/worker_store.h"
+#include "agent/store/worker_store.h"
 
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "agent/worker_store_wire.h"
+#include "agent/core/worker_store_wire.h"
 #include "tests/integration/test_process.h"
 
 namespace dlaunch {

@@ -32,7 +32,7 @@ class CollectiveCheckHostTest : public ::testing::Test {
     q.set_addr("10.0.0." + host.substr(1));
     q.set_port(7000);
     q.set_local_checks_passed(passed);
-    host_->Handle(q, [this, host](v1::CollectiveCheckResponse r) { placed_[host] = r; });
+    host_->HandleCollectiveCheck(q, [this, host](v1::CollectiveCheckResponse r) { placed_[host] = r; });
   }
   void Report(const std::string& host, double bps, double flops) {
     v1::CollectiveCheckRequest q;
@@ -42,7 +42,7 @@ class CollectiveCheckHostTest : public ::testing::Test {
     q.mutable_report()->set_to_right_bps(bps);
     q.mutable_report()->set_to_left_bps(bps);
     q.mutable_report()->set_flops_per_core(flops);
-    host_->Handle(q, [this, host](v1::CollectiveCheckResponse r) { judged_[host] = r; });
+    host_->HandleCollectiveCheck(q, [this, host](v1::CollectiveCheckResponse r) { judged_[host] = r; });
   }
 
   boost::asio::io_context io_;
@@ -100,7 +100,7 @@ TEST_F(CollectiveCheckHostTest, AnAgentAfterTheRingClosedIsSkipped) {
 TEST_F(CollectiveCheckHostTest, ShutdownAnswersEveryWaitingCall) {
   Make(3, 1);
   Ask("h1");
-  host_->Shutdown();
+  host_->ShutdownCollectiveCheck();
   EXPECT_EQ(placed_["h1"].skipped(), "the launcher is stopping");
 }
 

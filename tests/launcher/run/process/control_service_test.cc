@@ -1,6 +1,6 @@
 // The launcher's control endpoint over a real gRPC stream on loopback: an agent's AgentBatch
 // reaches the handler as the messages it holds, in order, as if each had come alone.
-#include "launcher/run/control_service.h"
+#include "launcher/control/control_service.h"
 
 #include <chrono>
 #include <condition_variable>

@@ -25,7 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "launcher/run/control_service.h"
+#include "launcher/control/control_service.h"
 #include "proto/grpc_status.h"
 
 namespace dlaunch {
