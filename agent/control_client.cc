@@ -39,6 +39,11 @@ absl::StatusOr<v1::PreflightPlan> ControlClient::Preflight(const v1::PreflightRe
   return Unary<v1::PreflightPlan>(&v1::Control::Stub::Preflight, request, timeout);
 }
 
+absl::StatusOr<v1::CollectiveCheckResponse> ControlClient::CollectiveCheck(
+    const v1::CollectiveCheckRequest& request, std::chrono::milliseconds timeout) {
+  return Unary<v1::CollectiveCheckResponse>(&v1::Control::Stub::CollectiveCheck, request, timeout);
+}
+
 absl::StatusOr<v1::JoinResponse> ControlClient::Join(const v1::JoinRequest& request,
                                                      std::chrono::milliseconds timeout) {
   return Unary<v1::JoinResponse>(&v1::Control::Stub::Join, request, timeout);

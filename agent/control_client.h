@@ -47,6 +47,9 @@ class ControlClient {
   // What the node must check before it joins; waits for the launcher's server up to `timeout`.
   absl::StatusOr<v1::PreflightPlan> Preflight(const v1::PreflightRequest& request,
                                               std::chrono::milliseconds timeout);
+  // One of the collective check's two calls (proto/control.proto); waits up to `timeout`.
+  absl::StatusOr<v1::CollectiveCheckResponse> CollectiveCheck(
+      const v1::CollectiveCheckRequest& request, std::chrono::milliseconds timeout);
   absl::StatusOr<v1::JoinResponse> Join(const v1::JoinRequest& request,
                                         std::chrono::milliseconds timeout);
 

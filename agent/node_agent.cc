@@ -70,10 +70,10 @@ absl::Status NodeAgent::Start() {
   v1::PreflightRequest asked;
   asked.set_agent_id(agent_id_);
   asked.set_host(options_.host);
-  auto checks = PreflightThisNode(*client_, asked, gpus_, *gpu_monitor_, JoinTimeout());
+  auto checks = PreflightThisNode(*client_, asked, gpus_, *gpu_monitor_, JoinTimeout(), options_.addr);
   // Its relay went before this agent asked (or while it asked): ask the launcher itself.
   if (!checks.ok() && FallBackBeforeJoining("preflight", checks.status())) {
-    checks = PreflightThisNode(*client_, asked, gpus_, *gpu_monitor_, JoinTimeout());
+    checks = PreflightThisNode(*client_, asked, gpus_, *gpu_monitor_, JoinTimeout(), options_.addr);
   }
   if (!checks.ok()) return checks.status();
   const std::vector<std::string> failed = FailedChecks(*checks);

@@ -2,8 +2,10 @@
 
 #include <chrono>
 
+#include "agent/collective_check.h"
 #include "agent/control_client.h"
 #include "agent/placement/gpu_discovery.h"
+#include "rendezvous/rendezvous_state.h"
 
 namespace dlaunch {
 
@@ -11,7 +13,8 @@ absl::StatusOr<std::vector<v1::CheckResult>> PreflightThisNode(ControlClient& cl
                                                                const v1::PreflightRequest& request,
                                                                const GpuInventory& gpus,
                                                                const GpuMonitor& monitor,
-                                                               std::chrono::milliseconds timeout) {
+                                                               std::chrono::milliseconds timeout,
+                                                               const std::string& addr) {
   auto wall_ms = [] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::system_clock::now().time_since_epoch())
@@ -26,7 +29,15 @@ absl::StatusOr<std::vector<v1::CheckResult>> PreflightThisNode(ControlClient& cl
   node.gpu_source = gpus.source;
   node.gpu_processes = monitor.Processes(&node.gpu_processes_unavailable);
   node.env = ProcessEnv();
-  return RunPreflight(*plan, std::move(node));
+  std::vector<v1::CheckResult> checks = RunPreflight(*plan, std::move(node));
+  if (plan->enabled() && plan->collective().enabled()) {
+    // After the node's own checks: a node that failed them is not measured, only counted.
+    std::vector<v1::CheckResult> peers = CollectiveCheckThisNode(
+        client, plan->collective(), {request.agent_id(), request.host(), addr},
+        FailedChecks(checks).empty());
+    checks.insert(checks.end(), peers.begin(), peers.end());
+  }
+  return checks;
 }
 
 }  // namespace dlaunch

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -15,11 +16,13 @@ class ControlClient;
 struct GpuInventory;
 
 // Asks the launcher for the plan (waiting up to `timeout` for it to answer) and runs it on this
-// node with its GPUs as `gpus` and `monitor` see them: the results to join with.
+// node with its GPUs as `gpus` and `monitor` see them, then the collective check with the other
+// nodes (agent/collective_check.h) at `addr`, where peers reach it: the results to join with.
 absl::StatusOr<std::vector<v1::CheckResult>> PreflightThisNode(ControlClient& client,
                                                                const v1::PreflightRequest& request,
                                                                const GpuInventory& gpus,
                                                                const GpuMonitor& monitor,
-                                                               std::chrono::milliseconds timeout);
+                                                               std::chrono::milliseconds timeout,
+                                                               const std::string& addr);
 
 }  // namespace dlaunch

@@ -346,6 +346,16 @@ grpc::ServerUnaryReactor* Relay::Preflight(grpc::CallbackServerContext* ctx,
                       });
 }
 
+grpc::ServerUnaryReactor* Relay::CollectiveCheck(grpc::CallbackServerContext* ctx,
+                                                 const v1::CollectiveCheckRequest* req,
+                                                 v1::CollectiveCheckResponse* resp) {
+  return ForwardUnary(ctx, Authorized(ctx, "CollectiveCheck"), token(), req, resp,
+                      [this](grpc::ClientContext* c, const v1::CollectiveCheckRequest* q,
+                             v1::CollectiveCheckResponse* p, std::function<void(grpc::Status)> done) {
+                        stub_->async()->CollectiveCheck(c, q, p, std::move(done));
+                      });
+}
+
 grpc::ServerUnaryReactor* Relay::Join(grpc::CallbackServerContext* ctx, const v1::JoinRequest* req,
                                       v1::JoinResponse* resp) {
   return ForwardUnary(ctx, Authorized(ctx, "Join"), token(), req, resp,

@@ -66,6 +66,9 @@ class Relay final : public v1::Control::CallbackService {
   grpc::ServerUnaryReactor* Preflight(grpc::CallbackServerContext* ctx,
                                       const v1::PreflightRequest* req,
                                       v1::PreflightPlan* plan) override;
+  grpc::ServerUnaryReactor* CollectiveCheck(grpc::CallbackServerContext* ctx,
+                                            const v1::CollectiveCheckRequest* req,
+                                            v1::CollectiveCheckResponse* resp) override;
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const v1::JoinRequest* req,
                                  v1::JoinResponse* resp) override;
   grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* Session(

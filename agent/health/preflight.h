@@ -8,6 +8,8 @@
 //                  (preflight.import_check: import imports it), timed
 //   ports          the ports the job binds (rendezvous.master_port) are free here
 //   clock          this node's wall clock against the launcher's
+//   link, compute  the collective check against the other nodes (agent/collective_check.h,
+//                  docs/stragglers.md), run by the shell after these
 // Each check is bounded in time; the command check (the slow one) runs beside the others.
 #pragma once
 

@@ -23,6 +23,7 @@
 #include "launcher/cli/cli_support.h"
 #include "launcher/jobdir/job_directory.h"
 #include "launcher/run/allocation.h"
+#include "launcher/run/collective_check_host.h"
 #include "launcher/control/control_service.h"
 #include "launcher/run/doctor.h"
 #include "launcher/run/job_controller.h"
@@ -371,6 +372,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
   service.SetJobIdentity(prepared->tls ? &*prepared->tls : nullptr,  // signs relays' certificates
                          JobRelaysOf(*spec, *plan).count);
   service.SetPreflightPlan(preflight);
+  std::ostream& said = terminal ? terminal->out() : std::cout;
+  CollectiveCheckHost collective(
+      io, {preflight.collective(), static_cast<int>(plan->AgentHosts().size()), spec->min_nodes},
+      [&said](const std::string& line) { said << "[dlaunch] " << line << std::endl; });
+  service.SetCollectiveCheckHandler(&collective);
 
   // The endpoint listens everywhere, so `dlaunch watch` reaches it from other hosts (the login
   // node); local agents still use loopback. With TLS (the default) nothing on the wire reads.
@@ -468,7 +474,13 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
   const int expected = static_cast<int>(plan->AgentHosts().size());
   Doctor doctor(io, spec->join_timeout_s);
   ControlService service(prepared->token, io, &doctor);
-  service.SetPreflightPlan(MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement)));
+  const v1::PreflightPlan preflight = MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement));
+  service.SetPreflightPlan(preflight);
+  // A slow node fails its link or compute check here, so that the table names it.
+  CollectiveCheckHost collective(io, {preflight.collective(), expected, 1}, [](const std::string& line) {
+    std::cout << "[dlaunch] " << line << std::endl;
+  });
+  service.SetCollectiveCheckHandler(&collective);
   const bool local = plan->node_launcher == "local";
   const std::string listen = absl::StrCat(local ? "127.0.0.1" : "0.0.0.0", ":", spec->control_port);
   int bound_port = 0;

@@ -62,6 +62,18 @@ class SnapshotSink {
   virtual bool closed() const = 0;
 };
 
+// What the launcher does with the collective check's calls (docs/stragglers.md), on the event
+// loop's thread: `reply` answers the call, now or later.
+class CollectiveCheckHandler {
+ public:
+  virtual ~CollectiveCheckHandler() = default;
+  virtual void HandleCollectiveCheck(const v1::CollectiveCheckRequest& request,
+                                     std::function<void(v1::CollectiveCheckResponse)> reply) = 0;
+  // Answers every call still waiting (the launcher is stopping); on the loop's thread, or once
+  // the loop has stopped.
+  virtual void ShutdownCollectiveCheck() = 0;
+};
+
 // What the launcher does with Watch calls, on the event loop's thread.
 class WatchHandler {
  public:

@@ -126,8 +126,12 @@ void ControlService::Drain() {
 }
 
 void ControlService::StopPosting() {
-  std::lock_guard<std::mutex> lock(mu_);
-  posting_ = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    posting_ = false;
+  }
+  // On the loop's thread (it has stopped): the calls it holds are answered before shutdown.
+  if (collective_) collective_->ShutdownCollectiveCheck();
 }
 
 bool ControlService::Authorized(grpc::CallbackServerContext* ctx, const char* method) {
@@ -149,6 +153,32 @@ grpc::ServerUnaryReactor* ControlService::Preflight(grpc::CallbackServerContext*
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count());
   reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ControlService::CollectiveCheck(grpc::CallbackServerContext* ctx,
+                                                          const v1::CollectiveCheckRequest* req,
+                                                          v1::CollectiveCheckResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (!Authorized(ctx, "CollectiveCheck")) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
+    return reactor;
+  }
+  auto reply = [reactor, resp](v1::CollectiveCheckResponse answer) {
+    *resp = std::move(answer);
+    reactor->Finish(grpc::Status::OK);
+  };
+  if (!collective_) {
+    v1::CollectiveCheckResponse skipped;
+    skipped.set_skipped("the launcher does not run the collective check");
+    reply(std::move(skipped));
+    return reactor;
+  }
+  if (!Post([c = collective_, q = *req, reply] { c->HandleCollectiveCheck(q, reply); })) {
+    v1::CollectiveCheckResponse stopping;
+    stopping.set_skipped("the launcher is stopping");
+    reply(std::move(stopping));
+  }
   return reactor;
 }
 

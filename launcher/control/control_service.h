@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ class ControlService final : public v1::Control::CallbackService {
   grpc::ServerUnaryReactor* Preflight(grpc::CallbackServerContext* ctx,
                                       const v1::PreflightRequest* req,
                                       v1::PreflightPlan* plan) override;
+  grpc::ServerUnaryReactor* CollectiveCheck(grpc::CallbackServerContext* ctx,
+                                            const v1::CollectiveCheckRequest* req,
+                                            v1::CollectiveCheckResponse* resp) override;
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const v1::JoinRequest* req,
                                  v1::JoinResponse* resp) override;
   grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* Session(
@@ -54,6 +58,10 @@ class ControlService final : public v1::Control::CallbackService {
   // answer is made on gRPC's thread, with the launcher's clock stamped in it.
   void SetPreflightPlan(v1::PreflightPlan plan) { preflight_ = std::move(plan); }
 
+  // Where CollectiveCheck calls go (on the loop: launcher/run/collective_check_host.h); without
+  // one (the default) they are answered as skipped. Set before the server starts.
+  void SetCollectiveCheckHandler(CollectiveCheckHandler* handler) { collective_ = handler; }
+
   // Where Watch calls go (on the loop); without one they are answered UNIMPLEMENTED.
   void SetWatchHandler(WatchHandler* handler) { watch_handler_ = handler; }
 
@@ -78,6 +86,7 @@ class ControlService final : public v1::Control::CallbackService {
   ControlHandler* handler_;
   WatchHandler* watch_handler_ = nullptr;
   v1::PreflightPlan preflight_;
+  CollectiveCheckHandler* collective_ = nullptr;
   const ControlIdentity* identity_ = nullptr;
   std::atomic<int> certificates_left_{0};
   std::mutex mu_;  // orders Post against StopPosting, and guards the queue

@@ -13,8 +13,8 @@ namespace {
 
 // The checks in the order agents run them, for the table's columns.
 const std::vector<std::string>& CheckNames() {
-  static const auto* names = new std::vector<std::string>{"gpus",    "gpu processes", "disk",
-                                                          "command", "ports",         "clock"};
+  static const auto* names = new std::vector<std::string>{
+      "gpus", "gpu processes", "disk", "command", "ports", "clock", "link", "compute"};
   return *names;
 }
 

@@ -115,6 +115,13 @@ v1::PreflightPlan MakePreflightPlan(const JobSpec& spec, const v1::JoinResponse&
   if (spec.master_port != 0) plan.add_ports(spec.master_port);
   plan.set_max_clock_offset_ms(static_cast<int>(p.max_clock_offset_s * 1000));
   plan.set_timeout_ms(static_cast<int>(p.timeout_s * 1000));
+  v1::CollectivePlan* c = plan.mutable_collective();
+  c->set_enabled(p.collective);
+  c->set_budget_ms(static_cast<int>(p.collective_budget_s * 1000));
+  c->set_bytes(p.collective_bytes);
+  c->set_slow_share(p.slow_share);
+  c->set_group(kCollectiveGroup);
+  c->set_compute_ms(kCollectiveComputeMs);
   return plan;
 }
 

@@ -44,6 +44,13 @@ v1::JoinResponse MakeJoinTemplate(const JobSpec& spec, const JobPlacement& place
 // What every node checks before it joins (docs/preflight.md): the GPU count, the job directory's,
 // TMPDIR's and preflight.paths' free space, the worker command of `join_template`, the fixed
 // master port, the clock. The launcher's clock is stamped as each agent asks.
+// The collective check's all-reduce ring spans at most this many nodes (a ring's latency grows
+// with its length: docs/stragglers.md), and its compute check runs this long on one core, in
+// three windows of three periods of the kernel's CPU bandwidth control each, so that a cgroup's
+// cpu.max quota shows in every window (shorter ones were seen to escape it at their start).
+inline constexpr int kCollectiveGroup = 64;
+inline constexpr int kCollectiveComputeMs = 900;
+
 v1::PreflightPlan MakePreflightPlan(const JobSpec& spec, const v1::JoinResponse& join_template);
 
 // What the terminal says of the preflight before any node has joined: what the nodes look for,

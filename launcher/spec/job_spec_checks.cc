@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/did_you_mean.h"
 #include "launcher/spec/names.h"
@@ -191,6 +192,17 @@ void CheckTimings(const JobSpec& spec, Problems& p) {
   if (spec.preflight.enabled) {
     p.Positive("preflight.timeout", spec.preflight.timeout_s);
     p.NotNegative("preflight.clock_offset", spec.preflight.max_clock_offset_s);
+    p.Positive("preflight.collective_budget", spec.preflight.collective_budget_s);
+    if (spec.preflight.collective_bytes < 1024) {
+      p.Add("preflight.collective_size",
+            absl::StrCat("preflight.collective_size must be at least 1KiB, got ",
+                         spec.preflight.collective_bytes, " bytes"));
+    }
+    if (!(spec.preflight.slow_share > 0 && spec.preflight.slow_share < 1)) {
+      p.Add("preflight.slow_share",
+            absl::StrFormat("preflight.slow_share must be between 0%% and 100%%, got %g%%",
+                            spec.preflight.slow_share * 100));
+    }
   }
   if (spec.restart_backoff_max_s < spec.restart_backoff_s) {
     p.Add("restarts.backoff_max",

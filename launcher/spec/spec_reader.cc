@@ -304,6 +304,32 @@ void SpecReader::Preflight(const SpecField& field, PreflightSpec* preflight) {
   if (fields.count("import_check") && OneOf(fields["import_check"], {"locate", "import"}, &check)) {
     preflight->import_modules = check == "import";
   }
+  std::string collective;
+  if (fields.count("collective") && OneOf(fields["collective"], {"on", "off"}, &collective)) {
+    preflight->collective = collective == "on";
+  }
+  if (fields.count("collective_budget")) {
+    Duration(fields["collective_budget"], &preflight->collective_budget_s);
+  }
+  if (fields.count("collective_size")) {
+    ByteSize(fields["collective_size"], &preflight->collective_bytes);
+  }
+  if (fields.count("slow_share")) Share(fields["slow_share"], &preflight->slow_share);
+}
+
+// A share: "20%", or a fraction such as 0.2.
+void SpecReader::Share(const SpecField& field, double* out) {
+  constexpr absl::string_view kExpected = "a share (\"20%\", or a fraction such as 0.2)";
+  std::string text;
+  if (!Scalar(field, kExpected, &text)) return;
+  const bool percent = absl::EndsWith(text, "%");
+  if (percent) text.pop_back();
+  double value = 0;
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(text), &value)) {
+    WrongType(field, kExpected);
+    return;
+  }
+  *out = percent ? value / 100 : value;
 }
 
 void SpecReader::Cpus(const SpecField& field, JobSpec* spec) {

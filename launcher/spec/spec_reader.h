@@ -34,6 +34,7 @@ class SpecReader : public SpecFieldReader {
   void Gpus(const SpecField& field, JobSpec* spec);
   void Cpus(const SpecField& field, JobSpec* spec);
   void Preflight(const SpecField& field, PreflightSpec* preflight);
+  void Share(const SpecField& field, double* out);
   void CpuMap(const SpecField& field, std::vector<CpuMapEntry>* map);
   void CpuList(const SpecField& field, std::vector<int>* cpus);
   void Scheduler(const SpecField& field, SchedulerSpec* scheduler);

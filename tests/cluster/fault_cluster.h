@@ -30,7 +30,7 @@ struct FaultJobOptions {
   std::string exit_timeout;   // stop.exit_timeout
   int master_port = 0;        // rendezvous.master_port
   std::string command;        // replaces the fault worker (a full `command:` value)
-  std::string preflight;      // a full `preflight:` value, e.g. "off"
+  std::string preflight;      // a full `preflight:` value, e.g. "off" (default: collective off)
   int relay_fanout = 0;       // rendezvous.relay_fanout: the agents' sessions through relays
   std::string extra;          // more of job.yaml, appended as it is (`env:`, `stragglers:`)
 };

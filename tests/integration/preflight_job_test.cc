@@ -101,7 +101,7 @@ TEST_F(PreflightTest, DoctorPrintsOneRowPerNodeAndExitsZeroWhenAllPass) {
             0)
       << out_;
   EXPECT_TRUE(absl::StrContains(out_, "HOST")) << out_;
-  EXPECT_TRUE(absl::StrContains(out_, "gpu processes  disk  command  ports  clock  TIME")) << out_;
+  EXPECT_TRUE(absl::StrContains(out_, "gpu processes  disk  command  ports  clock  link  compute  TIME")) << out_;
   EXPECT_TRUE(absl::StrContains(out_, "3 of 3 node(s) checked: 3 fit, 0 unfit")) << out_;
   int rows = 0;
   for (absl::string_view line : absl::StrSplit(out_, '\n')) {

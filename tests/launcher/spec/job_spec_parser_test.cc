@@ -262,6 +262,30 @@ TEST(ParseJobSpecTest, PreflightSectionAndGpusPerNode) {
   EXPECT_FALSE(Parse("command: [x]\npreflight: off\n").preflight.enabled);
 }
 
+TEST(ParseJobSpecTest, CollectiveCheckKeys) {
+  const JobSpec defaults = Parse("command: [x]\n");
+  EXPECT_TRUE(defaults.preflight.collective);
+  EXPECT_EQ(defaults.preflight.collective_budget_s, 20);
+  EXPECT_EQ(defaults.preflight.collective_bytes, int64_t{4} << 20);
+  EXPECT_DOUBLE_EQ(defaults.preflight.slow_share, 0.2);
+  const JobSpec spec = Parse(
+      "command: [x]\npreflight: {collective: off, collective_budget: 5s, collective_size: 1MiB, "
+      "slow_share: 35%}\n");
+  EXPECT_FALSE(spec.preflight.collective);
+  EXPECT_EQ(spec.preflight.collective_budget_s, 5);
+  EXPECT_EQ(spec.preflight.collective_bytes, int64_t{1} << 20);
+  EXPECT_DOUBLE_EQ(spec.preflight.slow_share, 0.35);
+  EXPECT_DOUBLE_EQ(Parse("command: [x]\npreflight: {slow_share: 0.1}\n").preflight.slow_share, 0.1);
+  EXPECT_THAT(Errors("command: [x]\npreflight:\n  slow_share: 120%\n"),
+              HasSubstr("job.yaml:3:15: preflight.slow_share must be between 0% and 100%, got 120%"));
+  EXPECT_THAT(Errors("command: [x]\npreflight:\n  slow_share: lots\n"),
+              HasSubstr("job.yaml:3:15: preflight.slow_share"));
+  EXPECT_THAT(Errors("command: [x]\npreflight:\n  collective: maybe\n"),
+              HasSubstr("job.yaml:3:15: preflight.collective must be \"on\" or \"off\""));
+  EXPECT_THAT(Errors("command: [x]\npreflight:\n  collective_budget: 0s\n"),
+              HasSubstr("job.yaml:3:22: preflight.collective_budget must be positive"));
+}
+
 TEST(ParseJobSpecTest, TheControlChannelIsEncryptedUnlessTurnedOff) {
   EXPECT_TRUE(Parse("command: [x]\n").control_tls);
   EXPECT_TRUE(Parse("command: [x]\nrendezvous: {tls: on}\n").control_tls);
