@@ -1,5 +1,7 @@
 #include "launcher/run/run_plan.h"
 
+#include <algorithm>
+
 #include "common/host_identity.h"
 #include "common/python_command.h"
 #include "absl/strings/str_cat.h"
@@ -123,6 +125,16 @@ v1::PreflightPlan MakePreflightPlan(const JobSpec& spec, const v1::JoinResponse&
   c->set_group(kCollectiveGroup);
   c->set_compute_ms(kCollectiveComputeMs);
   return plan;
+}
+
+void FitCollectiveCheckToHosts(const JobSpec& spec, const HostPlan& plan,
+                               v1::PreflightPlan* preflight) {
+  if (!spec.preflight.collective_auto) return;
+  const std::vector<std::string> hosts = plan.AgentHosts();
+  const bool one_host = plan.node_launcher == "local" ||
+                        std::all_of(hosts.begin(), hosts.end(),
+                                    [&](const std::string& h) { return h == hosts.front(); });
+  if (one_host) preflight->mutable_collective()->set_enabled(false);
 }
 
 v1::JoinResponse MakeJoinResponse(const v1::JoinResponse& response_template,

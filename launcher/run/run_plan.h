@@ -52,6 +52,11 @@ inline constexpr int kCollectiveGroup = 64;
 inline constexpr int kCollectiveComputeMs = 900;
 
 v1::PreflightPlan MakePreflightPlan(const JobSpec& spec, const v1::JoinResponse& join_template);
+// `preflight.collective: auto` on the hosts of `plan`: the check is turned off when every agent
+// runs on one host (their links and cores are that host's, shared: their figures would differ
+// only by its load, and no node could be left out for them).
+void FitCollectiveCheckToHosts(const JobSpec& spec, const HostPlan& plan,
+                               v1::PreflightPlan* preflight);
 
 // What the terminal says of the preflight before any node has joined: what the nodes look for,
 // and, where preflight.import_check is `import`, that the seconds Python's import of torch takes

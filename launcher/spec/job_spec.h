@@ -46,8 +46,11 @@ struct PreflightSpec {
   // in milliseconds; `import`: it imports them (catches a broken install, but every node then
   // pays the import's seconds before the ranks pay them again).
   bool import_modules = false;
-  // The collective check before round 0 (docs/stragglers.md): `collective: off` turns it off.
+  // The collective check before round 0 (docs/stragglers.md). `auto` (default): on when the
+  // job's nodes are on more than one host (agents of one host share its links and cores, so
+  // their figures differ only by its load); `on`: always; `off`: never.
   bool collective = true;
+  bool collective_auto = true;  // `auto`: `collective` holds unless the nodes share one host
   double collective_budget_s = 20;       // the whole check, waiting for the nodes included
   int64_t collective_bytes = int64_t{4} << 20;  // sent to each neighbour, and all-reduced
   double slow_share = 0.2;               // slower than the peers' median by more: a slow node
@@ -57,7 +60,8 @@ inline bool operator==(const PreflightSpec& a, const PreflightSpec& b) {
          a.min_free_bytes == b.min_free_bytes && a.paths == b.paths &&
          a.max_clock_offset_s == b.max_clock_offset_s && a.imports_auto == b.imports_auto &&
          a.imports == b.imports && a.import_modules == b.import_modules &&
-         a.collective == b.collective && a.collective_budget_s == b.collective_budget_s &&
+         a.collective == b.collective && a.collective_auto == b.collective_auto &&
+         a.collective_budget_s == b.collective_budget_s &&
          a.collective_bytes == b.collective_bytes && a.slow_share == b.slow_share;
 }
 

@@ -305,8 +305,10 @@ void SpecReader::Preflight(const SpecField& field, PreflightSpec* preflight) {
     preflight->import_modules = check == "import";
   }
   std::string collective;
-  if (fields.count("collective") && OneOf(fields["collective"], {"on", "off"}, &collective)) {
-    preflight->collective = collective == "on";
+  if (fields.count("collective") &&
+      OneOf(fields["collective"], {"auto", "on", "off"}, &collective)) {
+    preflight->collective = collective != "off";
+    preflight->collective_auto = collective == "auto";
   }
   if (fields.count("collective_budget")) {
     Duration(fields["collective_budget"], &preflight->collective_budget_s);

@@ -54,10 +54,10 @@ class CollectiveCheckTest : public ::testing::Test {
   std::string out_;
 };
 
-TEST_F(CollectiveCheckTest, LocalNodesAreMeasuredAndTheirFiguresJournaled) {
-  // Nodes sharing this machine's cores differ by its load; a wide share keeps that from naming
+TEST_F(CollectiveCheckTest, LocalNodesAreMeasuredWhenAskedAndTheirFiguresJournaled) {
+  // `collective: on`: by default (auto) nodes of one host are not measured. Nodes sharing this machine's cores differ by its load; a wide share keeps that from naming
   // one, while a node whose exchange failed (figure 0) would still be named.
-  ASSERT_EQ(Run(3, "{slow_share: \"95%\"}"), 0) << out_;
+  ASSERT_EQ(Run(3, "{collective: on, slow_share: \"95%\"}"), 0) << out_;
   EXPECT_TRUE(absl::StrContains(out_, "[dlaunch] collective check: 3 node(s): link median ")) << out_;
   EXPECT_TRUE(absl::StrContains(out_, "GFLOP/s per core (preflight.slow_share 95%)")) << out_;
   EXPECT_FALSE(absl::StrContains(out_, "slow node")) << out_;
@@ -74,7 +74,7 @@ TEST_F(CollectiveCheckTest, LocalNodesAreMeasuredAndTheirFiguresJournaled) {
 }
 
 TEST_F(CollectiveCheckTest, ASingleNodeHasNothingToCompareAndPasses) {
-  ASSERT_EQ(Run(1, "on"), 0) << out_;
+  ASSERT_EQ(Run(1, "{collective: on}"), 0) << out_;
   EXPECT_TRUE(absl::StrContains(
       out_, "collective check: 1 node(s) passed their own checks: nothing to compare"))
       << out_;
@@ -87,11 +87,22 @@ TEST_F(CollectiveCheckTest, CollectiveOffMeasuresNothing) {
   EXPECT_FALSE(absl::StrContains(Events(), "ring neighbours"));
 }
 
+TEST_F(CollectiveCheckTest, ByDefaultNodesOfOneHostAreNotMeasured) {
+  // auto: agents of one host share its links and cores; their figures would differ only by
+  // its load, and none could be left out for them.
+  ASSERT_EQ(Run(2, "on"), 0) << out_;
+  EXPECT_FALSE(absl::StrContains(out_, "collective check")) << out_;
+  EXPECT_FALSE(absl::StrContains(Events(), "ring neighbours"));
+  EXPECT_TRUE(absl::StrContains(out_, "[rank 1] ran")) << out_;
+}
+
 TEST_F(CollectiveCheckTest, DoctorShowsLinkAndComputeColumns) {
-  EXPECT_EQ(Dlaunch({"doctor", "--nnodes", "2", "--job-root", tmp_ + "/runs", "--", "python3",
-                     "-c", "pass"}),
-            0)
-      << out_;
+  const std::string job = tmp_ + "/doctor.yaml";
+  std::ofstream(job) << "nodes: 2
+command: [python3, -c, pass]
+preflight: {collective: on}
+";
+  EXPECT_EQ(Dlaunch({"doctor", job, "--job-root", tmp_ + "/runs"}), 0) << out_;
   EXPECT_TRUE(absl::StrContains(out_, "ports  clock  link  compute  TIME")) << out_;
   EXPECT_TRUE(absl::StrContains(out_, "[dlaunch] collective check: 2 node(s)")) << out_;
 }

@@ -76,6 +76,28 @@ TEST(RunPlanTest, PreflightPlanNamesWhatEveryNodeMustOffer) {
   EXPECT_EQ(plan.paths_size(), 0);
 }
 
+TEST(RunPlanTest, TheCollectiveCheckRunsByDefaultOnlyAcrossHosts) {
+  JobSpec spec = Spec();
+  const v1::JoinResponse t = MakeJoinTemplate(spec, JobPlacement{"j1", "/jobs/j1", {"true"}, "/w"});
+  auto enabled = [&](const std::vector<std::string>& hosts, const std::string& launcher) {
+    HostPlan plan;
+    plan.hosts = hosts;
+    plan.node_launcher = launcher;
+    v1::PreflightPlan preflight = MakePreflightPlan(spec, t);
+    FitCollectiveCheckToHosts(spec, plan, &preflight);
+    return preflight.collective().enabled();
+  };
+  EXPECT_TRUE(spec.preflight.collective_auto);
+  EXPECT_FALSE(enabled({"me", "me"}, "local"));        // one machine's agents share it
+  EXPECT_FALSE(enabled({"nid1", "nid1"}, "mpiexec"));  // one host, however started
+  EXPECT_TRUE(enabled({"nid1", "nid2"}, "mpiexec"));
+  EXPECT_TRUE(enabled({"h1", "h2", "h3"}, "ssh"));
+  spec.preflight.collective_auto = false;  // collective: on
+  EXPECT_TRUE(enabled({"me", "me"}, "local"));
+  spec.preflight.collective = false;  // collective: off
+  EXPECT_FALSE(enabled({"h1", "h2"}, "ssh"));
+}
+
 TEST(RunPlanTest, ThePreflightNoteSaysWhatEveryNodeLooksForOrImportsBeforeItJoins) {
   JobSpec spec = Spec();
   spec.preflight.imports_auto = false;

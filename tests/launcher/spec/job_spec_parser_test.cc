@@ -272,6 +272,11 @@ TEST(ParseJobSpecTest, CollectiveCheckKeys) {
       "command: [x]\npreflight: {collective: off, collective_budget: 5s, collective_size: 1MiB, "
       "slow_share: 35%}\n");
   EXPECT_FALSE(spec.preflight.collective);
+  EXPECT_FALSE(spec.preflight.collective_auto);
+  EXPECT_TRUE(Parse("command: [x]\n").preflight.collective_auto);
+  const JobSpec on = Parse("command: [x]\npreflight: {collective: on}\n");
+  EXPECT_TRUE(on.preflight.collective);
+  EXPECT_FALSE(on.preflight.collective_auto);
   EXPECT_EQ(spec.preflight.collective_budget_s, 5);
   EXPECT_EQ(spec.preflight.collective_bytes, int64_t{1} << 20);
   EXPECT_DOUBLE_EQ(spec.preflight.slow_share, 0.35);
@@ -281,7 +286,7 @@ TEST(ParseJobSpecTest, CollectiveCheckKeys) {
   EXPECT_THAT(Errors("command: [x]\npreflight:\n  slow_share: lots\n"),
               HasSubstr("job.yaml:3:15: preflight.slow_share"));
   EXPECT_THAT(Errors("command: [x]\npreflight:\n  collective: maybe\n"),
-              HasSubstr("job.yaml:3:15: preflight.collective must be \"on\" or \"off\""));
+              HasSubstr("job.yaml:3:15: preflight.collective must be"));
   EXPECT_THAT(Errors("command: [x]\npreflight:\n  collective_budget: 0s\n"),
               HasSubstr("job.yaml:3:22: preflight.collective_budget must be positive"));
 }
