@@ -117,7 +117,7 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "  clock_offset: 10s\n"
             "  imports: auto\n"
             "  import_check: locate\n"
-            "  collective: \"auto\"\n"
+            "  collective: auto\n"
             "  collective_budget: 20s\n"
             "  collective_size: 4MiB\n"
             "  slow_share: \"20%\"\n"
