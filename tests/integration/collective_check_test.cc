@@ -98,10 +98,7 @@ TEST_F(CollectiveCheckTest, ByDefaultNodesOfOneHostAreNotMeasured) {
 
 TEST_F(CollectiveCheckTest, DoctorShowsLinkAndComputeColumns) {
   const std::string job = tmp_ + "/doctor.yaml";
-  std::ofstream(job) << "nodes: 2
-command: [python3, -c, pass]
-preflight: {collective: on}
-";
+  std::ofstream(job) << "nodes: 2\ncommand: [python3, -c, pass]\npreflight: {collective: on}\n";
   EXPECT_EQ(Dlaunch({"doctor", job, "--job-root", tmp_ + "/runs"}), 0) << out_;
   EXPECT_TRUE(absl::StrContains(out_, "ports  clock  link  compute  TIME")) << out_;
   EXPECT_TRUE(absl::StrContains(out_, "[dlaunch] collective check: 2 node(s)")) << out_;
