@@ -351,8 +351,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   const JobPlacement& placement = prepared->placement;
 
   boost::asio::io_context io;
-  v1::PreflightPlan preflight = MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement));
-  FitCollectiveCheckToHosts(*spec, *plan, &preflight);
+  const v1::PreflightPlan preflight = MakeJobPreflightPlan(*spec, *plan, placement);
   JobConfig job = MakeJobConfig(*spec, *plan, prepared->job_id, dir->path());
   job.preflight_note = PreflightNote(preflight, static_cast<int>(plan->AgentHosts().size()));
   // On a terminal the live table stays drawn below the output (docs/live-view.md).
@@ -475,8 +474,7 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
   const int expected = static_cast<int>(plan->AgentHosts().size());
   Doctor doctor(io, spec->join_timeout_s);
   ControlService service(prepared->token, io, &doctor);
-  v1::PreflightPlan preflight = MakePreflightPlan(*spec, MakeJoinTemplate(*spec, placement));
-  FitCollectiveCheckToHosts(*spec, *plan, &preflight);
+  const v1::PreflightPlan preflight = MakeJobPreflightPlan(*spec, *plan, placement);
   service.SetPreflightPlan(preflight);
   // A slow node fails its link or compute check here, so that the table names it.
   CollectiveCheckHost collective(io, {preflight.collective(), expected, 1}, [](const std::string& line) {

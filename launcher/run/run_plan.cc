@@ -137,6 +137,13 @@ void FitCollectiveCheckToHosts(const JobSpec& spec, const HostPlan& plan,
   if (one_host) preflight->mutable_collective()->set_enabled(false);
 }
 
+v1::PreflightPlan MakeJobPreflightPlan(const JobSpec& spec, const HostPlan& plan,
+                                       const JobPlacement& placement) {
+  v1::PreflightPlan preflight = MakePreflightPlan(spec, MakeJoinTemplate(spec, placement));
+  FitCollectiveCheckToHosts(spec, plan, &preflight);
+  return preflight;
+}
+
 v1::JoinResponse MakeJoinResponse(const v1::JoinResponse& response_template,
                                   const RoundResult& round, const NodeAssignment& assignment) {
   v1::JoinResponse r = response_template;

@@ -57,6 +57,11 @@ v1::PreflightPlan MakePreflightPlan(const JobSpec& spec, const v1::JoinResponse&
 // only by its load, and no node could be left out for them).
 void FitCollectiveCheckToHosts(const JobSpec& spec, const HostPlan& plan,
                                v1::PreflightPlan* preflight);
+// The plan every node of a job on `plan`'s hosts checks itself against: MakePreflightPlan with
+// the job's worker template, fitted to the hosts (FitCollectiveCheckToHosts). `dlaunch run` and
+// `dlaunch doctor` both send this one.
+v1::PreflightPlan MakeJobPreflightPlan(const JobSpec& spec, const HostPlan& plan,
+                                       const JobPlacement& placement);
 
 // What the terminal says of the preflight before any node has joined: what the nodes look for,
 // and, where preflight.import_check is `import`, that the seconds Python's import of torch takes
