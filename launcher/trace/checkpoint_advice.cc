@@ -8,7 +8,7 @@ namespace dlaunch {
 v1::CheckpointAdvice AdviseCheckpointInterval(const v1::GoodputAccount& account,
                                               const std::set<int64_t>& checkpoint_steps,
                                               const std::vector<double>& checkpoint_costs,
-                                              int failures) {
+                                              int failures, bool none_written) {
   v1::CheckpointAdvice a;
   a.set_failures(failures);
   std::vector<int64_t> steps(checkpoint_steps.begin(), checkpoint_steps.end());
@@ -23,6 +23,12 @@ v1::CheckpointAdvice AdviseCheckpointInterval(const v1::GoodputAccount& account,
   }
   const double productive = account.split().productive().seconds();
   if (steps_run > 0 && productive > 0) a.set_mean_step_s(productive / steps_run);
+  if (checkpoint_costs.empty() && none_written && checkpoint_steps.empty()) {
+    a.set_basis(v1::NOT_KNOWN);
+    a.set_note("not known: this job wrote no checkpoint, so a failure would restart it from its "
+               "first step (dlaunch-worker: --checkpoint-dir DIR --checkpoint-every N)");
+    return a;
+  }
   if (checkpoint_costs.empty()) {
     a.set_basis(v1::NOT_KNOWN);
     a.set_note("not known: no checkpoint's length is in the journal (dlaunch-worker's step "

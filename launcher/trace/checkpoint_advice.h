@@ -12,9 +12,11 @@
 namespace dlaunch {
 
 // Not known (with a note) when no checkpoint's length or no failure is in the journal.
+// `none_written`: the step trace would have timed a checkpoint and shows none, so the note tells
+// the user that a failure would cost every step since the start.
 v1::CheckpointAdvice AdviseCheckpointInterval(const v1::GoodputAccount& account,
                                               const std::set<int64_t>& checkpoint_steps,
                                               const std::vector<double>& checkpoint_costs,
-                                              int failures);
+                                              int failures, bool none_written = false);
 
 }  // namespace dlaunch

@@ -123,7 +123,7 @@ class Accountant {
     const double wall = account_.wall_s();
     account_.set_goodput(wall > 0 ? account_.split().productive().seconds() / wall : 0);
     *account_.mutable_checkpoint_advice() =
-        AdviseCheckpointInterval(account_, checkpoint_steps_, checkpoint_costs_, failures_);
+        AdviseCheckpointInterval(account_, checkpoint_steps_, checkpoint_costs_, failures_, traced_);
     return account_;
   }
 

@@ -103,6 +103,25 @@ TEST(GoodputTest, CleanRunSplitsStartupStepsCheckpointsAndTail) {
   EXPECT_THAT(GoodputHeadline(a), HasSubstr("goodput 68.8% of 24.0 s"));
 }
 
+// A step trace that timed evaluations but shows no checkpoint: the job wrote none, and the
+// advice says what a failure would cost instead of asking for checkpoint lengths.
+TEST(GoodputTest, ATracedJobWithoutCheckpointsIsToldItWroteNone) {
+  std::string metrics;
+  for (int i = 0; i < 9; ++i) metrics += Report(5 + 2 * i, 0, 0, 10 * (i + 1), 2, 0);
+  TraceInput in = Input(Started() + Event(2, 0, "workers_started", "{\"workers\":1}") +
+                            Finished(24, 0, "succeeded"),
+                        metrics);
+  in.rank_steps[0] = ParseStepTrace(TraceSpan("evaluate", 70, 15, 1.0));
+  const v1::GoodputAccount a = ComputeGoodput(in);
+  EXPECT_EQ(a.split().checkpoint().seconds(), 0);
+  EXPECT_EQ(a.checkpoint_advice().basis(), v1::NOT_KNOWN);
+  EXPECT_THAT(a.checkpoint_advice().note(), HasSubstr("wrote no checkpoint"));
+
+  // Without the step trace nothing says whether it wrote one.
+  in.rank_steps.clear();
+  EXPECT_THAT(ComputeGoodput(in).checkpoint_advice().note(), HasSubstr("no checkpoint's length"));
+}
+
 // Reports without communication waits, and a node named a straggler: the slowest-rank figure
 // is the wait the straggler_cleared events carry, a bound taken from productive.
 TEST(GoodputTest, TheStragglerScoresWaitIsTheSlowestRankFigureWithoutCommunicationWaits) {
