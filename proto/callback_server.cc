@@ -1,6 +1,13 @@
 #include "proto/callback_server.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <optional>
+#include <string>
+
+#include <grpc/grpc.h>
+#include <grpc/impl/codegen/grpc_types.h>
 
 namespace dlaunch {
 namespace {
@@ -12,6 +19,19 @@ int PollingThreads() {
 }
 
 }  // namespace
+
+void InitGrpcForCallbacks() {
+  if (CallbackServer::GrpcPollsCallbacks()) return;
+  const char* set = getenv("GRPC_POLL_STRATEGY");
+  const std::optional<std::string> was = set ? std::optional<std::string>(set) : std::nullopt;
+  setenv("GRPC_POLL_STRATEGY", "epoll1", 1);
+  grpc_init();  // never shut down: the engine chosen here stays the process's
+  if (was) {
+    setenv("GRPC_POLL_STRATEGY", was->c_str(), 1);
+  } else {
+    unsetenv("GRPC_POLL_STRATEGY");
+  }
+}
 
 bool CallbackServer::GrpcPollsCallbacks() {
 #ifdef DLAUNCH_GRPC_UNPOLLED_CALLBACK_CQ
@@ -28,7 +48,12 @@ std::unique_ptr<CallbackServer> CallbackServer::BuildAndStart(grpc::ServerBuilde
 std::unique_ptr<CallbackServer> CallbackServer::BuildAndStart(grpc::ServerBuilder& builder,
                                                               bool own_polling) {
   std::unique_ptr<CallbackServer> s(new CallbackServer);
-  if (own_polling) s->cq_ = builder.AddCompletionQueue(/*is_frequently_polled=*/true);
+  if (own_polling) {
+    s->cq_ = builder.AddCompletionQueue(/*is_frequently_polled=*/true);
+    // With two polled queues gRPC 1.30 clones the listening socket with SO_REUSEPORT, and the
+    // clone of a port-0 listener gets a port of its own, open to no purpose: one socket.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  }
   s->server_ = builder.BuildAndStart();
   if (!s->server_) {
     if (s->cq_) {  // a queue must be shut down and drained before it goes

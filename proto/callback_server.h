@@ -1,10 +1,15 @@
 // A started gRPC server of callback services (the launcher's control endpoint, a relay's), served
-// on every gRPC dlaunch builds with. gRPC before 1.37 (Debian 11 has 1.30) has no thread of its
-// own that polls the callback API's completion queue: a server with only callback methods never
-// accepts a connection, and its agents never join. There the server gets a completion queue of
-// ours, registered as frequently polled, and threads that poll it: the listening sockets and
-// every connection they accept are in its poll set, and the callbacks run from that polling.
-// On newer gRPC the library polls its own queue and no thread is added.
+// on every gRPC dlaunch builds with.
+//
+// gRPC before 1.37 (Debian 11 has 1.30) has no thread of its own that polls the callback API's
+// completion queue: nothing polls the sockets of a callback server or of a callback call, so a
+// launcher built on it never accepts a connection and its agents never join. There the server
+// gets a completion queue of ours and threads that poll it (CallbackServer), and the process
+// uses gRPC's epoll1 engine (InitGrpcForCallbacks), whose one epoll set holds every socket:
+// with 1.30's default, epollex, a queue polls only the sockets handed to it, and gRPC hands the
+// callback queue, which no thread polls, the listening socket (or its SO_REUSEPORT clone), every
+// second connection accepted, and the sockets of callback calls (a relay's upstream stream). On
+// newer gRPC the library polls its own queue, and both do nothing.
 #pragma once
 
 #include <chrono>
@@ -17,6 +22,12 @@
 #include <grpcpp/server_builder.h>
 
 namespace dlaunch {
+
+// On gRPC before 1.37: initializes gRPC with the epoll1 polling engine for the rest of the
+// process (whatever GRPC_POLL_STRATEGY says: the engine is chosen at the first initialization,
+// and the variable is put back as it was, for the processes this one starts). Call at the start
+// of main in a process that serves or makes callback calls, before any gRPC object exists.
+void InitGrpcForCallbacks();
 
 class CallbackServer {
  public:
