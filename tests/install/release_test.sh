@@ -41,7 +41,10 @@ wheel=$(ls "$tmp"/out/dlaunch-*-py3-none-manylinux_*_x86_64.whl)
 glibc=${tarball##*-glibc}; glibc=${glibc%.tar.gz}
 [[ $wheel == *-manylinux_${glibc/./_}_x86_64.whl ]] || fail "$wheel is not tagged for glibc $glibc"
 echo "$(basename "$tarball") $(du -k "$tarball" | cut -f1) KB, $(basename "$wheel") $(du -k "$wheel" | cut -f1) KB"
-if python3 -m zipfile -l "$wheel" | grep -q 'dlaunch-worker'; then fail "the wheel holds dlaunch-worker"; fi
+# grep reads to the end (no -q): with pipefail, a writer cut off by SIGPIPE would fail the pipe.
+if python3 -m zipfile -l "$wheel" | grep 'dlaunch-worker' >/dev/null; then
+  fail "the wheel holds dlaunch-worker"
+fi
 
 # A session's folder: the job scripts, owned by the user who runs it.
 session_dir() {
@@ -87,7 +90,7 @@ for t in cc gcc g++ c++ protoc grpc_cpp_plugin cmake; do
 done
 ! ls "$root"/usr/lib/x86_64-linux-gnu/ | grep -E '^lib(grpc|protobuf|yaml-cpp|absl|hwloc)' ||
   fail "the chroot has gRPC, protobuf, yaml-cpp, abseil or hwloc libraries"
-have=$(chroot "$root" ldd --version | head -1 | grep -o '[0-9.]*$')
+have=$(chroot "$root" ldd --version | sed -n '1s/.* \([0-9.]*\)$/\1/p')  # not head: SIGPIPE
 echo "chroot: glibc $have, $(chroot "$root" dpkg-query -W -f '${Package}\n' | wc -l) packages"
 [ "$(printf '%s\n' "$need" "$have" | sort -V | tail -1)" = "$have" ] ||
   fail "$(basename "$tarball") needs glibc $need, newer than the chroot's $have"
