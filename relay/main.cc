@@ -42,6 +42,7 @@ int Usage(const std::string& why) {
 int main(int argc, char** argv) {
   OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr);
   dlaunch::TurnOffLockOrderChecks();
+  dlaunch::InitGrpcForCallbacks();
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   dlaunch::RelayOptions options;
   std::string token_file, port_file, log;

@@ -290,7 +290,7 @@ absl::StatusOr<std::unique_ptr<Relay>> Relay::Start(RelayOptions options) {
   builder.AddListeningPort(relay->options_.listen,
                            ControlServerCredentials(identity ? &*identity : nullptr), &relay->port_);
   builder.RegisterService(relay.get());
-  relay->server_ = builder.BuildAndStart();
+  relay->server_ = CallbackServer::BuildAndStart(builder);
   if (!relay->server_ || relay->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", relay->options_.listen));
   }

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "dlaunch/control.grpc.pb.h"
+#include "proto/callback_server.h"
 #include "proto/control_tls.h"
 
 namespace dlaunch {
@@ -92,7 +93,7 @@ class Relay final : public v1::Control::CallbackService {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Control::Stub> stub_;
   std::unique_ptr<RelayUpstream> upstream_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<CallbackServer> server_;
   int port_ = 0;
 
   mutable std::mutex mu_;

@@ -6,8 +6,6 @@
 # made with mmdebstrap on the first run and cached as the install tests' chroots are
 # (tests/install/chroot.sh); the checkout is bind-mounted at its own path.
 #   sudo scripts/release-bullseye.sh            JOBS=N to build with N jobs (default: all cores)
-# NOT WORKING YET: the build and the release succeed, but its agents never join the launcher
-# under Debian 11's gRPC 1.30 (deploy/README.md, "A relocatable release"); use the Debian 12 one.
 # Output in ${BUILD_DIR:-build-bullseye}/release/. Needs root, mmdebstrap and the Debian archive
 # (DLAUNCH_DEBIAN_MIRROR); py-spy comes from PyPI on this machine (scripts/py-spy.sh), since the
 # chroot has no venv.
@@ -41,5 +39,3 @@ unshare --mount --propagation private -- bash -c '
     BUILD_DIR="$build" JOBS="$jobs" DLAUNCH_PY_SPY_BIN="$spy" \
     "$src/scripts/release-tarball.sh" --out "$build/release"
 ' release-bullseye "$root" "$src" "$build" "$spy" "${JOBS:-$(nproc)}"
-echo "release-bullseye: warning: this release's agents do not join their launcher yet" \
-     "(gRPC 1.30; deploy/README.md)" >&2

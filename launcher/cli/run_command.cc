@@ -35,6 +35,7 @@
 #include "launcher/spec/job_spec_parser.h"
 #include "launcher/trace/goodput_view.h"
 #include "launcher/trace/job_trace.h"
+#include "proto/callback_server.h"
 #include "proto/control_credentials.h"
 
 namespace dlaunch {
@@ -229,9 +230,9 @@ void RaiseOpenFileLimitFor(size_t agents) {
   }
 }
 
-std::unique_ptr<grpc::Server> StartControlServer(const std::string& listen,
-                                                const PreparedJob& job, grpc::Service* service,
-                                                int* bound_port) {
+std::unique_ptr<CallbackServer> StartControlServer(const std::string& listen,
+                                                  const PreparedJob& job, grpc::Service* service,
+                                                  int* bound_port) {
   if (job.tls) CountFailedHandshakesQuietly();
   RaiseOpenFileLimitFor(job.plan.AgentHosts().size());
   grpc::ServerBuilder builder;
@@ -241,7 +242,7 @@ std::unique_ptr<grpc::Server> StartControlServer(const std::string& listen,
   builder.AddListeningPort(listen, ControlServerCredentials(job.tls ? &*job.tls : nullptr),
                            bound_port);
   builder.RegisterService(service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<CallbackServer> server = CallbackServer::BuildAndStart(builder);
   if (*bound_port == 0) return nullptr;
   return server;
 }
@@ -383,7 +384,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
   const bool local = plan->node_launcher == "local";
   const std::string listen = absl::StrCat("0.0.0.0:", spec->control_port);
   int bound_port = 0;
-  std::unique_ptr<grpc::Server> server = StartControlServer(listen, *prepared, &service, &bound_port);
+  std::unique_ptr<CallbackServer> server =
+      StartControlServer(listen, *prepared, &service, &bound_port);
   if (!server) return Fail(kExitLaunchError, absl::StrCat("cannot listen on ", listen));
   const std::string control = AgentsControlAddress(*flags, local, self_host, bound_port);
   const std::string reachable =
@@ -484,7 +486,8 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
   const bool local = plan->node_launcher == "local";
   const std::string listen = absl::StrCat(local ? "127.0.0.1" : "0.0.0.0", ":", spec->control_port);
   int bound_port = 0;
-  std::unique_ptr<grpc::Server> server = StartControlServer(listen, *prepared, &service, &bound_port);
+  std::unique_ptr<CallbackServer> server =
+      StartControlServer(listen, *prepared, &service, &bound_port);
   if (!server) return Fail(kExitLaunchError, absl::StrCat("cannot listen on ", listen));
   auto commands = LaunchCommands(*flags, *spec, *plan, *dir, placement.workdir,
                                  AgentsControlAddress(*flags, local, self_host, bound_port));

@@ -12,8 +12,9 @@
 # DLAUNCH_INSTALL_TEST=full adds a fresh minimal chroot of the oldest Debian the release's glibc
 # tag admits (11 for glibc 2.31, else 12) holding only python3, python3-venv and python3-pip (no
 # compiler, gRPC, protobuf or yaml-cpp): the same two sessions there, as nobody, with the release
-# packed above or the one DLAUNCH_RELEASE_DIR holds (scripts/release-bullseye.sh's). Needs root
-# and mmdebstrap; the chroot is cached as install_test's are (tests/install/chroot.sh).
+# packed above or the one DLAUNCH_RELEASE_DIR holds (scripts/release-bullseye.sh's; a relative
+# path is the source tree's). Needs root and mmdebstrap; the chroot is cached as install_test's
+# are (tests/install/chroot.sh).
 set -euo pipefail
 
 build=$(cd "$1" && pwd)
@@ -41,7 +42,10 @@ wheel=$(ls "$tmp"/out/dlaunch-*-py3-none-manylinux_*_x86_64.whl)
 glibc=${tarball##*-glibc}; glibc=${glibc%.tar.gz}
 [[ $wheel == *-manylinux_${glibc/./_}_x86_64.whl ]] || fail "$wheel is not tagged for glibc $glibc"
 echo "$(basename "$tarball") $(du -k "$tarball" | cut -f1) KB, $(basename "$wheel") $(du -k "$wheel" | cut -f1) KB"
-if python3 -m zipfile -l "$wheel" | grep -q 'dlaunch-worker'; then fail "the wheel holds dlaunch-worker"; fi
+# grep reads to the end (no -q): with pipefail, a writer cut off by SIGPIPE would fail the pipe.
+if python3 -m zipfile -l "$wheel" | grep 'dlaunch-worker' >/dev/null; then
+  fail "the wheel holds dlaunch-worker"
+fi
 
 # A session's folder: the job scripts, owned by the user who runs it.
 session_dir() {
@@ -70,8 +74,13 @@ fi
 [ "$(id -u)" = 0 ] || fail "DLAUNCH_INSTALL_TEST=full needs root (mmdebstrap, chroot, mounts)"
 command -v mmdebstrap >/dev/null || fail "no mmdebstrap: scripts/install-deps.sh test"
 release=${DLAUNCH_RELEASE_DIR:-$tmp/out}
-tarball=$(ls "$release"/dlaunch-*-linux-x86_64-glibc*.tar.gz | tail -1)
-wheel=$(ls "$release"/dlaunch-*-py3-none-manylinux_*_x86_64.whl | tail -1)
+# A relative DLAUNCH_RELEASE_DIR is the source tree's (build-bullseye/release), not the folder
+# ctest runs the test in.
+case $release in /*) ;; *) release=$src/$release ;; esac
+tarball=$(ls "$release"/dlaunch-*-linux-x86_64-glibc*.tar.gz 2>/dev/null | tail -1)
+wheel=$(ls "$release"/dlaunch-*-py3-none-manylinux_*_x86_64.whl 2>/dev/null | tail -1)
+[ -n "$tarball" ] && [ -n "$wheel" ] ||
+  fail "no release tarball and wheel in $release (scripts/release-bullseye.sh makes them)"
 need=${tarball##*-glibc}; need=${need%.tar.gz}
 # The oldest Debian whose glibc the release's tag admits: 11 (2.31), else 12 (2.36).
 if [ "$(printf '%s\n' "$need" 2.31 | sort -V | tail -1)" = 2.31 ]; then
@@ -87,7 +96,7 @@ for t in cc gcc g++ c++ protoc grpc_cpp_plugin cmake; do
 done
 ! ls "$root"/usr/lib/x86_64-linux-gnu/ | grep -E '^lib(grpc|protobuf|yaml-cpp|absl|hwloc)' ||
   fail "the chroot has gRPC, protobuf, yaml-cpp, abseil or hwloc libraries"
-have=$(chroot "$root" ldd --version | head -1 | grep -o '[0-9.]*$')
+have=$(chroot "$root" ldd --version | sed -n '1s/.* \([0-9.]*\)$/\1/p')  # not head: SIGPIPE
 echo "chroot: glibc $have, $(chroot "$root" dpkg-query -W -f '${Package}\n' | wc -l) packages"
 [ "$(printf '%s\n' "$need" "$have" | sort -V | tail -1)" = "$have" ] ||
   fail "$(basename "$tarball") needs glibc $need, newer than the chroot's $have"

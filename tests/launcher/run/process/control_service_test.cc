@@ -1,5 +1,7 @@
 // The launcher's control endpoint over a real gRPC stream on loopback: an agent's AgentBatch
-// reaches the handler as the messages it holds, in order, as if each had come alone.
+// reaches the handler as the messages it holds, in order, as if each had come alone. Served as
+// the launcher serves it (proto/callback_server.h): by gRPC's own polling where it has it, and
+// by the polling threads that gRPC before 1.37 needs, proven on any gRPC.
 #include "launcher/control/control_service.h"
 
 #include <chrono>
@@ -12,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "proto/callback_server.h"
 #include "proto/grpc_status.h"
 
 namespace dlaunch {
@@ -73,7 +76,13 @@ v1::AgentMessage Started(int rank) {
   return m;
 }
 
-TEST(ControlServiceTest, ABatchIsHandledMessageByMessageInOrder) {
+class ControlServiceTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ControlServiceTest, ABatchIsHandledMessageByMessageInOrder) {
+  const bool own_polling = GetParam();
+  if (!own_polling && !CallbackServer::GrpcPollsCallbacks()) {
+    GTEST_SKIP() << "this gRPC serves callback services only with polling threads";
+  }
   boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);
   std::thread loop([&] { io.run(); });
@@ -83,8 +92,10 @@ TEST(ControlServiceTest, ABatchIsHandledMessageByMessageInOrder) {
   int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<CallbackServer> server = CallbackServer::BuildAndStart(builder, own_polling);
+  ASSERT_TRUE(server);
   ASSERT_GT(port, 0);
+  EXPECT_EQ(server->polling_threads() > 0, own_polling);
 
   {
     auto stub = v1::Control::NewStub(grpc::CreateChannel(
@@ -120,10 +131,16 @@ TEST(ControlServiceTest, ABatchIsHandledMessageByMessageInOrder) {
                                             "round_ended 0", "heartbeat sent 20", "ended 7"}));
   service.StopPosting();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  EXPECT_EQ(server->polling_threads(), 0);  // joined
   work.reset();
   io.stop();
   loop.join();
 }
+
+INSTANTIATE_TEST_SUITE_P(Polling, ControlServiceTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "OwnThreads" : "GrpcOwn";
+                         });
 
 }  // namespace
 }  // namespace dlaunch
