@@ -104,10 +104,18 @@ void RestartChannel::Take(const std::string& text) {
                  text.c_str());
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
   if (line.restart() == "leave") {
+    // The round is over: a collective of the training thread blocked on a peer that is stuck
+    // (not dead) would hold it past the agent's bound to leave; failing it now lets the thread
+    // leave at once, wherever it is.
+    ShutdownTcpConnections();
+    std::lock_guard<std::mutex> lock(mu_);
     leave_round_.store(line.round());
-  } else if (line.restart() == "join") {
+    cv_.notify_all();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (line.restart() == "join") {
     RoundPlace place;
     place.round = line.round();
     place.rank = line.rank();

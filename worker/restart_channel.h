@@ -2,7 +2,9 @@
 // "In-process restart"; v1::RestartLine in proto/report.proto): its own connection to the
 // agent's report socket, on which it says "hello", "left", "ready" and "cannot", and a reader
 // thread that keeps the agent's "leave" and "join" lines for the training loop to take at a step
-// boundary (or when a collective failed because a peer died). No LibTorch.
+// boundary (or when a collective failed because a peer died). A "leave" also shuts the
+// process group's connections down at once (ShutdownTcpConnections), so that a collective
+// blocked on a peer that is alive but stuck fails instead of holding the rank. No LibTorch.
 #pragma once
 
 #include <atomic>
