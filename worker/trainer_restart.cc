@@ -89,11 +89,6 @@ std::optional<std::string> Trainer::WhyStateCannotBeKept() {
 
 absl::Status Trainer::LeaveRound(int round) {
   const auto t0 = Clock::now();
-  if (pg_.backend == "nccl") {
-    // NCCL's communicator abort is not wired here: fall back to a new process.
-    restart_->Cannot("NCCL groups are not left in process yet");
-    return absl::UnavailableError("the round stopped; NCCL groups restart in a new process");
-  }
   // Gloo's blocked collectives cannot be aborted: their sockets are shut down instead, so that
   // the group's threads end now and peers blocked on this rank are freed.
   const int closed = ShutdownTcpConnections();

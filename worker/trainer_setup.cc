@@ -100,8 +100,11 @@ absl::Status Trainer::ConnectReporter() {
   absl::StatusOr<ReportClient> reporter = ReportClient::Connect(env_.report_socket);
   if (!reporter.ok()) return reporter.status();
   reporter_.emplace(std::move(*reporter));
-  if (!env_.report_socket.empty()) {
-    // Says hello: under `restart: in_process` the agent keeps this process across rounds.
+  const std::string backend =
+      options_.backend == "auto" ? (use_cuda_ ? "nccl" : "gloo") : options_.backend;
+  // Says hello: under `restart: in_process` the agent keeps this process across rounds. Not
+  // with NCCL, whose communicator abort is not wired here: those ranks start anew.
+  if (!env_.report_socket.empty() && backend == "gloo") {
     absl::StatusOr<std::unique_ptr<RestartChannel>> channel =
         RestartChannel::Connect(env_.report_socket);
     if (!channel.ok()) return channel.status();
