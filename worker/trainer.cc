@@ -264,25 +264,31 @@ absl::Status Trainer::Run() {
     auto trace = OpenStepTrace(ProcessEnvironment(), env_.rank);
     if (trace.ok()) step_trace_ = *std::move(trace);  // a timeline is not worth failing the job
     else std::fprintf(stderr, "warning: no step trace: %s\n", trace.status().ToString().c_str());
-    int64_t epoch = -1;
-    std::vector<int64_t> indices;
     interval_start_ = Clock::now();
-    timed_start_ = Clock::now();
-    const int64_t first_step = state_.step;
-    EnterPhase(TrainerReport::Phase::kTraining);
-    while (state_.step < total_steps_) {
-      const int64_t e = state_.step / steps_per_epoch_;
-      if (e != epoch) {
-        epoch = e;
-        indices = sampler_->EpochIndices(epoch);
-      }
-      TrainStep(indices, state_.step % steps_per_epoch_);
-      DLAUNCH_WORKER_RETURN_IF_ERROR(OnStepEnd(first_step));
-    }
-    return Finish(FinalThroughput(), run_start);
+    return TrainUntilDone(run_start);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("training failed: ", e.what()));
   }
+}
+
+absl::Status Trainer::TrainLoop() {
+  // The sampler's epoch order of this round's rank and world size, from the step reached.
+  int64_t epoch = -1;
+  std::vector<int64_t> indices;
+  timed_start_ = Clock::now();
+  const int64_t first_step = state_.step;
+  EnterPhase(TrainerReport::Phase::kTraining);
+  while (state_.step < total_steps_) {
+    const int64_t e = state_.step / steps_per_epoch_;
+    if (e != epoch) {
+      epoch = e;
+      indices = sampler_->EpochIndices(epoch);
+    }
+    TrainStep(indices, state_.step % steps_per_epoch_);
+    DLAUNCH_WORKER_RETURN_IF_ERROR(OnStepEnd(first_step));
+    if (restart_ && restart_->leave_requested()) throw RoundStopped{};
+  }
+  return absl::OkStatus();
 }
 
 // After each step: throughput bookkeeping, the report / evaluation / checkpoint cadence, and
@@ -290,8 +296,8 @@ absl::Status Trainer::Run() {
 absl::Status Trainer::OnStepEnd(int64_t first_step) {
   if (state_.step == first_step + 1) {
     // The first step carries one-time costs (allocations, bucket rebuild); throughput is timed
-    // from its end.
-    time_to_first_step_s_ = SecondsSinceProcessStart();
+    // from its end (and again from the first step of a round this process rejoined).
+    if (time_to_first_step_s_ == 0) time_to_first_step_s_ = SecondsSinceProcessStart();
     timed_start_ = Clock::now();
   } else {
     timed_samples_ += options_.batch_size;

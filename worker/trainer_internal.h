@@ -21,6 +21,7 @@
 #include "worker/learning_rate_schedule.h"
 #include "worker/process_group.h"
 #include "worker/report_client.h"
+#include "worker/restart_channel.h"
 #include "worker/step_trace.h"
 #include "worker/worker_options.h"
 
@@ -60,6 +61,8 @@ class Trainer {
   absl::Status Run();
 
  private:
+  // Thrown at a step boundary when the agent told this rank to leave its round.
+  struct RoundStopped {};
   // Setup, as the steps of the Horovod recipe (numbered) and what they need around them.
   absl::Status Setup();
   void ConfigureThreads();
@@ -71,8 +74,25 @@ class Trainer {
   absl::Status BuildModelAndOptimizer();
   void BroadcastModelState();              // 6
   absl::Status Resume();                   // 7, the read side
+  // The sampler, the step counts and the learning-rate schedule of this world size and rank.
+  absl::Status ShardData();
+  // Parameters, buffers, optimizer state and step in place on every rank (trainer_restart.cc).
+  absl::Status SyncState();
+  void BroadcastStateFrom(int src, int64_t newest);
+  void BuildReducer();
+
+  // The in-process restart (trainer_restart.cc, docs/restarts.md).
+  absl::Status TrainUntilDone(Clock::time_point run_start);
+  // After the training loop stopped with `error` (or the agent's "leave"): OK when this rank
+  // left its round in its process and took its place in the next one.
+  absl::Status RestartInProcess(const std::string& error);
+  absl::Status LeaveRound(int round);
+  absl::Status JoinNextRound();
+  std::optional<std::string> WhyStateCannotBeKept();
   void LayOutBucketsAsAfterTheFirstStep(); // after a resume: see trainer_setup.cc
 
+  // Steps until the last one or the agent's "leave" (RoundStopped).
+  absl::Status TrainLoop();
   void TrainStep(const std::vector<int64_t>& epoch_indices, int64_t offset);
   void HoldDataOnTheGpu();
   // `x` in the layout the model's convolutions take (--channels-last).
@@ -90,7 +110,8 @@ class Trainer {
   bool IsRankZero() const { return env_.rank == 0; }
 
   const WorkerOptions& options_;
-  const DistributedEnv& env_;
+  // A copy: a rank kept in its process takes a new place (rank, world, master) each round.
+  DistributedEnv env_;
   torch::Device device_;
   bool use_cuda_ = false;
   Amp amp_ = Amp::kOff;
@@ -102,6 +123,7 @@ class Trainer {
   std::unique_ptr<torch::optim::SGD> optimizer_;
   std::unique_ptr<DdpModel> ddp_;
   std::optional<ReportClient> reporter_;
+  std::unique_ptr<RestartChannel> restart_;  // null outside dlaunch
   std::unique_ptr<DistributedSampler> sampler_;
   std::unique_ptr<LearningRateSchedule> schedule_;
   int64_t steps_per_epoch_ = 0;

@@ -27,13 +27,10 @@ absl::Status Trainer::Setup() {
   DLAUNCH_WORKER_RETURN_IF_ERROR(LoadAndShardData());
   ScaleLearningRate();
   DLAUNCH_WORKER_RETURN_IF_ERROR(BuildModelAndOptimizer());
-  BroadcastModelState();
-  if (options_.resume) DLAUNCH_WORKER_RETURN_IF_ERROR(Resume());
-  // 5: the reducer's hooks go on once the parameters hold their final (broadcast or resumed)
-  // values.
-  ddp_ = std::make_unique<DdpModel>(params_, buffers_, pg_.group, env_.world_size,
-                                    options_.bucket_cap_mb);
-  if (start_step_ > 0 && env_.world_size > 1) LayOutBucketsAsAfterTheFirstStep();
+  // 6 and 7: broadcast, resumed, or (a rank started anew beside ranks kept in their process)
+  // sent by a kept one.
+  DLAUNCH_WORKER_RETURN_IF_ERROR(SyncState());
+  BuildReducer();
   auto opts = torch::TensorOptions().device(device_).dtype(torch::kFloat64);
   loss_sum_ = torch::zeros({}, opts);
   correct_sum_ = torch::zeros({}, opts);
@@ -103,6 +100,16 @@ absl::Status Trainer::ConnectReporter() {
   absl::StatusOr<ReportClient> reporter = ReportClient::Connect(env_.report_socket);
   if (!reporter.ok()) return reporter.status();
   reporter_.emplace(std::move(*reporter));
+  const std::string backend =
+      options_.backend == "auto" ? (use_cuda_ ? "nccl" : "gloo") : options_.backend;
+  // Says hello: under `restart: in_process` the agent keeps this process across rounds. Not
+  // with NCCL, whose communicator abort is not wired here: those ranks start anew.
+  if (!env_.report_socket.empty() && backend == "gloo") {
+    absl::StatusOr<std::unique_ptr<RestartChannel>> channel =
+        RestartChannel::Connect(env_.report_socket);
+    if (!channel.ok()) return channel.status();
+    restart_ = *std::move(channel);
+  }
   return absl::OkStatus();
 }
 
@@ -142,6 +149,10 @@ absl::Status Trainer::LoadAndShardData() {
     data_ = MakeSyntheticDatasets(options_.image_shape, options_.synthetic_samples, options_.seed);
   }
   HoldDataOnTheGpu();
+  return ShardData();
+}
+
+absl::Status Trainer::ShardData() {
   steps_per_epoch_ = StepsPerEpoch(data_.train.size(), env_.world_size, options_.batch_size);
   if (steps_per_epoch_ == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -190,6 +201,14 @@ absl::Status Trainer::BuildModelAndOptimizer() {
                    .momentum(options_.momentum)
                    .weight_decay(options_.weight_decay));
   return absl::OkStatus();
+}
+
+// 5: the reducer's hooks go on once the parameters hold their final (broadcast, resumed or
+// sent) values.
+void Trainer::BuildReducer() {
+  ddp_ = std::make_unique<DdpModel>(params_, buffers_, pg_.group, env_.world_size,
+                                    options_.bucket_cap_mb);
+  if (state_.step > 0 && env_.world_size > 1) LayOutBucketsAsAfterTheFirstStep();
 }
 
 void Trainer::BroadcastModelState() {
