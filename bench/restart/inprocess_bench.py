@@ -46,7 +46,9 @@ def run(args, path, fault, workdir):
     yaml = (f"name: inprocess-bench\nnodes: 2\nnproc_per_node: 2\ncommand: {json.dumps(job)}\n"
             f"max_restarts: {1 if fault else 0}\nrestart: {path}\n"
             "heartbeat:\n  interval: 1s\n  misses: 3\nstop:\n  grace: 4s\n  exit_timeout: 5s\n"
-            "rendezvous:\n  join_timeout: 120s\ncpus:\n  binding: none\n")
+            f"rendezvous:\n  join_timeout: 120s\n  worker_store: {args.worker_store}\n"
+            "cpus:\n  binding: none\n"
+            f"restarts:\n  warm_start: {'on' if args.warm else 'off'}\n")
     with open(os.path.join(d, "job.yaml"), "w") as f:
         f.write(yaml)
     res = subprocess.run([args.dlaunch, "run", os.path.join(d, "job.yaml"), "--job-dir",
@@ -103,6 +105,10 @@ def main():
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--fault-step", type=int, default=20)
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--worker-store", default="rank0", choices=("rank0", "agent"),
+                    help="rendezvous.worker_store: who serves MASTER_PORT's store")
+    ap.add_argument("--warm", action="store_true",
+                    help="restarts.warm_start: on (a rank started anew forks from the warm process)")
     ap.add_argument("--keep", action="store_true", help="keep the job directories")
     args = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="dlaunch-inprocess-bench-")

@@ -47,6 +47,8 @@ import sys
 import threading
 import time
 
+from dlaunch import _group_sockets
+
 __all__ = ["wrap", "Restart", "RestartInfo", "sync_state", "cannot"]
 
 SOCKET_ENV = "DLAUNCH_REPORT_SOCKET"
@@ -123,23 +125,29 @@ def _interrupt(thread_id):
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(Restart))
 
 
-def _leave_process_group():
-    """Destroys the default process group, if there is one; what it cost in seconds."""
-    t = time.monotonic()
+def _track_groups():
+    # Once torch is imported: record the connections of the groups the function makes, to cut
+    # them when the round stops (_group_sockets says why).
+    if "torch" in sys.modules and "torch.distributed.distributed_c10d" not in sys.modules:
+        try:
+            import torch.distributed.distributed_c10d  # noqa: F401
+        except Exception:  # noqa: BLE001: a torch without distributed has no group to cut
+            return
+    _group_sockets.track()
+
+
+def _destroy_process_group():
+    """Destroys the default process group, if there is one, and frees the abandoned call's
+    frames (its DDP's buckets: on a GPU, memory the next call needs)."""
     dist = sys.modules.get("torch.distributed")
     if dist is None:  # the function never imported it: no group to leave
-        return 0.0
-    # The abandoned call's frames (its DDP, its reducer) hold the group: freed first, so that
-    # its sockets close and a peer blocked on this rank is freed too (Gloo's collectives cannot
-    # be aborted from another thread: docs/restarts.md).
-    gc.collect()
+        return
     if dist.is_available() and dist.is_initialized():
         try:
             dist.destroy_process_group()
         except Exception:  # a group whose peers are gone may fail to shut down cleanly
             pass
     gc.collect()
-    return time.monotonic() - t
 
 
 def _take_place(msg):
@@ -182,17 +190,22 @@ class _Runner:
         self.atomic_depth = 0   # inside RestartInfo.atomic(): the interrupt waits for its end
         self.pending = False    # a stop came inside an atomic section
         self.stopped_round = None
+        self.cut = 0            # connections of the round's groups cut at its stop
         channel.on_leave = self.on_leave
 
     def on_leave(self, msg):
         with self.lock:
             self.stopped_round = msg.get("round", 0)
             if self.running and self.atomic_depth == 0:
+                # A collective in flight fails at once, here and in each peer that waits on
+                # this rank; otherwise the interrupt comes at the next bytecode.
+                self.cut += _group_sockets.cut()
                 _interrupt(self.main)
             else:
                 self.pending = True
 
     def call(self, fn, info, args, kwargs):
+        _track_groups()
         with self.lock:
             if self.stopped_round is not None:  # the stop came before the call began
                 raise Restart()
@@ -279,10 +292,18 @@ def wrap(fn, leave_wait_s=30.0, join_wait_s=600.0):
                 # A peer died under a collective: the round's stop is on its way.
                 if ch.wait_for("leave", leave_wait_s) is None and runner.stopped_round is None:
                     raise
-            _leave_process_group()
+            # Out of the round once its connections are cut: it can neither send nor receive in
+            # it any more, so it says so before the (slower) clean-up.
+            t = time.monotonic()
+            with runner.lock:
+                runner.cut += _group_sockets.cut()
+                cut, runner.cut = runner.cut, 0
             left = runner.stopped_round if runner.stopped_round is not None else round_
             ch.wait_for("leave", 0)  # drop it from the inbox if it is still there
             ch.send(restart="left", round=left)
+            _destroy_process_group()
+            sys.stderr.write(f"dlaunch.inprocess: left round {left} ({cut} connection(s) of its "
+                             f"process groups cut; cleaned up in {time.monotonic() - t:.2f} s)\n")
             msg = ch.wait_for("join", join_wait_s)
             if msg is None:
                 raise SystemExit("dlaunch: no next round came for this rank kept in its process")
