@@ -143,8 +143,23 @@ def nvrx_wrapped(fn, args):
 
 def run(args, stamp, hb, kept, info, torch, dist, nn, DDP, datetime):
     rank = int(os.environ["RANK"])
+    timeout = datetime.timedelta(seconds=args.pg_timeout)
     with dlaunch.phase("process_group"):
-        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.pg_timeout))
+        if args.nvrx:
+            # The Wrapper's own store holds MASTER_PORT: the job's store is the next port, made
+            # once (rank 0 survives both faults), keyed per call.
+            if "store" not in kept:
+                kept["store"] = dist.TCPStore(
+                    os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]) + 1,
+                    is_master=os.environ["RANK"] == "0", multi_tenant=True,
+                    wait_for_workers=False, timeout=timeout)
+            kept["calls"] = kept.get("calls", 0) + 1
+            dist.init_process_group(
+                "gloo", store=dist.PrefixStore(f"call{kept['calls']}", kept["store"]),
+                rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]),
+                timeout=timeout)
+        else:
+            dist.init_process_group("gloo", timeout=timeout)
     rank = stamp.rank = dist.get_rank()
     stamp("pg")
     world = dist.get_world_size()

@@ -70,7 +70,7 @@ class Run:
     def Start(self):
         env = dict(os.environ, BENCH_GOODPUT_TAG=self.tag,
                    PYTHONPATH=os.path.join(ROOT, "python", "src"))
-        if not self.kind.startswith("dlaunch") and not self.args.shared_store:
+        if self.kind in ("torchrun2", "ft_launcher") and not self.args.shared_store:
             # torchrun 2.x hands its rendezvous store to the workers; on a restart here their
             # gloo mesh then fails to connect (stale addresses) until max_restarts is spent.
             env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
