@@ -84,8 +84,8 @@ TEST(WarmRestartProcessTest, AKilledRankIsReplacedByWarmRanksAndNothingIsLeft) {
     }
     return n;
   };
-  EXPECT_EQ(count(R"("start_path": "warm")"), 2) << journal;
-  EXPECT_EQ(count(R"("start_path": "cold: the warm process is not warm yet")"), 2) << journal;
+  EXPECT_EQ(count(R"("start_path":"warm")"), 2) << journal;
+  EXPECT_EQ(count(R"("start_path":"cold: the warm process is not warm yet")"), 2) << journal;
   const std::string round1 = ReadFile(tmp + "/round1");
   EXPECT_THAT(round1, HasSubstr("['--flag', 'a b']")) << round1;
   // Nothing of the job is left: no rank, no warm process (it has the ranks' DLAUNCH_JOB_ID).
