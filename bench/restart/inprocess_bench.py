@@ -48,7 +48,10 @@ def run(args, path, fault, workdir):
         job += ["--respawn", "--ckpt-dir", ckpt]
     yaml = (f"name: inprocess-bench\nnodes: 2\nnproc_per_node: 2\ncommand: {json.dumps(job)}\n"
             f"max_restarts: {1 if fault else 0}\nrestart: {path}\n"
-            "heartbeat:\n  interval: 1s\n  misses: 3\nstop:\n  grace: 4s\n  exit_timeout: 5s\n"
+            # exit_timeout: four torch processes finishing at once on a loaded 2-core machine
+            # took up to 8 s to exit after their last stamp (a kept rank also tears down its
+            # abandoned round's group then), which a 5 s limit named a hang at exit.
+            "heartbeat:\n  interval: 1s\n  misses: 3\nstop:\n  grace: 4s\n  exit_timeout: 30s\n"
             f"rendezvous:\n  join_timeout: 120s\n  worker_store: {args.worker_store}\n"
             "cpus:\n  binding: none\n"
             f"restarts:\n  warm_start: {'on' if args.warm else 'off'}\n")
