@@ -251,8 +251,9 @@ int NodeAgent::ReportStarts(const std::vector<ChildSupervisor::StartRequest>& re
       ev->set_restart_path("respawn");
       ev->set_restart_why(why.mapped());
     }
-    Send(std::move(msg));
     const std::string path = warm_launcher_ ? warm_launcher_->TakePath(pid) : "";
+    ev->set_start_path(path);
+    Send(std::move(msg));
     Log(absl::StrCat("rank ", rank, " (local ", plan[i].local_rank, ") pid ", pid, ": ",
                      DescribeRankSlot(plan[i]), path.empty() ? "" : absl::StrCat("; ", path, " start")));
   }

@@ -205,6 +205,8 @@ class NodeAgent {
   std::map<int, int> rank_of_pid_;
   // In-process restart: why each local rank about to start anew does (its started event's).
   std::map<int, std::string> respawn_why_;
+  // In-process restart: when each kept local rank was sent its place ("join"), for the log.
+  std::map<int, SteadyTime> join_sent_;
   std::map<int, v1::WorkerReport> pending_reports_;   // per rank, since the last heartbeat
   std::map<int, int64_t> output_lines_;                // per rank, since it started
   std::set<int> dumped_ranks_;                         // stacks recorded once per rank

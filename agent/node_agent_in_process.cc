@@ -50,6 +50,14 @@ void NodeAgent::OnRestartLine(pid_t pid, const v1::RestartLine& line) {
   } else if (what == "left") {
     Apply(state_->OnRankLeft(local, line.round()));
   } else if (what == "ready") {
+    if (auto sent = join_sent_.extract(local)) {
+      // How long a kept rank takes to answer bounds AgentState::kRejoinLimit: in the log, to
+      // measure it against the load.
+      const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() -
+                                                                              sent.mapped());
+      Log(absl::StrCat("local rank ", local, " answered its place in round ", line.round(),
+                       " after ", took.count(), " ms"));
+    }
     Apply(state_->OnRankReady(local, line.round()));
   } else if (what == "cannot") {
     Apply(state_->OnRankCannot(local, line.why().empty() ? "no reason given" : line.why()));
@@ -108,6 +116,7 @@ void NodeAgent::ApplyInProcess(const RejoinRound& rejoin) {
     line.set_master_addr(job_.master_addr());
     line.set_master_port(job_.master_port());
     reports_->Send(*pid, JsonLine(line));
+    join_sent_[local] = clock_.Now();
   }
   clock_.RunAfter(rejoin.within, [this, round = rejoin.round] {
     Apply(state_->OnRejoinDeadline(round));

@@ -19,6 +19,12 @@ Whatever the launcher, every rank appends its own time stamps (Unix seconds) to
 
 The round is the number of faults the bench had injected when the process started (the bench
 writes them to <stamps>/faults), counted alike under every launcher.
+
+--in-process (dlaunch's `restart: in_process`): the training runs under dlaunch.inprocess.wrap;
+a rank kept in its process is called again with its model and optimizer (it stamps `start` and
+`imported` when called again, with kept: true, and counts its round anew), and every rank of a
+round takes the newest state by broadcast (sync_state) after loading the newest checkpoint.
+--nvrx: the same under nvidia-resiliency-ext's inprocess.Wrapper (its own store and monitor).
 """
 import argparse
 import json
@@ -27,6 +33,7 @@ import sys
 import time
 
 import dlaunch  # the standard library only: costs nothing next to torch
+import dlaunch.inprocess
 
 
 def process_start_unix():
@@ -40,10 +47,13 @@ def process_start_unix():
 class Stamps:
     def __init__(self, directory, rank):
         self.rank = rank
+        self.directory = directory
         self.path = os.path.join(directory, f"rank{rank}-{os.getpid()}.jsonl")
-        faults = os.path.join(directory, "faults")
+        self.count_round()
+
+    def count_round(self):
         try:
-            with open(faults) as f:
+            with open(os.path.join(self.directory, "faults")) as f:
                 self.round = sum(1 for _ in f)
         except FileNotFoundError:
             self.round = 0
@@ -72,6 +82,8 @@ def main():
     p.add_argument("--pg-timeout", type=float, default=30.0,
                    help="gloo's collective timeout (s): how long a rank waits for a stopped peer")
     p.add_argument("--ft-heartbeats", action="store_true")
+    p.add_argument("--in-process", action="store_true", help="under dlaunch.inprocess.wrap")
+    p.add_argument("--nvrx", action="store_true", help="under nvidia_resiliency_ext's Wrapper")
     args = p.parse_args()
     rank = int(os.environ["RANK"])
     stamp = Stamps(args.stamps, rank)
@@ -92,22 +104,84 @@ def main():
         hb = RankMonitorClient()
         hb.init_workload_monitoring()
 
+    kept = {}  # what a rank kept in its process holds across calls (--in-process, --nvrx)
+
+    def train(info=None, **_):
+        stamp.rank = int(os.environ.get("RANK", stamp.rank))  # its place in this round
+        if kept:  # called again in its process
+            stamp.count_round()
+            stamp("start", kept=True)
+            stamp("imported", kept=True)
+        run(args, stamp, hb, kept, info, torch, dist, nn, DDP, datetime)
+
+    if args.in_process:
+        dlaunch.inprocess.wrap(train)()
+    elif args.nvrx:
+        nvrx_wrapped(train, args)()
+    else:
+        train()
+    return 0
+
+
+def nvrx_wrapped(fn, args):
+    import datetime
+
+    from nvidia_resiliency_ext import inprocess
+    # The CPU has no CUDA context to check or abort: no health check; gloo's group is aborted
+    # by destroying it.
+    return inprocess.Wrapper(
+        health_check=None,
+        heartbeat_timeout=datetime.timedelta(seconds=3),
+        soft_timeout=datetime.timedelta(seconds=30),
+        hard_timeout=datetime.timedelta(seconds=60),
+        monitor_thread_interval=datetime.timedelta(seconds=0.2),
+        monitor_process_interval=datetime.timedelta(seconds=0.2),
+        heartbeat_interval=datetime.timedelta(seconds=0.5),
+        last_call_wait=datetime.timedelta(seconds=0.2),
+    )(fn)
+
+
+def run(args, stamp, hb, kept, info, torch, dist, nn, DDP, datetime):
+    rank = int(os.environ["RANK"])
+    timeout = datetime.timedelta(seconds=args.pg_timeout)
     with dlaunch.phase("process_group"):
-        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.pg_timeout))
+        if args.nvrx:
+            # The Wrapper's own store holds MASTER_PORT: the job's store is the next port, made
+            # once (rank 0 survives both faults), keyed per call.
+            if "store" not in kept:
+                kept["store"] = dist.TCPStore(
+                    os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]) + 1,
+                    is_master=os.environ["RANK"] == "0", multi_tenant=True,
+                    wait_for_workers=False, timeout=timeout)
+            kept["calls"] = kept.get("calls", 0) + 1
+            dist.init_process_group(
+                "gloo", store=dist.PrefixStore(f"call{kept['calls']}", kept["store"]),
+                rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]),
+                timeout=timeout)
+        else:
+            dist.init_process_group("gloo", timeout=timeout)
+    rank = stamp.rank = dist.get_rank()
     stamp("pg")
     world = dist.get_world_size()
 
     with dlaunch.phase("load"):
-        torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(args.width, args.width), nn.ReLU(),
-                              nn.Linear(args.width, args.width), nn.ReLU(),
-                              nn.Linear(args.width, 10))
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        resumed = newest_checkpoint(args.ckpt_dir)
-        if resumed:
-            state = torch.load(os.path.join(args.ckpt_dir, f"ckpt-{resumed}.pt"))
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["opt"])
+        if "model" in kept:
+            model, opt, resumed = kept["model"], kept["opt"], kept["step"]
+        else:
+            torch.manual_seed(0)
+            model = nn.Sequential(nn.Linear(args.width, args.width), nn.ReLU(),
+                                  nn.Linear(args.width, args.width), nn.ReLU(),
+                                  nn.Linear(args.width, 10))
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            resumed = newest_checkpoint(args.ckpt_dir)
+            if resumed:
+                state = torch.load(os.path.join(args.ckpt_dir, f"ckpt-{resumed}.pt"))
+                model.load_state_dict(state["model"])
+                opt.load_state_dict(state["opt"])
+        if args.in_process or args.nvrx:
+            # The ranks kept in their process are ahead of the checkpoint: the newest state wins.
+            resumed = dlaunch.inprocess.sync_state(model, opt, resumed)
+            kept.update(model=model, opt=opt, step=resumed)
         ddp = DDP(model)
         g = torch.Generator().manual_seed(rank)
         x = torch.randn(args.batch, args.width, generator=g)
@@ -122,7 +196,13 @@ def main():
         opt.zero_grad()
         loss = loss_fn(ddp(x), y)
         loss.backward()
-        opt.step()
+        if info is not None and hasattr(info, "atomic"):
+            with info.atomic():  # never half an update: the stop waits for its end
+                opt.step()
+                kept["step"] = step
+        else:
+            opt.step()
+            kept["step"] = step
         if hb:
             hb.send_heartbeat()
         dlaunch.report(step=step, samples=args.batch, loss=loss.item())
@@ -142,7 +222,6 @@ def main():
     if hb:
         hb.shutdown_workload_monitoring()
     dist.destroy_process_group()
-    return 0
 
 
 if __name__ == "__main__":

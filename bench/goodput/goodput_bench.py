@@ -61,12 +61,16 @@ class Run:
         a = [JOB, "--steps", str(self.args.steps), "--ckpt-every", str(self.args.ckpt_every),
              "--ckpt-dir", self.ckpt, "--stamps", self.stamps, "--pg-timeout",
              str(self.args.pg_timeout)]
+        if "inprocess" in self.kind:
+            a.append("--in-process")
+        if self.kind == "nvrx":
+            a.append("--nvrx")
         return a + (["--ft-heartbeats"] if self.kind == "ft_launcher" else [])
 
     def Start(self):
         env = dict(os.environ, BENCH_GOODPUT_TAG=self.tag,
                    PYTHONPATH=os.path.join(ROOT, "python", "src"))
-        if not self.kind.startswith("dlaunch") and not self.args.shared_store:
+        if self.kind in ("torchrun2", "ft_launcher") and not self.args.shared_store:
             # torchrun 2.x hands its rendezvous store to the workers; on a restart here their
             # gloo mesh then fails to connect (stale addresses) until max_restarts is spent.
             env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
@@ -85,15 +89,17 @@ class Run:
         spares = getattr(self.args, "spares", 0)
         node_spec = (f"nodes:\n  min: {nodes}\n  max: {nodes}\n  spares: {spares}\n" if spares
                      else f"nodes: \"1:{nodes}\"\n")
-        warm = "on" if self.kind == "dlaunch-warm" else "off"
+        warm = "on" if self.kind.endswith("-warm") else "off"
+        restart = "in_process" if "inprocess" in self.kind else "respawn"
         yaml = (f"name: goodput-bench\n{node_spec}nproc_per_node: {NPROC}\n"
                 f"command: {json.dumps([self.args.python] + self.JobArgs())}\n"
                 f"max_restarts: {self.args.max_restarts}\n"
-                f"restarts:\n  warm_start: {warm}\n"
+                f"restart: {restart}\nrestarts:\n  warm_start: {warm}\n"
                 "heartbeat:\n  interval: 1s\n  misses: 3\n"
                 "stop:\n  grace: 2s\n  exit_timeout: 5s\n"
                 f"health:\n  stall_timeout: {self.args.stall_timeout}s\n"
                 "rendezvous:\n  join_timeout: 120s\n"
+                f"  worker_store: {getattr(self.args, 'worker_store', 'rank0')}\n"
                 "cpus:\n  binding: none\n")
         with open(os.path.join(self.dir, "job.yaml"), "w") as f:
             f.write(yaml)
@@ -106,6 +112,10 @@ class Run:
               f"--ft-rank-heartbeat-timeout={self.args.stall_timeout}",
               "--ft-rank-termination-signal=SIGKILL", "--ft-enable-nic-monitor=false"]
         launcher = {"torchrun2": [self.args.python, "-m", "torch.distributed.run"],
+                    # NVRx's in-process Wrapper under its launcher, which leaves a failed rank's
+                    # peers running (min-healthy): the Wrapper restarts them in their processes.
+                    "nvrx": [os.path.join(self.args.venv, "bin", "ft_launcher")] + ft +
+                            ["--ft-restart-policy=min-healthy"],
                     "ft_launcher": [os.path.join(self.args.venv, "bin", "ft_launcher")] + ft}
         return launcher[self.kind] + [
             f"--nnodes=1:{getattr(self.args, 'nodes', NODES)}", "--rdzv_conf=last_call_timeout=3",

@@ -3,7 +3,11 @@
 the next round through its first step, under each launcher, runs interleaved.
 
 Kinds: dlaunch (respawn), dlaunch-warm (restarts.warm_start: on: ranks started anew fork from
-the node's warm process), torchrun2, ft_launcher (bench/compare/venv.sh's venv). Faults: crash
+the node's warm process), dlaunch-inprocess (restart: in_process: the ranks left keep their
+process, ddp_job.py --in-process), dlaunch-inprocess-warm (both), torchrun2, ft_launcher
+(bench/compare/venv.sh's venv), nvrx (nvidia-resiliency-ext's inprocess.Wrapper around the same
+training function, under its ft_launcher with --ft-restart-policy=min-healthy). A kept rank
+stamps start and imported when it is called again. Faults: crash
 (rank 1 SIGKILLed), node (the agent, or torchrun, of rank 2 and everything under it SIGKILLed;
 the job goes on with the nodes left, or with a spare under dlaunch with --spares 1).
 
@@ -12,8 +16,10 @@ For each run, seconds from the fault to the last rank of the next round reaching
 formed, loaded = model, DDP and checkpoint), and to rank 0's first step of that round (a DDP step
 is a collective: every rank has done it within the step's time). Medians per kind and fault.
 
-  restart_phases.py [--kinds dlaunch,dlaunch-warm,torchrun2,ft_launcher] [--faults crash,node]
-                    [--nodes 2] [--spares 0] [--reps 3] [--json out.json]
+  restart_phases.py [--kinds dlaunch,dlaunch-warm,dlaunch-inprocess,dlaunch-inprocess-warm,
+                            torchrun2,ft_launcher,nvrx] [--faults crash,node]
+                    [--nodes 2] [--spares 0] [--reps 3] [--worker-store rank0|agent]
+                    [--json out.json]
 """
 import argparse
 import json
@@ -93,7 +99,8 @@ def PrintTable(rows, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kinds", default="dlaunch,dlaunch-warm,torchrun2,ft_launcher")
+    ap.add_argument("--kinds", default="dlaunch,dlaunch-warm,dlaunch-inprocess,"
+                    "dlaunch-inprocess-warm,torchrun2,ft_launcher")
     ap.add_argument("--faults", default="crash,node")
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--spares", type=int, default=0)
@@ -108,6 +115,8 @@ def main():
     ap.add_argument("--venv", default=os.path.join(ROOT, "build-compare", "venv"))
     ap.add_argument("--dlaunch", default=os.path.join(ROOT, "build", "bin", "dlaunch"))
     ap.add_argument("--shared-store", action="store_true")
+    ap.add_argument("--worker-store", default="rank0", choices=("rank0", "agent"),
+                    help="dlaunch's rendezvous.worker_store")
     ap.add_argument("--json")
     ap.add_argument("--keep", action="store_true", help="keep the runs' folders")
     args = ap.parse_args()

@@ -28,6 +28,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 JOURNAL_PATHS = []  # (rank, restart_path) of the last run's worker_started events
+START_PATHS = []  # (rank, start_path) of the last run's round-1 worker_started events (warm)
 
 
 def run(args, path, fault, workdir):
@@ -41,12 +42,19 @@ def run(args, path, fault, workdir):
            "--stamps", stamps]
     if fault:
         job += ["--fault-rank", "1", "--fault-step", str(args.fault_step)]
+        if args.warm:
+            job += ["--fault-when-warm", "2"]
     if path == "respawn":
         job += ["--respawn", "--ckpt-dir", ckpt]
     yaml = (f"name: inprocess-bench\nnodes: 2\nnproc_per_node: 2\ncommand: {json.dumps(job)}\n"
             f"max_restarts: {1 if fault else 0}\nrestart: {path}\n"
-            "heartbeat:\n  interval: 1s\n  misses: 3\nstop:\n  grace: 4s\n  exit_timeout: 5s\n"
-            "rendezvous:\n  join_timeout: 120s\ncpus:\n  binding: none\n")
+            # exit_timeout: four torch processes finishing at once on a loaded 2-core machine
+            # took up to 8 s to exit after their last stamp (a kept rank also tears down its
+            # abandoned round's group then), which a 5 s limit named a hang at exit.
+            "heartbeat:\n  interval: 1s\n  misses: 3\nstop:\n  grace: 4s\n  exit_timeout: 30s\n"
+            f"rendezvous:\n  join_timeout: 120s\n  worker_store: {args.worker_store}\n"
+            "cpus:\n  binding: none\n"
+            f"restarts:\n  warm_start: {'on' if args.warm else 'off'}\n")
     with open(os.path.join(d, "job.yaml"), "w") as f:
         f.write(yaml)
     res = subprocess.run([args.dlaunch, "run", os.path.join(d, "job.yaml"), "--job-dir",
@@ -63,12 +71,16 @@ def run(args, path, fault, workdir):
         sys.stderr.write(res.stdout[-4000:])
         raise SystemExit(f"{path} run failed (exit {res.returncode}, digest {digest}); kept in {d}")
     JOURNAL_PATHS.clear()
+    START_PATHS.clear()
     for name in glob.glob(os.path.join(d, "job", "events.jsonl")):
         with open(name) as f:
             for line in f:
-                started = json.loads(line).get("worker_started", {})
+                event = json.loads(line)
+                started = event.get("worker_started", {})
                 if started.get("restart_path"):
                     JOURNAL_PATHS.append((started.get("rank", 0), started["restart_path"]))
+                if started.get("start_path") and event.get("round", 0) >= 1:
+                    START_PATHS.append((started.get("rank", 0), started["start_path"]))
     events = []
     for name in glob.glob(os.path.join(stamps, "*.jsonl")):
         with open(name) as f:
@@ -103,6 +115,10 @@ def main():
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--fault-step", type=int, default=20)
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--worker-store", default="rank0", choices=("rank0", "agent"),
+                    help="rendezvous.worker_store: who serves MASTER_PORT's store")
+    ap.add_argument("--warm", action="store_true",
+                    help="restarts.warm_start: on (a rank started anew forks from the warm process)")
     ap.add_argument("--keep", action="store_true", help="keep the job directories")
     args = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="dlaunch-inprocess-bench-")
@@ -115,11 +131,14 @@ def main():
               f"round 1: {len(groups)} process groups, ranks kept in their process: "
               f"{sorted(same_process)}")
         print("journal: " + ", ".join(f"rank {r} {p}" for r, p in sorted(JOURNAL_PATHS)))
+        if args.warm:
+            print("started anew: " + ", ".join(f"rank {r} {p}" for r, p in sorted(START_PATHS)))
         # Without a checkpoint a job started anew would reach the same digest: the check is
         # that three ranks kept their process (and rank 1 alone was started anew).
         ok = (kept == clean and len(groups) == 4 and same_process == {0, 2, 3} and
               sorted(JOURNAL_PATHS) == [(0, "in_process"), (1, "respawn"), (2, "in_process"),
-                                        (3, "in_process")])
+                                        (3, "in_process")] and
+              (not args.warm or START_PATHS == [(1, "warm")]))
         print("bit-identical" if ok else "DIFFERENT")
         return 0 if ok else 1
     rows = {"in_process": [], "respawn": []}

@@ -5,6 +5,8 @@ prints at the end ("digest <sha256 of every parameter's bytes>") can be compared
 uninterrupted run's.
 
   --fault-rank R --fault-step K   rank R SIGKILLs itself right after step K, in round 0 only
+  --fault-when-warm N             the faulting rank first waits until N agents' warm processes
+                                  serve (their agent logs say so): its replacement starts warm
   --respawn                       no wrapper: every rank of the next round is a new process that
                                   resumes from the newest checkpoint (the respawn path, to compare)
   --stamps DIR                    time stamps per process (Unix seconds) in DIR/rank<R>-<pid>.jsonl:
@@ -53,6 +55,7 @@ def parse():
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--fault-rank", type=int, default=-1)
     p.add_argument("--fault-step", type=int, default=0)
+    p.add_argument("--fault-when-warm", type=int, default=0)
     p.add_argument("--respawn", action="store_true")
     p.add_argument("--ckpt-dir", default="")
     p.add_argument("--stamps", default="")
@@ -118,6 +121,7 @@ def main():
                 save_checkpoint(args, kept)
             if (rank == args.fault_rank and step == args.fault_step and
                     os.environ.get("DLAUNCH_ROUND", "0") == "0"):
+                wait_for_warm(args.fault_when_warm)
                 stamp(args, "fault", step=step)
                 os.kill(os.getpid(), signal.SIGKILL)
         digest = hashlib.sha256()
@@ -135,6 +139,23 @@ def main():
     else:
         dlaunch.inprocess.wrap(train)()
     return 0
+
+
+def wait_for_warm(nodes):
+    """Until `nodes` agents' logs say their warm process serves (restarts.warm_start)."""
+    logs = os.path.join(os.environ.get("DLAUNCH_JOB_DIR", ""), "logs")
+    deadline = time.time() + 300
+    while nodes and time.time() < deadline:
+        serving = 0
+        for node in range(nodes):
+            try:
+                with open(os.path.join(logs, f"agent-{node}.log"), errors="replace") as f:
+                    serving += "serving" in f.read()
+            except OSError:
+                pass
+        if serving == nodes:
+            return
+        time.sleep(0.05)
 
 
 def save_checkpoint(args, kept):

@@ -151,6 +151,7 @@ std::optional<v1::JobEvent> WorkerLifecycleEvent(int round, const NodePlace& nod
     s->set_pid(ev.pid());
     s->set_restart_path(ev.restart_path());
     s->set_restart_why(ev.restart_why());
+    s->set_start_path(ev.start_path());
     return e;
   }
   if (!WorkerEnded(ev.state())) return std::nullopt;

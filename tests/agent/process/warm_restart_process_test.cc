@@ -75,6 +75,17 @@ TEST(WarmRestartProcessTest, AKilledRankIsReplacedByWarmRanksAndNothingIsLeft) {
     ++warm;
   }
   EXPECT_EQ(warm, 2) << logs;
+  // The journal says the same on each started event: round 0's two cold, round 1's two warm.
+  const std::string journal = ReadFile(job_dir + "/events.jsonl");
+  auto count = [&journal](const std::string& text) {
+    int n = 0;
+    for (size_t at = journal.find(text); at != std::string::npos; at = journal.find(text, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count(R"("start_path":"warm")"), 2) << journal;
+  EXPECT_EQ(count(R"("start_path":"cold: the warm process is not warm yet")"), 2) << journal;
   const std::string round1 = ReadFile(tmp + "/round1");
   EXPECT_THAT(round1, HasSubstr("['--flag', 'a b']")) << round1;
   // Nothing of the job is left: no rank, no warm process (it has the ranks' DLAUNCH_JOB_ID).
