@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <cstring>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/collective_engine.h"
 #include "agent/control_client.h"
 
 namespace dlaunch {
@@ -347,17 +349,25 @@ v1::CollectiveFigures MeasureLinks(const std::vector<v1::CollectivePeer>& ring, 
 
 std::vector<v1::CheckResult> CollectiveCheckThisNode(ControlClient& client,
                                                      const v1::CollectivePlan& plan,
-                                                     const CollectiveMember& me, bool own_passed) {
+                                                     const CollectiveMember& me, bool own_passed,
+                                                     const CollectiveEngine& engine) {
   const Clock::time_point start = Clock::now();
   const milliseconds budget(plan.budget_ms());
   int port = 0;
   Socket listener(own_passed ? ListenForPeers(&port) : -1);
+  // The torch engine's program imports torch while the node waits for its peers: the launcher
+  // gives it the measuring time of the whole budget, after up to half of it waiting.
+  std::unique_ptr<TorchCheck> torch;
+  if (own_passed && !engine.backend.empty()) {
+    torch = std::make_unique<TorchCheck>(engine, 1.5 * plan.budget_ms() / 1000.0 + 5);
+  }
   v1::CollectiveCheckRequest ask;
   ask.set_agent_id(me.agent_id);
   ask.set_host(me.host);
   ask.set_addr(me.addr);
   ask.set_port(port);
   ask.set_local_checks_passed(own_passed && listener.fd() >= 0);
+  ask.set_engine(engine.backend);
   // The launcher answers within the budget; the margin covers the calls themselves.
   absl::StatusOr<v1::CollectiveCheckResponse> placed =
       client.CollectiveCheck(ask, budget + std::chrono::seconds(5));
@@ -371,9 +381,29 @@ std::vector<v1::CheckResult> CollectiveCheckThisNode(ControlClient& client,
   }
   std::vector<v1::CollectivePeer> ring(placed->ring().begin(), placed->ring().end());
   const double flops = MeasureFlopsPerCore(milliseconds(plan.compute_ms()));
-  v1::CollectiveFigures figures = MeasureLinks(ring, placed->index(), listener.fd(), plan);
+  v1::CollectiveFigures figures;
+  const std::string& used = placed->engine();
+  if (used == "gloo" || used == "nccl") {
+    // The program's store listens on the port the peers were given.
+    listener = Socket();
+    if (torch) {
+      figures = torch->Measure(used, ring, placed->index(), me.addr, plan);
+    } else {
+      figures.set_error(absl::StrCat(used, " engine: this node has no torch"));
+    }
+    torch.reset();
+    figures.set_method(absl::StrCat(used, " (torch), matmul loop"));
+  } else {
+    torch.reset();  // told to skip: the nodes measure with the agents' loop
+    figures = MeasureLinks(ring, placed->index(), listener.fd(), plan);
+    figures.set_method("tcp ring, matmul loop");
+  }
+  if (engine.gpus > 0) {
+    std::string why;
+    figures.set_gpu_busbw_bps(MeasureGpuBusBandwidth(
+        engine.gpus, engine.env.count("PATH") ? engine.env.at("PATH") : "", plan.bytes(), &why));
+  }
   figures.set_flops_per_core(flops);
-  figures.set_method("tcp ring, matmul loop");
   figures.set_seconds(Seconds(Clock::now() - start));
   ask.set_reporting(true);
   *ask.mutable_report() = figures;

@@ -23,6 +23,7 @@
 namespace dlaunch {
 
 class ControlClient;
+struct CollectiveEngine;
 
 struct CollectiveMember {
   std::string agent_id;
@@ -31,11 +32,13 @@ struct CollectiveMember {
 };
 
 // Runs the check of `plan` on this node; `own_passed`: the node passed its own checks (else it
-// only tells the launcher so, and is not measured). Skipped checks when there is nothing to
-// compare; a failed `link` when the launcher cannot be asked.
+// only tells the launcher so, and is not measured). `engine`: what this node can measure its
+// links with (collective_engine.h); the launcher says what every node uses. Skipped checks when
+// there is nothing to compare; a failed `link` when the launcher cannot be asked.
 std::vector<v1::CheckResult> CollectiveCheckThisNode(ControlClient& client,
                                                      const v1::CollectivePlan& plan,
-                                                     const CollectiveMember& me, bool own_passed);
+                                                     const CollectiveMember& me, bool own_passed,
+                                                     const CollectiveEngine& engine);
 
 // Float multiply-add rate (FLOP/s) of one core: the best of three thirds of `window`, after
 // `warmup` unmeasured.

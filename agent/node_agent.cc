@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "agent/health/rank_cpu.h"
 #include "agent/node_preflight.h"
 #include "agent/workers/torch_error_file.h"
 #include "agent/workers/worker_env.h"
@@ -433,6 +434,7 @@ void NodeAgent::Heartbeat() {
   for (auto& [rank, r] : pending_reports_) *hb->add_reports() = std::move(r);
   pending_reports_.clear();
   for (const auto& [rank, n] : output_lines_) (*hb->mutable_output_lines())[rank] = n;
+  AddRankCpu(hb);
   AddGpuSamples(gpu_monitor_->Sample(), hb);
   // The job directory is known once the agent has a place (a spare's comes with its round).
   if (!host_monitor_given_ && (!host_monitor_ || host_monitor_dir_ != job_.job_dir())) {
@@ -441,6 +443,17 @@ void NodeAgent::Heartbeat() {
   }
   *hb->mutable_host() = host_monitor_->Sample();
   Send(std::move(msg));
+}
+
+void NodeAgent::AddRankCpu(v1::Heartbeat* hb) const {
+  if (!supervisor_) return;
+  for (int local = 0; local < job_.local_world_size(); ++local) {
+    const std::optional<pid_t> pid = supervisor_->PidOfLocalRank(local);
+    if (!pid) continue;
+    if (std::optional<v1::RankCpu> cpu = ReadRankCpu(*pid)) {
+      (*hb->mutable_rank_cpu())[job_.rank_offset() + local] = *cpu;
+    }
+  }
 }
 
 void NodeAgent::FlushPendingReports() {

@@ -149,6 +149,8 @@ class NodeAgent {
   // stacks/rank-N.txt in the job directory (StackDumper), then AgentState::OnStacksDumped.
   void StartStackDump(const DumpStacks& dump);
   void Heartbeat();
+  // Each running rank's CPU counters (agent/health/rank_cpu.h), for scripts without reports.
+  void AddRankCpu(v1::Heartbeat* hb) const;
   void FlushPendingReports();
   void ReportWorkerExit(const SendWorkerExit& ev);
   void BeginDrain(const std::vector<int>& keep_open);

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "agent/collective_check.h"
+#include "agent/collective_engine.h"
 #include "agent/control_client.h"
 #include "agent/placement/gpu_discovery.h"
 #include "rendezvous/rendezvous_state.h"
@@ -32,9 +33,12 @@ absl::StatusOr<std::vector<v1::CheckResult>> PreflightThisNode(ControlClient& cl
   std::vector<v1::CheckResult> checks = RunPreflight(*plan, std::move(node));
   if (plan->enabled() && plan->collective().enabled()) {
     // After the node's own checks: a node that failed them is not measured, only counted.
+    const CollectiveEngine engine = ChooseCollectiveEngine(
+        *plan, ProcessEnv(), gpus.count(),
+        [&](SpawnOptions probe) { return RunCommandWith(std::move(probe), 10); });
     std::vector<v1::CheckResult> peers = CollectiveCheckThisNode(
         client, plan->collective(), {request.agent_id(), request.host(), addr},
-        FailedChecks(checks).empty());
+        FailedChecks(checks).empty(), engine);
     checks.insert(checks.end(), peers.begin(), peers.end());
   }
   return checks;

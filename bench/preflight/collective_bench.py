@@ -8,6 +8,11 @@ each, their difference (the check's cost to the job's start), the check's own ti
 and the medians the launcher printed.
 
   collective_bench.py --bin build/bin [--nodes 2,8,64] [--runs 5] [--size 4MiB]
+      [--torch-python /usr/bin/python3]
+
+--torch-python: the job is that interpreter running a script that names torch without importing
+it (`if False: import torch`), so the check measures with Gloo through that interpreter's torch
+(preflight.collective_engine: auto) while the ranks themselves start as fast as `true`.
 """
 import argparse
 import glob
@@ -20,10 +25,15 @@ import tempfile
 import time
 
 
-def run_job(bin_dir, nodes, collective, size, workdir):
+def run_job(bin_dir, nodes, collective, size, workdir, torch_python=None):
     job = os.path.join(workdir, "job.yaml")
+    command = '["true"]'
+    if torch_python:
+        with open(os.path.join(workdir, "train.py"), "w") as f:
+            f.write("if False:\n    import torch\n")
+        command = "[%s, %s/train.py]" % (torch_python, workdir)
     with open(job, "w") as f:
-        f.write("name: ccbench\nnodes: %d\ncommand: [\"true\"]\nlogs: {dir: %s/runs}\n"
+        f.write("name: ccbench\nnodes: %d\ncommand: " + command + "\nlogs: {dir: %s/runs}\n"
                 "rendezvous: {join_timeout: 120s}\n"
                 "preflight: {collective: %s, collective_size: %s, collective_budget: 60s}\n"
                 % (nodes, workdir, "on" if collective else "off", size))
@@ -55,6 +65,7 @@ def main():
     ap.add_argument("--nodes", default="2,8,64")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--size", default="4MiB")
+    ap.add_argument("--torch-python")
     args = ap.parse_args()
     bin_dir = os.path.abspath(args.bin)
     print("| nodes | start, check on (s) | off (s) | cost (s) | the check's own time (s) | "
@@ -65,7 +76,8 @@ def main():
         for _ in range(args.runs):
             for collective in (True, False):
                 with tempfile.TemporaryDirectory() as tmp:
-                    wall, check_s, summary, slow = run_job(bin_dir, n, collective, args.size, tmp)
+                    wall, check_s, summary, slow = run_job(bin_dir, n, collective, args.size, tmp,
+                                                               args.torch_python)
                 if collective:
                     on.append(wall)
                     own.append(check_s)

@@ -14,11 +14,17 @@ ranks' reports of the run; overhead = median(on) / median(off) - 1. Prints markd
 
   /usr/bin/python3 bench/stragglers/straggler_bench.py [--dlaunch build/bin/dlaunch] [--reps 5]
       [--run-s 30] [--slow-factor 2] [--json FILE]
+
+--one POLICY --steps N runs a single clean job of N steps per rank with that policy and appends
+its median step time (ms) and its straggler_detected count as a line to --out: the form for an
+outside timer that alternates two commands (policy report against off) and takes pairs' ratios of
+the whole job's wall time; the step medians of the same runs are then paired from the two files.
 """
 import argparse
 import datetime
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -32,12 +38,13 @@ def unix(rfc3339):
     return datetime.datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
 
 
-def run_job(dlaunch, policy, env_extra, run_s):
+def run_job(dlaunch, policy, env_extra, run_s, steps=0):
     tmp = tempfile.mkdtemp(prefix="dlaunch-straggler-")
     job_dir = os.path.join(tmp, "job")
     with open(os.path.join(tmp, "job.yaml"), "w") as f:
         f.write("command: [/usr/bin/python3, %s]\nstragglers:\n  policy: %s\n" % (SCRIPT, policy))
-    env = dict(os.environ, PYTHONPATH=os.path.join(SRC, "python", "src"), RUN_S=str(run_s), **env_extra)
+    env = dict(os.environ, PYTHONPATH=os.path.join(SRC, "python", "src"), RUN_S=str(run_s), STEPS=str(steps),
+               **env_extra)
     p = subprocess.run([dlaunch, "run", os.path.join(tmp, "job.yaml"), "--nnodes", "2",
                         "--nproc-per-node", "2", "--job-dir", job_dir, "--heartbeat", "1",
                         "--grace", "2", "--no-preflight"],
@@ -68,6 +75,18 @@ def events(job_dir):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def run_one(a):
+    job = run_job(a.dlaunch, a.one, {}, a.run_s, a.steps)
+    line = "%.3f %d\n" % (statistics.median(step_times(job)) * 1e3,
+                          sum("straggler_detected" in e for e in events(job)))
+    if a.out:
+        with open(a.out, "a") as f:
+            f.write(line)
+    else:
+        sys.stdout.write(line)
+    shutil.rmtree(os.path.dirname(job), ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dlaunch", default=os.path.join(SRC, "build", "bin", "dlaunch"))
@@ -75,7 +94,12 @@ def main():
     ap.add_argument("--run-s", type=float, default=30)
     ap.add_argument("--slow-factor", type=float, default=2)
     ap.add_argument("--json")
+    ap.add_argument("--one", choices=("report", "off"))
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--out")
     a = ap.parse_args()
+    if a.one:
+        return run_one(a)
     rows = []
     for rep in range(a.reps):
         row = {}

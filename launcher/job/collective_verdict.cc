@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -85,6 +86,14 @@ std::vector<bool> SlowAgainstPeers(const std::vector<double>& figures, double sh
   return slow;
 }
 
+std::string CommonEngine(const std::vector<std::string>& engines) {
+  if (engines.empty()) return "tcp";
+  const std::set<std::string> seen(engines.begin(), engines.end());
+  if (seen == std::set<std::string>{"nccl"}) return "nccl";
+  if (!seen.count("")) return "gloo";
+  return "tcp";
+}
+
 std::string FormatRate(double bps) {
   if (bps >= 1e9) return absl::StrFormat("%.2f GB/s", bps / 1e9);
   if (bps >= 1e6) return absl::StrFormat("%.1f MB/s", bps / 1e6);
@@ -103,8 +112,25 @@ CollectiveVerdict JudgeCollective(const std::vector<CollectiveNode>& nodes, doub
     flops[i] = nodes[i].figures.flops_per_core();
     if (nodes[i].figures.allreduce_bps() > 0) allreduce.push_back(nodes[i].figures.allreduce_bps());
   }
-  const std::vector<bool> slow_link = SlowAgainstPeers(links, share);
+  const std::vector<bool> slow_net = SlowAgainstPeers(links, share);
   const std::vector<bool> slow_flops = SlowAgainstPeers(flops, share);
+  // The GPUs' own all-reduce (nccl-tests) is judged when every node measured it: a node without
+  // all_reduce_perf is not slow for it.
+  std::vector<double> gpu(n, 0);
+  bool gpu_judged = n >= 2;
+  for (size_t i = 0; i < n; ++i) {
+    gpu[i] = nodes[i].reported ? nodes[i].figures.gpu_busbw_bps() : 0;
+    gpu_judged = gpu_judged && gpu[i] > 0;
+  }
+  const std::vector<bool> slow_gpu =
+      gpu_judged ? SlowAgainstPeers(gpu, share) : std::vector<bool>(n, false);
+  const std::vector<double> gpu_medians = MediansOfOthers(gpu);
+  std::vector<bool> slow_link(n);  // the `link` check: the ring's links, or the GPUs' own
+  for (size_t i = 0; i < n; ++i) slow_link[i] = slow_net[i] || slow_gpu[i];
+  std::string method;
+  for (const CollectiveNode& node : nodes) {
+    if (node.reported && method.empty()) method = node.figures.method();
+  }
   for (size_t i = 0; i < n; ++i) {
     if (slow_link[i] || slow_flops[i]) v.slow.push_back(static_cast<int>(i));
   }
@@ -114,17 +140,22 @@ CollectiveVerdict JudgeCollective(const std::vector<CollectiveNode>& nodes, doub
       : one_host ? "kept: the nodes share one host, whose load is what their figures differ by"
                  : absl::StrCat("kept: nodes.min (", nodes_min, ") needs it");
   v.lines.push_back(absl::StrFormat(
-      "collective check: %d node(s): link median %s, all-reduce median %s, compute median %s "
-      "(preflight.slow_share %.0f%%)",
+      "collective check: %d node(s): link median %s, all-reduce median %s, compute median %s%s "
+      "(preflight.slow_share %.0f%%; measured with %s)",
       n, FormatRate(Median(links)), FormatRate(Median(allreduce)), Flops(Median(flops)),
-      share * 100));
+      gpu_judged ? ", GPUs' all-reduce median " + FormatRate(Median(gpu)) : "", share * 100,
+      method.empty() ? "nothing: no node reported" : method));
   const std::vector<double> link_medians = MediansOfOthers(links);
   const std::vector<double> flops_medians = MediansOfOthers(flops);
   for (size_t i = 0; i < n; ++i) {
     const std::string missing = nodes[i].reported ? nodes[i].figures.error()
                                                   : "no figures within preflight.collective_budget";
-    std::string link = Figure(links[i], link_medians[i], slow_link[i], FormatRate);
+    std::string link = Figure(links[i], link_medians[i], slow_net[i], FormatRate);
     std::string compute = Figure(flops[i], flops_medians[i], slow_flops[i], Flops);
+    if (gpu_judged) {
+      absl::StrAppend(&link, "; GPUs' all-reduce (all_reduce_perf bus bandwidth): ",
+                      Figure(gpu[i], gpu_medians[i], slow_gpu[i], FormatRate));
+    }
     if (!missing.empty()) absl::StrAppend(slow_link[i] ? &link : &compute, " (", missing, ")");
     const bool out = v.left_out;
     v.checks.push_back({Check("link", slow_link[i] && out, "to its ring neighbours: " + link),

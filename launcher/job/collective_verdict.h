@@ -54,6 +54,11 @@ std::vector<bool> SlowAgainstPeers(const std::vector<double>& figures, double sh
 CollectiveVerdict JudgeCollective(const std::vector<CollectiveNode>& nodes, double share,
                                   int nodes_min, bool one_host = false);
 
+// The engine every node of the check can measure with, from each node's
+// CollectiveCheckRequest.engine: "nccl" when all say nccl, "gloo" when all can run torch (a
+// node with NCCL can run Gloo too), else "tcp" (the agents' own loop).
+std::string CommonEngine(const std::vector<std::string>& engines);
+
 // "1.24 GB/s", "830 MB/s": a rate for the terminal.
 std::string FormatRate(double bytes_per_second);
 

@@ -311,7 +311,7 @@ v1::JobEvent StragglerEvent(int round, const NodePlace& node, const StragglerCha
   s->set_median_s(c.median_s);
   s->set_best_s(c.best_s);
   s->set_ratio(c.ratio);
-  s->set_measure(c.own_work ? "own work" : "wall time per step");
+  s->set_measure(c.cpu_stretch ? "cpu stretch" : c.own_work ? "own work" : "wall time per step");
   s->set_threshold(settings.threshold);
   s->set_intervals(settings.persist);
   s->set_detected_at_s(c.since_s);

@@ -193,6 +193,9 @@ void JobState::HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, 
     if (lines > rs.output_lines) monitor_.OnProgress(rank, -1, now_s);
     rs.output_lines = std::max<int64_t>(rs.output_lines, lines);
   }
+  for (const auto& [rank, cpu] : hb.rank_cpu()) {
+    stragglers_.OnCpuSample(rank, node, cpu.cpu_s(), cpu.run_delay_s(), now_s);
+  }
   ArmHealth(out);
 }
 

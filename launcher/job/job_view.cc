@@ -188,6 +188,19 @@ std::string Restarting(int round, const v1::Restart& r) {
 
 std::string StragglerLine(const v1::Straggler& s, bool detected) {
   const std::string who = absl::StrFormat("node %d (%s), rank %d", s.node_id(), s.host(), s.rank());
+  if (s.measure() == "cpu stretch") {
+    // No reports: the figures are how long the rank's work wanted a CPU per second it got one.
+    if (!detected) {
+      return absl::StrFormat("straggler cleared: %s: %s (its work took %.2fx the CPU time it got, "
+                             "median %.2fx); the job waited %.1f s for it",
+                             who, s.reason(), s.step_s(), s.median_s(), s.waited_s());
+    }
+    return absl::StrFormat(
+        "straggler: %s: its work took %.2fx the CPU time it got (run-queue delay; the script "
+        "sends no reports), %.2fx the median %.2fx, for %d intervals%s",
+        who, s.step_s(), s.ratio(), s.median_s(), s.intervals(),
+        s.policy() == "exclude" ? "; it will be left out at the next restart" : "");
+  }
   if (!detected) {
     return absl::StrFormat("straggler cleared: %s: %s (%.3f s per step, median %.3f s); the job "
                            "waited %.1f s for it",

@@ -22,6 +22,10 @@ bool OutsideTraining(const v1::WorkerReport& r) {
   return r.has_phase_log() && r.phase_log().events_size() > 0;
 }
 
+// A rank that ran less than this in an interval (it slept: it waited for its peers, or for
+// input) is not scored by its CPU for it: a few wake-ups' delays would make its stretch.
+constexpr double kMinCpuS = 0.005;
+
 double Median(std::vector<double> v) {
   const size_t mid = v.size() / 2;
   std::nth_element(v.begin(), v.begin() + static_cast<long>(mid), v.end());
@@ -36,6 +40,7 @@ void StragglerScore::StartRound(double now_s) {
   ranks_.clear();
   scores_.clear();
   named_.clear();
+  any_reports_ = false;
   evaluated_at_s_ = now_s;
 }
 
@@ -43,6 +48,7 @@ void StragglerScore::OnReport(int rank, int node, const v1::WorkerReport& r, dou
   if (!settings_.enabled) return;
   RankState& s = ranks_[rank];
   s.node = node;
+  any_reports_ = true;
   if (OutsideTraining(r)) s.pending.paused = true;
   if (r.kind() == v1::WorkerReport::PHASE) return;   // no step, no interval
   const long step = static_cast<long>(r.step());
@@ -63,6 +69,36 @@ void StragglerScore::OnReport(int rank, int node, const v1::WorkerReport& r, dou
   const double work = WorkSeconds(r.timings());
   s.pending.work_s += work;
   s.pending.timed = s.pending.timed && work > 0;
+}
+
+void StragglerScore::OnCpuSample(int rank, int node, double cpu_s, double run_delay_s,
+                                  double now_s) {
+  (void)now_s;
+  if (!settings_.enabled) return;
+  RankState& s = ranks_[rank];
+  s.node = node;
+  // The first counters, or lower ones (a thread ended and took its share along): a new base.
+  if (s.cpu_seen && cpu_s >= s.cpu_s && run_delay_s >= s.delay_s) {
+    s.cpu_pending_s += cpu_s - s.cpu_s;
+    s.delay_pending_s += run_delay_s - s.delay_s;
+    s.cpu_grew = true;
+  }
+  s.cpu_seen = true;
+  s.cpu_s = cpu_s;
+  s.delay_s = run_delay_s;
+}
+
+std::vector<StragglerScore::Sample> StragglerScore::TakeCpuSamples(double interval_s) {
+  std::vector<Sample> out;
+  for (auto& [rank, s] : ranks_) {
+    if (!s.cpu_grew) continue;  // only its base so far, or nothing new
+    const double cpu = s.cpu_pending_s, delay = s.delay_pending_s;
+    s.cpu_pending_s = s.delay_pending_s = 0;
+    s.cpu_grew = false;
+    if (s.cpu_intervals++ == 0 || cpu < kMinCpuS) continue;  // its start-up; or it slept
+    out.push_back({rank, (cpu + delay) / cpu, interval_s});
+  }
+  return out;
 }
 
 void StragglerScore::OnRankEnded(int rank) {
@@ -126,8 +162,10 @@ void StragglerScore::Score(const std::vector<Sample>& samples, double median) {
 }
 
 std::vector<StragglerChange> StragglerScore::Evaluate(double now_s) {
+  const double interval_s = now_s - evaluated_at_s_;
   evaluated_at_s_ = now_s;
-  std::vector<Sample> samples = TakeSamples();
+  cpu_stretch_ = !any_reports_;
+  std::vector<Sample> samples = cpu_stretch_ ? TakeCpuSamples(interval_s) : TakeSamples();
   if (static_cast<int>(samples.size()) < std::max(settings_.min_ranks, 2)) return {};
   std::vector<double> times;
   times.reserve(samples.size());
@@ -140,7 +178,8 @@ StragglerChange StragglerScore::FiguresOf(int node, bool detected) const {
   StragglerChange c;
   c.detected = detected;
   c.node = node;
-  c.own_work = own_work_;
+  c.own_work = own_work_ && !cpu_stretch_;
+  c.cpu_stretch = cpu_stretch_;
   for (const auto& [rank, score] : scores_) {
     if (score.node != node || !ranks_.at(rank).named) continue;
     c.ranks.push_back(rank);

@@ -6,8 +6,15 @@
 // under `clear_below` for as many (straggler_cleared). What all ranks share is not a
 // straggler: the median moves with it (a slower phase of the model, a busy file system), and a
 // rank's interval is left out when it was in a phase (evaluation, checkpoint, loading data, a
-// phase the script named) or still in its first `warmup_steps` steps of the round. Pure: reports
-// and times come in, changes come out; docs/stragglers.md.
+// phase the script named) or still in its first `warmup_steps` steps of the round.
+//
+// A round whose ranks send no reports is scored from what the agents read of each rank's CPU
+// (the scheduler's run time and run-queue delay, OnCpuSample): a rank's "step time" is then its
+// stretch, the seconds its work wanted a CPU per second it got one ((run + delay) / run). Ranks
+// doing the same work get the same stretch on equal nodes, whether they wait for each other
+// (then they sleep, adding to neither) or not; a rank held off its CPU by its cgroup's quota or
+// a busy node has a higher one. Pure: reports and times come in, changes come out;
+// docs/stragglers.md.
 #pragma once
 
 #include <map>
@@ -52,6 +59,8 @@ struct StragglerChange {
   // The step times are the ranks' own work (the reports' phase timings), not wall time: in a
   // job whose ranks wait for each other every step, only the work tells the slow one.
   bool own_work = false;
+  // No rank reports: step_s, median_s and best_s are CPU stretches (OnCpuSample), not seconds.
+  bool cpu_stretch = false;
   double since_s = 0;       // when it was named
   // On a clear: the job's time spent waiting for this node while it was named, the wall time
   // of the slow steps beyond the median's pace (docs/stragglers.md).
@@ -69,6 +78,9 @@ class StragglerScore {
   void StartRound(double now_s);
   // A rank's report (folded per heartbeat by its agent), received at `now_s`.
   void OnReport(int rank, int node, const v1::WorkerReport& report, double now_s);
+  // A rank's CPU counters since it started (the agent's RankCpu), received at `now_s`: scored
+  // only while no rank of the round has sent a report.
+  void OnCpuSample(int rank, int node, double cpu_s, double run_delay_s, double now_s);
   // A rank ended: it is no longer scored.
   void OnRankEnded(int rank);
   // Whether an interval has passed since the last evaluation.
@@ -103,6 +115,13 @@ class StragglerScore {
     int slow_in_a_row = 0;
     int fast_in_a_row = 0;
     bool named = false;
+    // The CPU counters (OnCpuSample): the last ones, and what they grew by since the last
+    // scored interval; intervals sampled, the first (its start-up) not scored.
+    bool cpu_seen = false;
+    bool cpu_grew = false;  // counters since the base arrived this interval
+    double cpu_s = 0, delay_s = 0;
+    double cpu_pending_s = 0, delay_pending_s = 0;
+    int cpu_intervals = 0;
   };
   struct Sample {
     int rank;
@@ -110,6 +129,7 @@ class StragglerScore {
     double wall_s;
   };
   std::vector<Sample> TakeSamples();
+  std::vector<Sample> TakeCpuSamples(double interval_s);
   void Score(const std::vector<Sample>& samples, double median);
   // The nodes whose named state changed this interval.
   std::vector<StragglerChange> NodeChanges(double now_s);
@@ -121,6 +141,8 @@ class StragglerScore {
   std::map<int, StragglerChange> named_;   // by node: as named, waited_s growing
   double evaluated_at_s_ = 0;
   bool own_work_ = false;                  // the last interval compared own work
+  bool any_reports_ = false;               // a rank of the round sent a report
+  bool cpu_stretch_ = false;               // the last interval compared CPU stretches
 };
 
 }  // namespace dlaunch

@@ -124,6 +124,7 @@ v1::PreflightPlan MakePreflightPlan(const JobSpec& spec, const v1::JoinResponse&
   c->set_slow_share(p.slow_share);
   c->set_group(kCollectiveGroup);
   c->set_compute_ms(kCollectiveComputeMs);
+  c->set_engine(p.collective_tcp ? "tcp" : "auto");
   return plan;
 }
 

@@ -54,6 +54,10 @@ struct PreflightSpec {
   double collective_budget_s = 20;       // the whole check, waiting for the nodes included
   int64_t collective_bytes = int64_t{4} << 20;  // sent to each neighbour, and all-reduced
   double slow_share = 0.2;               // slower than the peers' median by more: a slow node
+  // collective_engine: `auto` (default) measures the links with the job's collective library
+  // (Gloo, or NCCL on GPU nodes) when every node's Python has torch and the job uses it; `tcp`
+  // always with the agents' own loop.
+  bool collective_tcp = false;
 };
 inline bool operator==(const PreflightSpec& a, const PreflightSpec& b) {
   return a.enabled == b.enabled && a.timeout_s == b.timeout_s &&
@@ -62,7 +66,8 @@ inline bool operator==(const PreflightSpec& a, const PreflightSpec& b) {
          a.imports == b.imports && a.import_modules == b.import_modules &&
          a.collective == b.collective && a.collective_auto == b.collective_auto &&
          a.collective_budget_s == b.collective_budget_s &&
-         a.collective_bytes == b.collective_bytes && a.slow_share == b.slow_share;
+         a.collective_bytes == b.collective_bytes && a.slow_share == b.slow_share &&
+         a.collective_tcp == b.collective_tcp;
 }
 
 // stragglers: the straggler score while the job runs (docs/stragglers.md).

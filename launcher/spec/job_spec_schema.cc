@@ -19,7 +19,7 @@ const std::map<std::string, std::vector<std::string>>& SchemaKeys() {
       {"logs", {"dir", "ranks", "tail_lines", "summary_interval"}},
       {"gpus", {"binding", "per_proc", "per_node"}},
       {"preflight", {"timeout", "min_free", "paths", "clock_offset", "imports", "import_check",
-                    "collective", "collective_budget", "collective_size", "slow_share"}},
+                    "collective", "collective_engine", "collective_budget", "collective_size", "slow_share"}},
       {"cpus", {"binding", "map"}},
       {"scheduler",
        {"type", "site", "account", "queue", "walltime", "filesystems", "modules", "setup",

@@ -103,6 +103,7 @@ void AppendPreflight(std::string* out, const PreflightSpec& p) {
   absl::StrAppend(out, "  imports: ", p.imports_auto ? "auto" : FlowList(p.imports), "\n");
   absl::StrAppend(out, "  import_check: ", p.import_modules ? "import" : "locate", "\n");
   absl::StrAppend(out, "  collective: ", Quote(p.collective_auto ? "auto" : p.collective ? "on" : "off"), "\n");
+  absl::StrAppend(out, "  collective_engine: ", p.collective_tcp ? "tcp" : "auto", "\n");
   absl::StrAppend(out, "  collective_budget: ", FormatDuration(p.collective_budget_s), "\n");
   absl::StrAppend(out, "  collective_size: ", FormatByteSize(p.collective_bytes), "\n");
   absl::StrAppend(out, "  slow_share: ", absl::StrFormat("\"%g%%\"", p.slow_share * 100), "\n");

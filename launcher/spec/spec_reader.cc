@@ -310,6 +310,11 @@ void SpecReader::Preflight(const SpecField& field, PreflightSpec* preflight) {
     preflight->collective = collective != "off";
     preflight->collective_auto = collective == "auto";
   }
+  std::string engine;
+  if (fields.count("collective_engine") &&
+      OneOf(fields["collective_engine"], {"auto", "tcp"}, &engine)) {
+    preflight->collective_tcp = engine == "tcp";
+  }
   if (fields.count("collective_budget")) {
     Duration(fields["collective_budget"], &preflight->collective_budget_s);
   }

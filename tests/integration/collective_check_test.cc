@@ -2,6 +2,7 @@
 // find each other through the launcher, exchange bytes over TCP in a ring, all-reduce and time a
 // matrix multiply; the launcher prints the medians and journals every node's figures. (A node
 // made slow, and left out, needs hosts that differ: tests/cluster/slow_node_test.cc.)
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -59,7 +60,9 @@ TEST_F(CollectiveCheckTest, LocalNodesAreMeasuredWhenAskedAndTheirFiguresJournal
   // one, while a node whose exchange failed (figure 0) would still be named.
   ASSERT_EQ(Run(3, "{collective: on, slow_share: \"95%\"}"), 0) << out_;
   EXPECT_TRUE(absl::StrContains(out_, "[dlaunch] collective check: 3 node(s): link median ")) << out_;
-  EXPECT_TRUE(absl::StrContains(out_, "GFLOP/s per core (preflight.slow_share 95%)")) << out_;
+  EXPECT_TRUE(absl::StrContains(out_, "GFLOP/s per core (preflight.slow_share 95%")) << out_;
+  // `python3 -c`: no script that uses torch, so the agents' own loop measures.
+  EXPECT_TRUE(absl::StrContains(out_, "measured with tcp ring, matmul loop)")) << out_;
   EXPECT_FALSE(absl::StrContains(out_, "slow node")) << out_;
   EXPECT_FALSE(absl::StrContains(out_, "all-reduce median 0 kB/s")) << out_;
   EXPECT_TRUE(absl::StrContains(out_, "[rank 2] ran")) << out_;
@@ -102,6 +105,43 @@ TEST_F(CollectiveCheckTest, DoctorShowsLinkAndComputeColumns) {
   EXPECT_EQ(Dlaunch({"doctor", job, "--job-root", tmp_ + "/runs"}), 0) << out_;
   EXPECT_TRUE(absl::StrContains(out_, "ports  clock  link  compute  TIME")) << out_;
   EXPECT_TRUE(absl::StrContains(out_, "[dlaunch] collective check: 2 node(s)")) << out_;
+  EXPECT_TRUE(absl::StrContains(out_, "measured with tcp ring")) << out_;
+}
+
+// A script that uses torch, run by an interpreter that has it (Debian's python3 with torch):
+// the links are measured by Gloo among the nodes' check processes, through the job's own torch.
+class TorchCollectiveCheckTest : public CollectiveCheckTest {
+ protected:
+  void SetUp() override {
+    CollectiveCheckTest::SetUp();
+    if (RunCommandOk("/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null") != 0) {
+      GTEST_SKIP() << "/usr/bin/python3 has no torch";
+    }
+    std::ofstream(tmp_ + "/train.py") << "import torch\nprint('ran', torch.__version__ != '')\n";
+  }
+  static int RunCommandOk(const std::string& command) { return std::system(command.c_str()); }
+  int RunTorch(int nodes, const std::string& preflight) {
+    const std::string job = tmp_ + "/job.yaml";
+    std::ofstream(job) << "name: cc\nnodes: " << nodes << "\ncommand: [/usr/bin/python3, " << tmp_
+                       << "/train.py]\nlogs: {dir: " << tmp_ << "/runs}\npreflight: " << preflight
+                       << "\n";
+    return Dlaunch({"run", job});
+  }
+};
+
+TEST_F(TorchCollectiveCheckTest, GlooMeasuresWhereTheJobsPythonHasTorch) {
+  ASSERT_EQ(RunTorch(3, "{collective: on, slow_share: \"95%\"}"), 0) << out_;
+  EXPECT_TRUE(absl::StrContains(out_, "measured with gloo (torch), matmul loop)")) << out_;
+  EXPECT_FALSE(absl::StrContains(out_, "slow node")) << out_;
+  EXPECT_FALSE(absl::StrContains(out_, "all-reduce median 0 kB/s")) << out_;
+  EXPECT_FALSE(absl::StrContains(out_, "link median 0 kB/s")) << out_;
+  EXPECT_TRUE(absl::StrContains(out_, "[rank 2] ran True")) << out_;
+}
+
+TEST_F(TorchCollectiveCheckTest, EngineTcpKeepsTheAgentsLoop) {
+  ASSERT_EQ(RunTorch(2, "{collective: on, collective_engine: tcp, slow_share: \"95%\"}"), 0)
+      << out_;
+  EXPECT_TRUE(absl::StrContains(out_, "measured with tcp ring, matmul loop)")) << out_;
 }
 
 }  // namespace

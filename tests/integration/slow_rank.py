@@ -5,7 +5,9 @@ its slowdown began to $DLAUNCH_JOB_DIR/slow-from. Every rank runs for RUN_S seco
 do not wait for each other, so their wall time per step tells the slow one (straggler_test.cc,
 bench/stragglers/straggler_bench.py). STEP_KIND=spin makes each step a fixed amount of CPU work
 (SPIN_LOOPS iterations, about STEP_S on an idle core) instead of a sleep, so a node whose CPU
-share is cut is slower (the cluster test's cgroup cpu quota)."""
+share is cut is slower (the cluster test's cgroup cpu quota). STEPS > 0 ends each rank after that
+many steps instead (a job of fixed work, whose wall time a timer can compare). REPORT=0 sends no
+reports at all (a plain script: the straggler score then reads the ranks' CPU counters)."""
 import os
 import sys
 import time
@@ -14,7 +16,8 @@ import dlaunch
 
 
 def main():
-    if not dlaunch.is_active():
+    reports = os.environ.get("REPORT", "1") != "0"
+    if reports and not dlaunch.is_active():
         print("not under dlaunch: DLAUNCH_REPORT_SOCKET is not set", file=sys.stderr)
         return 3
     rank = int(os.environ["RANK"])
@@ -24,11 +27,12 @@ def main():
     slow_from = float(os.environ.get("SLOW_FROM", "0"))
     slow_s = float(os.environ.get("SLOW_S", "0"))
     run_s = float(os.environ.get("RUN_S", "10"))
+    steps = int(os.environ.get("STEPS", "0"))
     spin = int(os.environ.get("SPIN_LOOPS", "200000")) if os.environ.get("STEP_KIND") == "spin" else 0
     begun = time.monotonic()
     step = 0
     said = False
-    while time.monotonic() - begun < run_s:
+    while (step < steps) if steps > 0 else (time.monotonic() - begun < run_s):
         slow_now = slow and slow_from <= time.monotonic() - begun < slow_s
         if slow_now and not said:
             said = True
@@ -41,7 +45,8 @@ def main():
         else:
             time.sleep(step_s * (factor if slow_now else 1))
         step += 1
-        dlaunch.report(step=step, samples=8, loss=1.0 / step)
+        if reports:
+            dlaunch.report(step=step, samples=8, loss=1.0 / step)
     return 0
 
 

@@ -169,5 +169,36 @@ TEST(CollectiveVerdictTest, RatesForTheTerminal) {
   EXPECT_EQ(FormatRate(5e3), "5 kB/s");
 }
 
+TEST(CollectiveVerdictTest, TheEngineIsWhatEveryNodeCanUse) {
+  EXPECT_EQ(CommonEngine({"nccl", "nccl"}), "nccl");
+  EXPECT_EQ(CommonEngine({"nccl", "gloo"}), "gloo");
+  EXPECT_EQ(CommonEngine({"gloo", "gloo", "gloo"}), "gloo");
+  EXPECT_EQ(CommonEngine({"gloo", ""}), "tcp");
+  EXPECT_EQ(CommonEngine({}), "tcp");
+}
+
+TEST(CollectiveVerdictTest, TheLineSaysWhatMeasured) {
+  std::vector<CollectiveNode> nodes = Even(3);
+  for (CollectiveNode& n : nodes) n.figures.set_method("gloo (torch), matmul loop");
+  const CollectiveVerdict v = JudgeCollective(nodes, 0.2, 1);
+  EXPECT_TRUE(absl::StrContains(v.lines[0], "measured with gloo (torch), matmul loop)")) << v.lines[0];
+}
+
+TEST(CollectiveVerdictTest, TheGpusAllReduceIsJudgedWhenEveryNodeMeasuredIt) {
+  std::vector<CollectiveNode> nodes = Even(4);
+  for (CollectiveNode& n : nodes) n.figures.set_gpu_busbw_bps(230 * kGB);
+  nodes[2].figures.set_gpu_busbw_bps(90 * kGB);  // its GPUs' link is degraded
+  CollectiveVerdict v = JudgeCollective(nodes, 0.2, 1);
+  ASSERT_EQ(v.slow, std::vector<int>{2});
+  EXPECT_EQ(VerdictOf(v, 2, 0), v1::CheckResult::FAILED);
+  EXPECT_TRUE(absl::StrContains(v.checks[2][0].detail(), "GPUs' all-reduce")) << v.checks[2][0].detail();
+  EXPECT_TRUE(absl::StrContains(v.lines[0], "GPUs' all-reduce median")) << v.lines[0];
+  // A node without all_reduce_perf: nobody is judged on it.
+  nodes[1].figures.set_gpu_busbw_bps(0);
+  v = JudgeCollective(nodes, 0.2, 1);
+  EXPECT_TRUE(v.slow.empty());
+  EXPECT_FALSE(absl::StrContains(v.lines[0], "GPUs'")) << v.lines[0];
+}
+
 }  // namespace
 }  // namespace dlaunch

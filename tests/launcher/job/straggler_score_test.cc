@@ -248,5 +248,73 @@ TEST_F(StragglerScoreTest, DueEveryIntervalAndNeverWhenOff) {
   EXPECT_FALSE(s.Due(100));
 }
 
+// Scripts without reports: four ranks' CPU counters, each interval of 5 s. Every rank runs
+// `run_s` per interval and waits `delay_s` for a CPU; rank `slow`'s delay is `slow_delay_s`.
+class CpuStretchTest : public ::testing::Test {
+ protected:
+  std::vector<StragglerChange> Interval(int slow, double slow_delay_s, double run_s = 2,
+                                        double delay_s = 1) {
+    now_ += 5;
+    for (int r = 0; r < 4; ++r) {
+      cpu_[r] += run_s;
+      delay_[r] += r == slow ? slow_delay_s : delay_s;
+      score_.OnCpuSample(r, r / 2, cpu_[r], delay_[r], now_);
+    }
+    return score_.Evaluate(now_);
+  }
+
+  StragglerScore score_{Settings()};
+  double now_ = 0;
+  double cpu_[4] = {}, delay_[4] = {};
+};
+
+TEST_F(CpuStretchTest, ARankHeldOffItsCpuIsNamedAndClearedWithItsStretch) {
+  score_.StartRound(0);
+  EXPECT_TRUE(Interval(-1, 0).empty());  // the first counters: a base
+  EXPECT_TRUE(Interval(3, 18).empty());  // each rank's first interval: its start-up
+  EXPECT_TRUE(Interval(3, 18).empty());
+  EXPECT_TRUE(Interval(3, 18).empty());
+  std::vector<StragglerChange> c = Interval(3, 18);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_TRUE(c[0].detected);
+  EXPECT_TRUE(c[0].cpu_stretch);
+  EXPECT_FALSE(c[0].own_work);
+  EXPECT_EQ(c[0].node, 1);
+  EXPECT_EQ(c[0].rank, 3);
+  EXPECT_DOUBLE_EQ(c[0].step_s, 10.0);   // (2 + 18) / 2
+  EXPECT_DOUBLE_EQ(c[0].median_s, 1.5);  // (2 + 1) / 2
+  EXPECT_NEAR(c[0].ratio, 10.0 / 1.5, 1e-9);
+  EXPECT_TRUE(Interval(-1, 0).empty());
+  EXPECT_TRUE(Interval(-1, 0).empty());
+  c = Interval(-1, 0);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_FALSE(c[0].detected);
+  EXPECT_EQ(c[0].why, "back to the median's pace");
+}
+
+TEST_F(CpuStretchTest, RanksThatShareTheNodesLoadOrSleepAreNotNamed) {
+  score_.StartRound(0);
+  // All equally starved (a busy machine), then all asleep (waiting for input): nobody.
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(Interval(-1, 0, 1, 4).empty());
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(Interval(-1, 0, 0.001, 0.004).empty());
+  EXPECT_TRUE(score_.named().empty());
+}
+
+TEST_F(CpuStretchTest, ReportsTakeOverFromTheCpuCounters) {
+  score_.StartRound(0);
+  score_.OnReport(0, 0, Steps(1, 1), 0);
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(Interval(3, 18).empty());
+  EXPECT_TRUE(score_.named().empty());
+}
+
+TEST_F(CpuStretchTest, CountersThatGoDownStartOver) {
+  score_.StartRound(0);
+  Interval(-1, 0);
+  Interval(-1, 0);
+  // Rank 3 lost a thread and its counters: no negative interval, no stretch from it.
+  score_.OnCpuSample(3, 1, 0.5, 0.1, now_);
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(Interval(-1, 0).empty());
+}
+
 }  // namespace
 }  // namespace dlaunch

@@ -285,6 +285,10 @@ TEST(ParseJobSpecTest, CollectiveCheckKeys) {
               HasSubstr("job.yaml:3:15: preflight.slow_share must be between 0% and 100%, got 120%"));
   EXPECT_THAT(Errors("command: [x]\npreflight:\n  slow_share: lots\n"),
               HasSubstr("job.yaml:3:15: preflight.slow_share"));
+  EXPECT_FALSE(defaults.preflight.collective_tcp);
+  EXPECT_TRUE(Parse("command: [x]\npreflight: {collective_engine: tcp}\n").preflight.collective_tcp);
+  EXPECT_THAT(Errors("command: [x]\npreflight:\n  collective_engine: mpi\n"),
+              HasSubstr("job.yaml:3:22: preflight.collective_engine must be"));
   EXPECT_THAT(Errors("command: [x]\npreflight:\n  collective: maybe\n"),
               HasSubstr("job.yaml:3:15: preflight.collective must be"));
   EXPECT_THAT(Errors("command: [x]\npreflight:\n  collective_budget: 0s\n"),

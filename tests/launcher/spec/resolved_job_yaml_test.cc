@@ -118,6 +118,7 @@ TEST(ResolvedJobYamlTest, WritesEveryKey) {
             "  imports: auto\n"
             "  import_check: locate\n"
             "  collective: auto\n"
+            "  collective_engine: auto\n"
             "  collective_budget: 20s\n"
             "  collective_size: 4MiB\n"
             "  slow_share: \"20%\"\n"
