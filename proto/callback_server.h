@@ -25,8 +25,10 @@ namespace dlaunch {
 
 // On gRPC before 1.37: initializes gRPC with the epoll1 polling engine for the rest of the
 // process (whatever GRPC_POLL_STRATEGY says: the engine is chosen at the first initialization,
-// and the variable is put back as it was, for the processes this one starts). Call at the start
-// of main in a process that serves or makes callback calls, before any gRPC object exists.
+// and the variable is put back as it was, for the processes this one starts). Call early in main
+// in a process that serves or makes callback calls, before any gRPC object exists, and after
+// blocking the signals the process takes with sigwait: gRPC's threads start here, with the mask
+// of the moment (a relay's SIGTERM on one of them would end it mid-sentence).
 void InitGrpcForCallbacks();
 
 class CallbackServer {

@@ -42,7 +42,6 @@ int Usage(const std::string& why) {
 int main(int argc, char** argv) {
   OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr);
   dlaunch::TurnOffLockOrderChecks();
-  dlaunch::InitGrpcForCallbacks();
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   dlaunch::RelayOptions options;
   std::string token_file, port_file, log;
@@ -82,6 +81,8 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // After the mask: on gRPC 1.30 this starts gRPC's threads, which must not take a SIGTERM.
+  dlaunch::InitGrpcForCallbacks();
 
   absl::StatusOr<std::unique_ptr<dlaunch::Relay>> relay = dlaunch::Relay::Start(options);
   if (!relay.ok()) {

@@ -113,6 +113,12 @@ absl::Status Trainer::LeaveRound(int round) {
 absl::Status Trainer::JoinNextRound() {
   std::optional<RoundPlace> place = restart_->WaitForJoin(kJoinWait);
   if (!place) return absl::UnavailableError("no next round came for this rank kept in its process");
+  // A "leave" of a round this rank already left (it came before this "join") is not this
+  // round's stop.
+  if (std::optional<int> stale = restart_->WaitForLeave(std::chrono::milliseconds(0));
+      stale && *stale < place->round) {
+    restart_->TakeLeave();
+  }
   const auto t0 = Clock::now();
   const int old_rank = env_.rank;
   env_.rank = place->rank;
