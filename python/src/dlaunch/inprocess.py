@@ -19,8 +19,9 @@
 
 When the round stops for a failure elsewhere, the agent tells this rank to leave it: the wrapper
 interrupts the function (at the next Python bytecode, or when its blocked collective fails:
-a dead peer closes its sockets), destroys the process group, says it left, waits for its place
-in the next round, puts the round's RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+it cuts the connections of the process groups the function made, which frees its own collective
+and every peer's that waits on it; _group_sockets), says it left, destroys the process group,
+waits for its place in the next round, puts the round's RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
 GROUP_RANK and DLAUNCH_ROUND in os.environ, says it is ready and calls the function again. What
 the function kept (the `state` above) is there; a rank started anew has nothing, and
 sync_state() gives it the parameters and optimizer state of the lowest rank that has the newest
