@@ -33,10 +33,10 @@ def run_job(bin_dir, nodes, collective, size, workdir, torch_python=None):
             f.write("if False:\n    import torch\n")
         command = "[%s, %s/train.py]" % (torch_python, workdir)
     with open(job, "w") as f:
-        f.write("name: ccbench\nnodes: %d\ncommand: " + command + "\nlogs: {dir: %s/runs}\n"
+        f.write("name: ccbench\nnodes: %d\ncommand: %s\nlogs: {dir: %s/runs}\n"
                 "rendezvous: {join_timeout: 120s}\n"
                 "preflight: {collective: %s, collective_size: %s, collective_budget: 60s}\n"
-                % (nodes, workdir, "on" if collective else "off", size))
+                % (nodes, command, workdir, "on" if collective else "off", size))
     start = time.monotonic()
     p = subprocess.run([os.path.join(bin_dir, "dlaunch"), "run", job], cwd=workdir,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -128,9 +128,29 @@ std::vector<StragglerScore::Sample> StragglerScore::TakeSamples() {
   return out;
 }
 
-void StragglerScore::Score(const std::vector<Sample>& samples, double median) {
+bool StragglerScore::CpuMedians(std::vector<Sample>& samples) const {
+  std::map<int, std::vector<int>> node_ranks;  // ranks_ is ordered: each node's in rank order
+  for (const auto& [rank, s] : ranks_) node_ranks[s.node].push_back(rank);
+  std::map<int, int> local;
+  for (const auto& [node, ranks] : node_ranks) {
+    for (size_t i = 0; i < ranks.size(); ++i) local[ranks[i]] = static_cast<int>(i);
+  }
+  std::map<int, std::vector<double>> groups;
+  for (const Sample& x : samples) groups[local[x.rank]].push_back(x.step_s);
+  bool any = false;
+  for (Sample& x : samples) {
+    const std::vector<double>& g = groups[local[x.rank]];
+    x.median_s = static_cast<int>(g.size()) >= std::max(settings_.min_ranks, 2) ? Median(g) : 0;
+    any = any || x.median_s > 0;
+  }
+  return any;
+}
+
+void StragglerScore::Score(const std::vector<Sample>& samples) {
   const double clear_below = settings_.ClearBelow();
   for (const Sample& x : samples) {
+    const double median = x.median_s;
+    if (median <= 0) continue;  // nothing to compare it with
     RankState& s = ranks_[x.rank];
     RankStragglerScore& score = scores_[x.rank];
     score.node = s.node;
@@ -155,9 +175,11 @@ void StragglerScore::Score(const std::vector<Sample>& samples, double median) {
   for (const Sample& x : samples) {
     if (ranks_[x.rank].named && (!slowest || x.step_s > slowest->step_s)) slowest = &x;
   }
-  if (slowest && median > 0) {
+  if (slowest && slowest->median_s > 0) {
     auto it = named_.find(ranks_[slowest->rank].node);
-    if (it != named_.end()) it->second.waited_s += slowest->wall_s * (1 - median / slowest->step_s);
+    if (it != named_.end()) {
+      it->second.waited_s += slowest->wall_s * (1 - slowest->median_s / slowest->step_s);
+    }
   }
 }
 
@@ -167,10 +189,16 @@ std::vector<StragglerChange> StragglerScore::Evaluate(double now_s) {
   cpu_stretch_ = !any_reports_;
   std::vector<Sample> samples = cpu_stretch_ ? TakeCpuSamples(interval_s) : TakeSamples();
   if (static_cast<int>(samples.size()) < std::max(settings_.min_ranks, 2)) return {};
-  std::vector<double> times;
-  times.reserve(samples.size());
-  for (const Sample& x : samples) times.push_back(x.step_s);
-  Score(samples, Median(std::move(times)));
+  if (cpu_stretch_) {
+    if (!CpuMedians(samples)) return {};
+  } else {
+    std::vector<double> times;
+    times.reserve(samples.size());
+    for (const Sample& x : samples) times.push_back(x.step_s);
+    const double median = Median(std::move(times));
+    for (Sample& x : samples) x.median_s = median;
+  }
+  Score(samples);
   return NodeChanges(now_s);
 }
 

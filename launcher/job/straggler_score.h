@@ -13,7 +13,10 @@
 // stretch, the seconds its work wanted a CPU per second it got one ((run + delay) / run). Ranks
 // doing the same work get the same stretch on equal nodes, whether they wait for each other
 // (then they sleep, adding to neither) or not; a rank held off its CPU by its cgroup's quota or
-// a busy node has a higher one. Pure: reports and times come in, changes come out;
+// a busy node has a higher one. Each rank's stretch is set against the median of the ranks with
+// its local rank (its place among its node's ranks) on every node: a node is compared with the
+// other nodes, so that what differs between one node's ranks alike on every node (their cores:
+// local rank 0 on a core busier than the next one's) is not a straggler. Pure: reports and times come in, changes come out;
 // docs/stragglers.md.
 #pragma once
 
@@ -127,10 +130,14 @@ class StragglerScore {
     int rank;
     double step_s;
     double wall_s;
+    double median_s = 0;  // what it is compared with
   };
   std::vector<Sample> TakeSamples();
   std::vector<Sample> TakeCpuSamples(double interval_s);
-  void Score(const std::vector<Sample>& samples, double median);
+  void Score(const std::vector<Sample>& samples);
+  // Each CPU sample's median: that of the samples of the same local rank (its place among its
+  // node's ranks) on the other nodes. False when no group has two.
+  bool CpuMedians(std::vector<Sample>& samples) const;
   // The nodes whose named state changed this interval.
   std::vector<StragglerChange> NodeChanges(double now_s);
   StragglerChange FiguresOf(int node, bool detected) const;

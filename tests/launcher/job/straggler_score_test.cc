@@ -282,8 +282,9 @@ TEST_F(CpuStretchTest, ARankHeldOffItsCpuIsNamedAndClearedWithItsStretch) {
   EXPECT_EQ(c[0].node, 1);
   EXPECT_EQ(c[0].rank, 3);
   EXPECT_DOUBLE_EQ(c[0].step_s, 10.0);   // (2 + 18) / 2
-  EXPECT_DOUBLE_EQ(c[0].median_s, 1.5);  // (2 + 1) / 2
-  EXPECT_NEAR(c[0].ratio, 10.0 / 1.5, 1e-9);
+  // Against its local rank's on the other node (rank 1's 1.5): the median of two is their mean.
+  EXPECT_DOUBLE_EQ(c[0].median_s, (10.0 + 1.5) / 2);
+  EXPECT_NEAR(c[0].ratio, 10.0 / 5.75, 1e-9);
   EXPECT_TRUE(Interval(-1, 0).empty());
   EXPECT_TRUE(Interval(-1, 0).empty());
   c = Interval(-1, 0);
@@ -298,6 +299,22 @@ TEST_F(CpuStretchTest, RanksThatShareTheNodesLoadOrSleepAreNotNamed) {
   for (int i = 0; i < 6; ++i) EXPECT_TRUE(Interval(-1, 0, 1, 4).empty());
   for (int i = 0; i < 6; ++i) EXPECT_TRUE(Interval(-1, 0, 0.001, 0.004).empty());
   EXPECT_TRUE(score_.named().empty());
+}
+
+TEST_F(CpuStretchTest, WhatEveryNodesFirstRankSharesIsNotAStraggler) {
+  score_.StartRound(0);
+  // Local rank 0 of every node waits three times as long for its CPU (its core is busier):
+  // compared with the other nodes' local rank 0, it is not slow.
+  for (int i = 0; i < 6; ++i) {
+    now_ += 5;
+    for (int r = 0; r < 4; ++r) {
+      cpu_[r] += 1;
+      delay_[r] += r % 2 == 0 ? 6 : 2;
+      score_.OnCpuSample(r, r / 2, cpu_[r], delay_[r], now_);
+    }
+    EXPECT_TRUE(score_.Evaluate(now_).empty());
+  }
+  EXPECT_EQ(score_.ranks().at(0).ratio, 1.0);
 }
 
 TEST_F(CpuStretchTest, ReportsTakeOverFromTheCpuCounters) {
