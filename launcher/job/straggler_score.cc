@@ -128,7 +128,8 @@ std::vector<StragglerScore::Sample> StragglerScore::TakeSamples() {
   return out;
 }
 
-bool StragglerScore::CpuMedians(std::vector<Sample>& samples) const {
+bool StragglerScore::LocalRankMedians(std::vector<Sample>& samples, int min_group,
+                                      bool every_group) const {
   std::map<int, std::vector<int>> node_ranks;  // ranks_ is ordered: each node's in rank order
   for (const auto& [rank, s] : ranks_) node_ranks[s.node].push_back(rank);
   std::map<int, int> local;
@@ -137,10 +138,15 @@ bool StragglerScore::CpuMedians(std::vector<Sample>& samples) const {
   }
   std::map<int, std::vector<double>> groups;
   for (const Sample& x : samples) groups[local[x.rank]].push_back(x.step_s);
+  if (every_group) {
+    for (const auto& [l, g] : groups) {
+      if (static_cast<int>(g.size()) < min_group) return false;
+    }
+  }
   bool any = false;
   for (Sample& x : samples) {
     const std::vector<double>& g = groups[local[x.rank]];
-    x.median_s = static_cast<int>(g.size()) >= std::max(settings_.min_ranks, 2) ? Median(g) : 0;
+    x.median_s = static_cast<int>(g.size()) >= min_group ? Median(g) : 0;
     any = any || x.median_s > 0;
   }
   return any;
@@ -190,8 +196,8 @@ std::vector<StragglerChange> StragglerScore::Evaluate(double now_s) {
   std::vector<Sample> samples = cpu_stretch_ ? TakeCpuSamples(interval_s) : TakeSamples();
   if (static_cast<int>(samples.size()) < std::max(settings_.min_ranks, 2)) return {};
   if (cpu_stretch_) {
-    if (!CpuMedians(samples)) return {};
-  } else {
+    if (!LocalRankMedians(samples, std::max(settings_.min_ranks, 2), false)) return {};
+  } else if (!LocalRankMedians(samples, kLocalRankGroup, true)) {
     std::vector<double> times;
     times.reserve(samples.size());
     for (const Sample& x : samples) times.push_back(x.step_s);

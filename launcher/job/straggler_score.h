@@ -8,6 +8,9 @@
 // rank's interval is left out when it was in a phase (evaluation, checkpoint, loading data, a
 // phase the script named) or still in its first `warmup_steps` steps of the round.
 //
+// With three nodes or more, each rank is set against the ranks of its local rank on the other
+// nodes rather than against every rank (below).
+//
 // A round whose ranks send no reports is scored from what the agents read of each rank's CPU
 // (the scheduler's run time and run-queue delay, OnCpuSample): a rank's "step time" is then its
 // stretch, the seconds its work wanted a CPU per second it got one ((run + delay) / run). Ranks
@@ -43,7 +46,7 @@ struct StragglerSettings {
 struct RankStragglerScore {
   int node = -1;
   double step_s = 0;     // its time per step in the last scored interval
-  double median_s = 0;   // the median of every scored rank's in that interval
+  double median_s = 0;   // the median it was set against in that interval
   double best_s = 0;     // its own best since the round began
   double ratio = 0;      // step_s / median_s; 0: not scored yet
   bool named = false;    // a straggler now
@@ -135,9 +138,14 @@ class StragglerScore {
   std::vector<Sample> TakeSamples();
   std::vector<Sample> TakeCpuSamples(double interval_s);
   void Score(const std::vector<Sample>& samples);
-  // Each CPU sample's median: that of the samples of the same local rank (its place among its
-  // node's ranks) on the other nodes. False when no group has two.
-  bool CpuMedians(std::vector<Sample>& samples) const;
+  // Each sample's median: that of the samples of the same local rank (its place among its
+  // node's ranks) on every node; a group under `min_group` gets none (0). With `every_group`,
+  // false and nothing set unless every group has `min_group`; else false when no group has.
+  bool LocalRankMedians(std::vector<Sample>& samples, int min_group, bool every_group) const;
+  // Reports are compared by local rank once each local rank has this many nodes' samples: a
+  // median of three or more is one rank's, so one slow rank stands out as against all ranks',
+  // while a median of two would halve a single slow rank's ratio.
+  static constexpr int kLocalRankGroup = 3;
   // The nodes whose named state changed this interval.
   std::vector<StragglerChange> NodeChanges(double now_s);
   StragglerChange FiguresOf(int node, bool detected) const;

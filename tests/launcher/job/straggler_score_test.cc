@@ -113,6 +113,36 @@ TEST_F(StragglerScoreTest, EveryRankSlowerAtOnceIsNoStraggler) {
   EXPECT_DOUBLE_EQ(score_.ranks().at(0).best_s, 0.5);   // its own best: before the slowdown
 }
 
+// Three nodes x 2 ranks: every node's local rank 1 on a busier core, 2x its local rank 0 (1.33x
+// the median of all six), is compared with the other nodes' local rank 1 and is no straggler; a
+// whole node at 1.6x is.
+TEST(StragglerScoreLocalRankTest, WhatEveryNodesSecondRankSharesIsNotAStraggler) {
+  StragglerScore score(Settings());
+  score.StartRound(0);
+  for (int r = 0; r < 6; ++r) score.OnReport(r, r / 2, Steps(0, 1), 0);
+  long step = 0;
+  double now = 0;
+  auto interval = [&](int slow_node) {
+    step += 10;
+    now += 5;
+    for (int r = 0; r < 6; ++r) {
+      double per_step = r % 2 == 1 ? 1.0 : 0.5;
+      if (r / 2 == slow_node) per_step *= 1.6;
+      score.OnReport(r, r / 2, Steps(step, 10 * per_step), now);
+    }
+    return score.Evaluate(now);
+  };
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(interval(-1).empty()) << "interval " << i;
+  EXPECT_DOUBLE_EQ(score.ranks().at(1).ratio, 1.0);
+  EXPECT_DOUBLE_EQ(score.ranks().at(1).median_s, 1.0);
+  std::vector<StragglerChange> named;
+  for (int i = 0; i < 3; ++i) named = interval(2);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].node, 2);
+  EXPECT_EQ(named[0].ranks, (std::vector<int>{4, 5}));
+  EXPECT_DOUBLE_EQ(named[0].ratio, 1.6);
+}
+
 TEST_F(StragglerScoreTest, ARankInAPhaseIsNotScoredForThatInterval) {
   Start();
   for (int i = 0; i < 6; ++i) {
