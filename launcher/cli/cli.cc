@@ -11,6 +11,7 @@
 #include "launcher/cli/build_info.h"
 #include "launcher/cli/job_commands.h"
 #include "launcher/cli/run_command.h"
+#include "launcher/cli/validate_command.h"
 #include "launcher/cli/scale_command.h"
 #include "launcher/cli/submit_command.h"
 #include "launcher/cli/trace_command.h"

@@ -1,4 +1,4 @@
-// `dlaunch run`, `dlaunch doctor` and `dlaunch validate`: the interactive path from a job spec (or torchrun-style
+// `dlaunch run` and `dlaunch doctor`: the interactive path from a job spec (or torchrun-style
 // flags) to a finished job. Batch scripts run the same code on the allocation's first node.
 #pragma once
 
@@ -10,7 +10,6 @@
 namespace dlaunch {
 
 int RunRunCommand(const std::vector<std::string>& args);
-int RunValidateCommand(const std::vector<std::string>& args);
 // `dlaunch doctor`: the job's preflight on every node, as a table (docs/preflight.md).
 extern const char kDoctorUsage[];
 int RunDoctorCommand(const std::vector<std::string>& args);
