@@ -61,12 +61,11 @@ absl::StatusOr<std::string> ReportToJson(const dlaunch::v1::WorkerReport& report
   return json;
 }
 
-absl::StatusOr<ReportClient> ReportClient::Connect(const std::string& socket_path) {
-  if (socket_path.empty()) return ReportClient(-1);
+absl::StatusOr<int> ConnectReportSocket(const std::string& socket_path) {
   sockaddr_un addr{};
-  if (socket_path.size() >= sizeof(addr.sun_path)) {
+  if (socket_path.empty() || socket_path.size() >= sizeof(addr.sun_path)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("DLAUNCH_REPORT_SOCKET path is too long: ", socket_path));
+        absl::StrCat("DLAUNCH_REPORT_SOCKET is empty or too long: \"", socket_path, "\""));
   }
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size());
@@ -78,7 +77,14 @@ absl::StatusOr<ReportClient> ReportClient::Connect(const std::string& socket_pat
     return absl::UnavailableError(absl::StrCat("cannot connect to DLAUNCH_REPORT_SOCKET ",
                                                socket_path, ": ", std::strerror(e)));
   }
-  return ReportClient(fd);
+  return fd;
+}
+
+absl::StatusOr<ReportClient> ReportClient::Connect(const std::string& socket_path) {
+  if (socket_path.empty()) return ReportClient(-1);
+  absl::StatusOr<int> fd = ConnectReportSocket(socket_path);
+  if (!fd.ok()) return fd.status();
+  return ReportClient(*fd);
 }
 
 ReportClient::ReportClient(ReportClient&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }

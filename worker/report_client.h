@@ -49,6 +49,10 @@ void ToWorkerReport(const TrainerReport& in, dlaunch::v1::WorkerReport* out);
 // The JSON line (without the newline) for one report, snake_case field names.
 absl::StatusOr<std::string> ReportToJson(const dlaunch::v1::WorkerReport& report);
 
+// A connected stream socket to the agent's report socket (DLAUNCH_REPORT_SOCKET), close-on-exec;
+// the caller owns the descriptor. The reports and the restart lines each open one.
+absl::StatusOr<int> ConnectReportSocket(const std::string& socket_path);
+
 class ReportClient {
  public:
   // socket_path empty: stdout. A socket that cannot be reached is an Unavailable error.

@@ -15,27 +15,15 @@
 #include "absl/strings/str_cat.h"
 #include "dlaunch/report.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "worker/report_client.h"
 
 namespace dlaunch::worker {
 
 absl::StatusOr<std::unique_ptr<RestartChannel>> RestartChannel::Connect(
     const std::string& socket_path) {
-  sockaddr_un addr{};
-  if (socket_path.empty() || socket_path.size() >= sizeof(addr.sun_path)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("DLAUNCH_REPORT_SOCKET is empty or too long: \"", socket_path, "\""));
-  }
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size());
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(absl::StrCat("socket(): ", std::strerror(errno)));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    const int e = errno;
-    ::close(fd);
-    return absl::UnavailableError(absl::StrCat("cannot connect to DLAUNCH_REPORT_SOCKET ",
-                                               socket_path, ": ", std::strerror(e)));
-  }
-  std::unique_ptr<RestartChannel> channel(new RestartChannel(fd));
+  absl::StatusOr<int> fd = ConnectReportSocket(socket_path);
+  if (!fd.ok()) return fd.status();
+  std::unique_ptr<RestartChannel> channel(new RestartChannel(*fd));
   channel->Send("hello", 0, "");
   return channel;
 }
