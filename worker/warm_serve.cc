@@ -65,7 +65,8 @@ absl::Status CheckOneThread() {
 void PreloadFashionMnist(const std::string& dir) {
   for (const char* base : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                            "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
-    for (const std::string& path : {absl::StrCat(dir, "/", base, ".gz"), absl::StrCat(dir, "/", base)}) {
+    for (const std::string& path :
+         {absl::StrCat(dir, "/", base, ".gz"), absl::StrCat(dir, "/", base)}) {
       struct stat st;
       if (::stat(path.c_str(), &st) != 0) continue;
       // A failure is left to the rank, which reads the file itself and reports it as usual.
@@ -172,7 +173,9 @@ void BecomeRank(const WarmRequest& req, int ready) {
   clearenv();
   for (const std::string& kv : req.env) {
     const size_t eq = kv.find('=');
-    if (eq != 0 && eq != std::string::npos) setenv(kv.substr(0, eq).c_str(), kv.c_str() + eq + 1, 1);
+    if (eq != 0 && eq != std::string::npos) {
+      setenv(kv.substr(0, eq).c_str(), kv.c_str() + eq + 1, 1);
+    }
   }
   (void)!write(ready, "k", 1);
   close(ready);
@@ -205,7 +208,9 @@ absl::StatusOr<pid_t> ForkRank(const WarmRequest& req, int listener, int conn) {
   const bool have_pid = ReadFull(pipefd[0], reinterpret_cast<char*>(&pid), sizeof(pid));
   std::string status;
   char buf[256];
-  for (ssize_t r; (r = read(pipefd[0], buf, sizeof(buf))) > 0;) status.append(buf, static_cast<size_t>(r));
+  for (ssize_t r; (r = read(pipefd[0], buf, sizeof(buf))) > 0;) {
+    status.append(buf, static_cast<size_t>(r));
+  }
   close(pipefd[0]);
   if (!have_pid || pid <= 0) return absl::InternalError("the rank's fork failed");
   if (status.empty() || status[0] != 'k') {
@@ -225,7 +230,9 @@ absl::StatusOr<WarmRequest> Serve(const std::string& path) {
   if (listener < 0) return Errno("socket");
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) return absl::InvalidArgumentError("socket path too long");
+  if (path.size() >= sizeof(addr.sun_path)) {
+    return absl::InvalidArgumentError("socket path too long");
+  }
   std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
   if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       listen(listener, 16) != 0) {
@@ -234,7 +241,8 @@ absl::StatusOr<WarmRequest> Serve(const std::string& path) {
   Log(absl::StrCat("warm: serving ", path));
   while (true) {
     const int conn = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-    if (conn < 0) continue;
+    if (conn < 0 && (errno == EINTR || errno == ECONNABORTED)) continue;
+    if (conn < 0) return Errno("accept");  // it ends; the agent's ranks start cold
     ucred cred{};
     socklen_t len = sizeof(cred);
     // Only the agent that started this process may ask.
@@ -261,7 +269,9 @@ absl::StatusOr<WarmRequest> Serve(const std::string& path) {
 absl::StatusOr<WarmRequest> ParseWarmRequest(std::string_view body) {
   std::vector<std::string> f =
       absl::StrSplit(absl::string_view(body.data(), body.size()), absl::ByChar(0));
-  if (f.empty() || f[0] != kMagic) return absl::InvalidArgumentError("not a dlaunch-zygote-1 request");
+  if (f.empty() || f[0] != kMagic) {
+    return absl::InvalidArgumentError("not a dlaunch-zygote-1 request");
+  }
   if (f.size() < 7) return absl::InvalidArgumentError("a request has 7 fields before argv");
   WarmRequest req;
   req.cwd = f[1];
