@@ -11,7 +11,7 @@ void NodeAgent::KeepWarmProcess() {
   if (!job_.worker().warm_start()) return;
   const std::vector<std::string> argv(job_.worker().argv().begin(), job_.worker().argv().end());
   if (!WarmStartable(argv)) {
-    if (!zygote_) Log("warm starts off: the worker command is not a Python script");
+    if (!zygote_) Log("warm starts off: the worker command is neither a Python script nor dlaunch-worker");
     return;
   }
   if (zygote_ && (zygote_->alive() || zygote_->refused())) return;
@@ -32,7 +32,9 @@ void NodeAgent::KeepWarmProcess() {
     return;
   }
   zygote_ = *std::move(started);
-  Log(absl::StrCat("warm process pid ", zygote_->pid(), " importing the script's libraries"));
+  Log(absl::StrCat("warm process pid ", zygote_->pid(),
+                   IsDlaunchWorker(argv) ? " reading the data set"
+                                         : " importing the script's libraries"));
 }
 
 }  // namespace dlaunch

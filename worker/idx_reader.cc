@@ -2,6 +2,9 @@
 
 #include <zlib.h>
 
+#include <map>
+#include <mutex>
+
 #include "absl/strings/str_cat.h"
 
 namespace dlaunch::worker {
@@ -41,7 +44,15 @@ absl::StatusOr<IdxArray> ParseIdx(std::string_view bytes, std::string_view what)
   return out;
 }
 
-absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
+namespace {
+
+std::mutex preload_mu;
+std::map<std::string, IdxArray>& Preloaded() {
+  static auto* files = new std::map<std::string, IdxArray>;
+  return *files;
+}
+
+absl::StatusOr<IdxArray> ReadAndParse(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");  // reads plain files transparently
   if (f == nullptr) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   gzbuffer(f, 1 << 20);
@@ -58,6 +69,30 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
     return absl::DataLossError(absl::StrCat(path, ": ", error));
   }
   return ParseIdx(bytes, path);
+}
+
+}  // namespace
+
+absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(preload_mu);
+    auto it = Preloaded().find(path);
+    if (it != Preloaded().end()) {
+      // Moved, not copied: a forked rank's pages stay shared with the warm process's.
+      IdxArray out = std::move(it->second);
+      Preloaded().erase(it);
+      return out;
+    }
+  }
+  return ReadAndParse(path);
+}
+
+absl::Status PreloadIdxFile(const std::string& path) {
+  absl::StatusOr<IdxArray> array = ReadAndParse(path);
+  if (!array.ok()) return array.status();
+  std::lock_guard<std::mutex> lock(preload_mu);
+  Preloaded()[path] = *std::move(array);
+  return absl::OkStatus();
 }
 
 }  // namespace dlaunch::worker

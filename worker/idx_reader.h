@@ -21,6 +21,11 @@ struct IdxArray {
 absl::StatusOr<IdxArray> ParseIdx(std::string_view bytes, std::string_view what);
 
 // Reads and parses a file; gzip is detected by its magic, so plain idx files work too.
+// A file preloaded (below) is served from memory, once.
 absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path);
+
+// Reads and parses `path` now for the next ReadIdxFile of it: dlaunch-worker's warm process
+// (worker/warm_serve.h) reads the data set before it forks ranks, which then skip the read.
+absl::Status PreloadIdxFile(const std::string& path);
 
 }  // namespace dlaunch::worker

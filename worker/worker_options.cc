@@ -126,7 +126,8 @@ them it trains alone.
   --collective-timeout SECONDS  (default 1800)
   --bucket-cap-mb MB      gradient bucket size (default 25)
   --no-eval               skip test accuracy at epoch ends
-  --save-params PATH      every rank writes its final parameters (raw float32, for tests)
+  --save-params PATH      every rank writes its final parameters (raw float32, for tests);
+                          {rank} in PATH: the rank the process started as
   --fail-at-step K        fault injection: the process kills itself (SIGKILL) after step K
   --help
 )";

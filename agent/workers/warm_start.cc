@@ -114,12 +114,21 @@ absl::StatusOr<pid_t> ReadAnswer(int sock) {
 
 }  // namespace
 
+bool IsDlaunchWorker(const std::vector<std::string>& argv) {
+  return !argv.empty() && std::filesystem::path(argv[0]).filename() == "dlaunch-worker";
+}
+
 bool WarmStartable(const std::vector<std::string>& argv) {
-  return !PythonScriptPath(argv, "").empty();
+  return IsDlaunchWorker(argv) || !PythonScriptPath(argv, "").empty();
 }
 
 std::vector<std::string> ZygoteCommand(const std::vector<std::string>& argv,
                                        const std::string& socket_path) {
+  if (IsDlaunchWorker(argv)) {  // worker/warm_serve.h
+    std::vector<std::string> cmd = {argv[0], "--warm-serve", socket_path};
+    cmd.insert(cmd.end(), argv.begin() + 1, argv.end());
+    return cmd;
+  }
   const size_t script = ScriptIndex(argv);
   std::vector<std::string> cmd(argv.begin(), argv.begin() + static_cast<long>(script));
   cmd.insert(cmd.end(), {"-c", kZygoteProgram, socket_path, argv[script]});
@@ -147,7 +156,7 @@ std::string ZygoteRequestBody(const SpawnOptions& options, pid_t agent) {
 
 absl::StatusOr<std::unique_ptr<Zygote>> Zygote::Start(const SpawnOptions& worker) {
   if (!WarmStartable(worker.argv)) {
-    return absl::InvalidArgumentError("the worker command is not a Python script");
+    return absl::InvalidArgumentError("the worker command is neither a Python script nor dlaunch-worker");
   }
   // Only this user may enter: whoever can connect can have a process run as the job.
   char dir[] = "/tmp/dlaunch-warm-XXXXXX";

@@ -26,12 +26,17 @@ namespace dlaunch {
 // The embedded _zygote.py (generated at build time from the Python file).
 extern const char kZygoteProgram[];
 
+// True for dlaunch-worker (argv[0]'s file name), whose own serving mode is its warm process
+// (worker/warm_serve.h: LibTorch loaded, the data set read, the same protocol).
+bool IsDlaunchWorker(const std::vector<std::string>& argv);
+
 // True for a command the warm process can start: a Python interpreter running a script file
-// (not -m, -c or standard input).
+// (not -m, -c or standard input), or dlaunch-worker.
 bool WarmStartable(const std::vector<std::string>& argv);
 
 // The warm process's command for the worker command `argv`: its interpreter and interpreter
-// flags (-u, -O, -X ..., so the ranks get the same), then -c <program> <socket> <script>.
+// flags (-u, -O, -X ..., so the ranks get the same), then -c <program> <socket> <script>; for
+// dlaunch-worker, the same program with --warm-serve <socket> before the job's flags.
 std::vector<std::string> ZygoteCommand(const std::vector<std::string>& argv,
                                        const std::string& socket_path);
 

@@ -13,13 +13,21 @@ namespace {
 
 using ::testing::ElementsAre;
 
-TEST(WarmStartTest, OnlyAPythonScriptCanStartWarm) {
+TEST(WarmStartTest, OnlyAPythonScriptOrDlaunchWorkerCanStartWarm) {
   EXPECT_TRUE(WarmStartable({"python3", "-u", "train.py", "--lr", "1"}));
   EXPECT_TRUE(WarmStartable({"/venv/bin/python", "-X", "dev", "train.py"}));
   EXPECT_FALSE(WarmStartable({"python3", "-m", "train"}));
   EXPECT_FALSE(WarmStartable({"python3", "-c", "pass"}));
   EXPECT_FALSE(WarmStartable({"python3"}));
-  EXPECT_FALSE(WarmStartable({"dlaunch-worker", "train.py"}));
+  EXPECT_FALSE(WarmStartable({"/bin/sh", "-c", "exec dlaunch-worker"}));
+  EXPECT_FALSE(WarmStartable({"my-dlaunch-worker", "--steps", "1"}));
+  EXPECT_TRUE(WarmStartable({"dlaunch-worker"}));
+  EXPECT_TRUE(WarmStartable({"/opt/dlaunch/bin/dlaunch-worker", "--steps", "1"}));
+}
+
+TEST(WarmStartTest, DlaunchWorkersWarmProcessIsItselfServingBeforeTheJobsFlags) {
+  EXPECT_THAT(ZygoteCommand({"/b/dlaunch-worker", "--steps", "1"}, "/s/z.sock"),
+              ElementsAre("/b/dlaunch-worker", "--warm-serve", "/s/z.sock", "--steps", "1"));
 }
 
 TEST(WarmStartTest, TheWarmProcessKeepsTheInterpretersFlagsAndNamesTheScript) {
