@@ -5,7 +5,9 @@ its slowdown began to $DLAUNCH_JOB_DIR/slow-from. Every rank runs for RUN_S seco
 do not wait for each other, so their wall time per step tells the slow one (straggler_test.cc,
 bench/stragglers/straggler_bench.py). STEP_KIND=spin makes each step a fixed amount of CPU work
 (SPIN_LOOPS iterations, about STEP_S on an idle core) instead of a sleep, so a node whose CPU
-share is cut is slower (the cluster test's cgroup cpu quota). STEPS > 0 ends each rank after that
+share is cut is slower (the cluster test's cgroup cpu quota); STEP_KIND=duty spins SPIN_LOOPS and
+then sleeps STEP_S, a step of a little CPU work that leaves the cores mostly idle (the clean run's
+load: six spinning ranks on two cores are not a clean run, the scheduler's split names one). STEPS > 0 ends each rank after that
 many steps instead (a job of fixed work, whose wall time a timer can compare). REPORT=0 sends no
 reports at all (a plain script: the straggler score then reads the ranks' CPU counters)."""
 import os
@@ -28,7 +30,8 @@ def main():
     slow_s = float(os.environ.get("SLOW_S", "0"))
     run_s = float(os.environ.get("RUN_S", "10"))
     steps = int(os.environ.get("STEPS", "0"))
-    spin = int(os.environ.get("SPIN_LOOPS", "200000")) if os.environ.get("STEP_KIND") == "spin" else 0
+    kind = os.environ.get("STEP_KIND", "sleep")
+    spin = int(os.environ.get("SPIN_LOOPS", "200000")) if kind in ("spin", "duty") else 0
     begun = time.monotonic()
     step = 0
     said = False
@@ -42,6 +45,8 @@ def main():
             x = 0
             for i in range(spin * (int(factor) if slow_now else 1)):
                 x += i
+            if kind == "duty":
+                time.sleep(step_s)
         else:
             time.sleep(step_s * (factor if slow_now else 1))
         step += 1
