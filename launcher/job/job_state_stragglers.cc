@@ -1,8 +1,8 @@
-// JobState's stragglers: every interval the StragglerScore of the round's reports names or
-// clears nodes; each change is journaled (straggler_detected / straggler_cleared) and said, and
-// under stragglers.policy: exclude a node named is marked to be left out at the next restart,
-// through the same exclusion as a node that failed too often. The round goes on: a slow node
-// is not a failure. See docs/stragglers.md.
+// JobState's stragglers: every interval the StragglerScore of the round's reports (or, without
+// reports, of its ranks' CPU and GPU samples) names or clears nodes; each change is journaled
+// (straggler_detected / straggler_cleared) and said, and under stragglers.policy: exclude a node
+// named is marked to be left out at the next restart, through the same exclusion as a node that
+// failed too often. The round goes on: a slow node is not a failure. See docs/stragglers.md.
 #include "launcher/job/job_events.h"
 #include "launcher/job/job_state.h"
 
