@@ -1,7 +1,8 @@
 // GpuMonitor: utilisation, memory, temperature, power and SM clock of the node's visible GPUs for
 // the heartbeat, read through NVML loaded at run time (dlopen of libnvidia-ml.so.1), so the agent
 // keeps no CUDA dependency: without the library (CPU nodes, build machines) it reads nothing and
-// heartbeats carry no GPU samples. The NVML entry points sit in a table, so a test drives the monitor with fakes.
+// heartbeats carry no GPU samples. The NVML entry points sit in a table, so a test drives the
+// monitor with fakes.
 #pragma once
 
 #include <cstdint>

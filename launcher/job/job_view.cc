@@ -190,7 +190,8 @@ std::string Restarting(int round, const v1::Restart& r) {
 // down by: power cap, hw thermal".
 std::string GpuClockReasons(const v1::Straggler& s) {
   if (s.gpu_clock_reasons().empty()) return "";
-  return absl::StrCat("; its GPU's clocks held down by: ", absl::StrJoin(s.gpu_clock_reasons(), ", "));
+  return absl::StrCat("; its GPU's clocks held down by: ",
+                      absl::StrJoin(s.gpu_clock_reasons(), ", "));
 }
 
 // No reports, its GPU slower: the figures are nanoseconds per SM clock cycle, shown as MHz.

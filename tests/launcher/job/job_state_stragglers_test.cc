@@ -132,7 +132,9 @@ TEST_F(JobStateStragglersTest, WithoutReportsAGpuHeldDownIsNamedByItsClockAndWhy
   out.clear();
   for (int i = 0; i < 20; ++i) {
     ++t_;
-    for (int n = 0; n < 3; ++n) Append(out, state_->OnAgentMessage(n, GpuHeartbeat(n, 1980, 0), t_));
+    for (int n = 0; n < 3; ++n) {
+      Append(out, state_->OnAgentMessage(n, GpuHeartbeat(n, 1980, 0), t_));
+    }
     Append(out, state_->OnTick(t_));
   }
   EXPECT_NE(Printed(out).find("straggler cleared: node 2 (n2), rank 2: back to the median's pace "
