@@ -151,6 +151,8 @@ class NodeAgent {
   void Heartbeat();
   // Each running rank's CPU counters (agent/health/rank_cpu.h), for scripts without reports.
   void AddRankCpu(v1::Heartbeat* hb) const;
+  // Each running rank's GPUs from the round's plan, when the heartbeat has GPU samples.
+  void AddRankGpus(v1::Heartbeat* hb) const;
   void FlushPendingReports();
   void ReportWorkerExit(const SendWorkerExit& ev);
   void BeginDrain(const std::vector<int>& keep_open);

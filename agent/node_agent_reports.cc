@@ -109,6 +109,7 @@ void NodeAgent::Heartbeat() {
   for (const auto& [rank, n] : output_lines_) (*hb->mutable_output_lines())[rank] = n;
   AddRankCpu(hb);
   AddGpuSamples(gpu_monitor_->Sample(), hb);
+  AddRankGpus(hb);
   // The job directory is known once the agent has a place (a spare's comes with its round).
   if (!host_monitor_given_ && (!host_monitor_ || host_monitor_dir_ != job_.job_dir())) {
     host_monitor_ = std::make_unique<HostMonitor>(std::vector<std::string>{job_.job_dir(), "/tmp"});
@@ -126,6 +127,15 @@ void NodeAgent::AddRankCpu(v1::Heartbeat* hb) const {
     if (std::optional<v1::RankCpu> cpu = ReadRankCpu(*pid)) {
       (*hb->mutable_rank_cpu())[job_.rank_offset() + local] = *cpu;
     }
+  }
+}
+
+void NodeAgent::AddRankGpus(v1::Heartbeat* hb) const {
+  if (!supervisor_ || hb->gpus_size() == 0 || !plan_.ok()) return;
+  for (const RankSlot& slot : *plan_) {
+    if (slot.gpus.empty() || !supervisor_->PidOfLocalRank(slot.local_rank)) continue;
+    v1::RankGpus& gpus = (*hb->mutable_rank_gpus())[job_.rank_offset() + slot.local_rank];
+    for (const std::string& device : slot.gpus) gpus.add_devices(device);
   }
 }
 

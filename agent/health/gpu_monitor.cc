@@ -40,6 +40,12 @@ std::unique_ptr<GpuMonitor> GpuMonitor::Load(const std::vector<std::string>& vis
     Resolve(lib, "nvmlDeviceGetComputeRunningProcesses_v2", &api.processes);
     Resolve(lib, "nvmlDeviceGetTemperature", &api.temperature);
     Resolve(lib, "nvmlDeviceGetPowerUsage", &api.power);
+    Resolve(lib, "nvmlDeviceGetClockInfo", &api.clock);
+    Resolve(lib, "nvmlDeviceGetMaxClockInfo", &api.max_clock);
+    Resolve(lib, "nvmlDeviceGetCurrentClocksEventReasons", &api.clock_reasons);
+    if (!api.clock_reasons) {
+      Resolve(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", &api.clock_reasons);
+    }
   }
   return std::make_unique<GpuMonitor>(api, visible, lib);
 }
@@ -95,9 +101,26 @@ std::vector<GpuReading> GpuMonitor::Sample() const {
       r.temperature_c = value;
     }
     if (api_.power && api_.power(device, &value) == kNvmlSuccess) r.power_w = value / 1000.0;
+    ReadClocks(device, &r);
     readings.push_back(std::move(r));
   }
   return readings;
+}
+
+void GpuMonitor::ReadClocks(NvmlApi::Device device, GpuReading* r) const {
+  constexpr int kNvmlClockSm = 1;
+  unsigned int mhz = 0;
+  // A clock of 0 is no reading (some virtual GPUs answer so).
+  if (api_.clock && api_.clock(device, kNvmlClockSm, &mhz) == kNvmlSuccess && mhz > 0) {
+    r->sm_clock_mhz = mhz;
+  }
+  if (api_.max_clock && api_.max_clock(device, kNvmlClockSm, &mhz) == kNvmlSuccess && mhz > 0) {
+    r->sm_clock_max_mhz = mhz;
+  }
+  unsigned long long reasons = 0;
+  if (api_.clock_reasons && api_.clock_reasons(device, &reasons) == kNvmlSuccess) {
+    r->clock_event_reasons = reasons;
+  }
 }
 
 std::optional<std::vector<GpuProcess>> GpuMonitor::Processes(std::string* why) const {
@@ -133,6 +156,9 @@ void AddGpuSamples(const std::vector<GpuReading>& readings, v1::Heartbeat* heart
     s->set_memory_total_mib(static_cast<int64_t>(r.memory_total_bytes / kMiB));
     if (r.temperature_c) s->set_temperature_c(*r.temperature_c);
     if (r.power_w) s->set_power_w(*r.power_w);
+    if (r.sm_clock_mhz) s->set_sm_clock_mhz(*r.sm_clock_mhz);
+    if (r.sm_clock_max_mhz) s->set_sm_clock_max_mhz(*r.sm_clock_max_mhz);
+    if (r.clock_event_reasons) s->set_clock_event_reasons(*r.clock_event_reasons);
   }
 }
 

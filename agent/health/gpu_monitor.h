@@ -1,7 +1,8 @@
-// GpuMonitor: utilisation, memory, temperature and power of the node's visible GPUs for the heartbeat, read through
-// NVML loaded at run time (dlopen of libnvidia-ml.so.1), so the agent keeps no CUDA dependency:
-// without the library (CPU nodes, build machines) it reads nothing and heartbeats carry no GPU
-// samples. The NVML entry points sit in a table, so a test drives the monitor with fakes.
+// GpuMonitor: utilisation, memory, temperature, power and SM clock of the node's visible GPUs for
+// the heartbeat, read through NVML loaded at run time (dlopen of libnvidia-ml.so.1), so the agent
+// keeps no CUDA dependency: without the library (CPU nodes, build machines) it reads nothing and
+// heartbeats carry no GPU samples. The NVML entry points sit in a table, so a test drives the
+// monitor with fakes.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,10 @@ struct GpuReading {
   uint64_t memory_total_bytes = 0;
   std::optional<double> temperature_c;  // where NVML answers
   std::optional<double> power_w;
+  std::optional<double> sm_clock_mhz;      // the SM clock now
+  std::optional<double> sm_clock_max_mhz;  // the most it can run at
+  // NVML's clock event (throttle) reasons now: why the clocks are below their most (a bit mask).
+  std::optional<uint64_t> clock_event_reasons;
 };
 
 // One process NVML lists on a GPU (a compute context).
@@ -63,6 +68,13 @@ struct NvmlApi {
   // nvmlDeviceGetTemperature with NVML_TEMPERATURE_GPU (0), degrees C (optional)
   int (*temperature)(Device, int, unsigned int*) = nullptr;
   int (*power)(Device, unsigned int*) = nullptr;        // nvmlDeviceGetPowerUsage, mW (optional)
+  // nvmlDeviceGetClockInfo and nvmlDeviceGetMaxClockInfo with an nvmlClockType_t (NVML_CLOCK_SM
+  // is 1), MHz (optional)
+  int (*clock)(Device, int, unsigned int*) = nullptr;
+  int (*max_clock)(Device, int, unsigned int*) = nullptr;
+  // nvmlDeviceGetCurrentClocksEventReasons, or nvmlDeviceGetCurrentClocksThrottleReasons (the
+  // same call under its older name, which every driver exports), a bit mask (optional)
+  int (*clock_reasons)(Device, unsigned long long*) = nullptr;
 };
 
 class GpuMonitor {
@@ -89,6 +101,9 @@ class GpuMonitor {
   std::optional<std::vector<GpuProcess>> Processes(std::string* why) const;
 
  private:
+  // The SM clock, its most and the clock event reasons, where NVML tells them.
+  void ReadClocks(NvmlApi::Device device, GpuReading* r) const;
+
   NvmlApi api_;
   void* library_ = nullptr;
   bool initialized_ = false;

@@ -311,7 +311,14 @@ v1::JobEvent StragglerEvent(int round, const NodePlace& node, const StragglerCha
   s->set_median_s(c.median_s);
   s->set_best_s(c.best_s);
   s->set_ratio(c.ratio);
-  s->set_measure(c.cpu_stretch ? "cpu stretch" : c.own_work ? "own work" : "wall time per step");
+  s->set_measure(c.gpu_clock     ? "gpu clock"
+                 : c.cpu_stretch ? "cpu stretch"
+                 : c.own_work    ? "own work"
+                                 : "wall time per step");
+  s->set_gpu_clock_max_mhz(c.gpu_clock_max_mhz);
+  for (const std::string& why : GpuClockReasonNames(c.gpu_clock_reasons.value_or(0))) {
+    s->add_gpu_clock_reasons(why);
+  }
   s->set_threshold(settings.threshold);
   s->set_intervals(settings.persist);
   s->set_detected_at_s(c.since_s);

@@ -196,6 +196,7 @@ void JobState::HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, 
   for (const auto& [rank, cpu] : hb.rank_cpu()) {
     stragglers_.OnCpuSample(rank, node, cpu.cpu_s(), cpu.run_delay_s(), now_s);
   }
+  NoteRankGpus(node, hb, now_s);
   ArmHealth(out);
 }
 

@@ -140,6 +140,8 @@ class JobState {
   // A heartbeat's GPU and host samples; the host's into metrics.jsonl every summary interval.
   void NoteHostHealth(int node, const v1::Heartbeat& hb, double now_s, JobActions& out);
   void HandleHeartbeat(int node, const v1::Heartbeat& hb, double now_s, JobActions& out);
+  // Each rank's GPUs' samples to the straggler score (job_state_stragglers.cc).
+  void NoteRankGpus(int node, const v1::Heartbeat& hb, double now_s);
   void HandleWorkerEvent(int node, const v1::WorkerEvent& event, double now_s, JobActions& out);
   void HandleReport(int node, const v1::WorkerReport& report, double now_s, JobActions& out);
   // A line for metrics.jsonl, when the cadence gives one; and the cadence for a round of

@@ -26,6 +26,13 @@ bool OutsideTraining(const v1::WorkerReport& r) {
 // input) is not scored by its CPU for it: a few wake-ups' delays would make its stretch.
 constexpr double kMinCpuS = 0.005;
 
+// A GPU sample counts for the "gpu clock" only while the GPU was busy at least this share of
+// NVML's sample period. An idle GPU lowers its clock to save power: a low clock then says
+// nothing of how fast it computes (a rank between steps, waiting for input, or in a phase that
+// leaves its GPU idle). A GPU that runs kernels, its own work or NCCL's waiting ones, runs at
+// its full clock unless something holds it down: heat, its power cap, a hardware slowdown.
+constexpr double kMinGpuBusyPct = 50;
+
 double Median(std::vector<double> v) {
   const size_t mid = v.size() / 2;
   std::nth_element(v.begin(), v.begin() + static_cast<long>(mid), v.end());
@@ -35,6 +42,20 @@ double Median(std::vector<double> v) {
 }
 
 }  // namespace
+
+std::vector<std::string> GpuClockReasonNames(uint64_t reasons) {
+  // nvmlClocksEventReason* (nvml.h); 0x1 (idle) and 0x100 (display clock) say nothing of a
+  // busy GPU held down.
+  static const std::pair<uint64_t, const char*> kNames[] = {
+      {0x4, "power cap"},   {0x8, "hw slowdown"}, {0x10, "sync boost"},
+      {0x20, "sw thermal"}, {0x40, "hw thermal"}, {0x80, "power brake"},
+      {0x2, "applications clocks"}};
+  std::vector<std::string> out;
+  for (const auto& [bit, name] : kNames) {
+    if (reasons & bit) out.push_back(name);
+  }
+  return out;
+}
 
 void StragglerScore::StartRound(double now_s) {
   ranks_.clear();
@@ -96,8 +117,76 @@ std::vector<StragglerScore::Sample> StragglerScore::TakeCpuSamples(double interv
     s.cpu_pending_s = s.delay_pending_s = 0;
     s.cpu_grew = false;
     if (s.cpu_intervals++ == 0 || cpu < kMinCpuS) continue;  // its start-up; or it slept
-    out.push_back({rank, (cpu + delay) / cpu, interval_s});
+    out.push_back({rank, (cpu + delay) / cpu, interval_s, 0, StragglerMeasure::kCpuStretch});
   }
+  return out;
+}
+
+void StragglerScore::OnGpuSample(int rank, int node, const std::vector<RankGpuSample>& gpus,
+                                 double now_s) {
+  (void)now_s;
+  if (!settings_.enabled || any_reports_) return;
+  // The rank runs at the pace of its slowest busy GPU: that one's ns per cycle.
+  const RankGpuSample* slowest = nullptr;
+  for (const RankGpuSample& g : gpus) {
+    if (g.sm_clock_mhz <= 0 || g.utilization_pct < kMinGpuBusyPct) continue;
+    if (!slowest || g.sm_clock_mhz < slowest->sm_clock_mhz) slowest = &g;
+  }
+  if (!slowest) return;
+  RankState& s = ranks_[rank];
+  s.node = node;
+  s.gpu_ns_pending += 1000 / slowest->sm_clock_mhz;
+  ++s.gpu_busy_samples;
+  if (slowest->clock_event_reasons) {
+    s.gpu_reasons_pending = s.gpu_reasons_pending.value_or(0) | *slowest->clock_event_reasons;
+  }
+  if (slowest->sm_clock_max_mhz > 0) s.gpu_max_mhz = slowest->sm_clock_max_mhz;
+}
+
+std::vector<StragglerScore::Sample> StragglerScore::TakeGpuSamples(double interval_s) {
+  std::vector<Sample> out;
+  for (auto& [rank, s] : ranks_) {
+    if (s.gpu_busy_samples == 0) continue;  // no busy sample: the interval is not scored
+    out.push_back({rank, s.gpu_ns_pending / s.gpu_busy_samples, interval_s, 0,
+                   StragglerMeasure::kGpuClock});
+    s.gpu_reasons = s.gpu_reasons_pending;
+    s.gpu_reasons_pending.reset();
+    s.gpu_ns_pending = 0;
+    s.gpu_busy_samples = 0;
+  }
+  return out;
+}
+
+std::vector<StragglerScore::Sample> StragglerScore::NoReportSamples(double interval_s) {
+  const int min_group = std::max(settings_.min_ranks, 2);
+  for (auto& [rank, s] : ranks_) {
+    for (StragglerMeasure m : {StragglerMeasure::kCpuStretch, StragglerMeasure::kGpuClock}) {
+      s.measured_median[static_cast<int>(m)] = 0;
+    }
+  }
+  std::map<int, Sample> by_rank;
+  for (std::vector<Sample> samples : {TakeCpuSamples(interval_s), TakeGpuSamples(interval_s)}) {
+    if (static_cast<int>(samples.size()) < min_group) continue;
+    LocalRankMedians(samples, min_group, false);
+    for (const Sample& x : samples) {
+      if (x.median_s <= 0) continue;
+      RankState& s = ranks_[x.rank];
+      s.measured_step[static_cast<int>(x.measure)] = x.step_s;
+      s.measured_median[static_cast<int>(x.measure)] = x.median_s;
+      auto [it, added] = by_rank.emplace(x.rank, x);
+      // The higher ratio; on a tie the measure it was scored by last, so that its figures
+      // do not switch between the two while both read the same.
+      const double mine = x.Ratio(), other = it->second.Ratio();
+      const auto last = scores_.find(x.rank);
+      if (!added && (mine > other || (mine == other && last != scores_.end() &&
+                                       last->second.measure == x.measure))) {
+        it->second = x;
+      }
+    }
+  }
+  std::vector<Sample> out;
+  out.reserve(by_rank.size());
+  for (auto& [rank, x] : by_rank) out.push_back(x);
   return out;
 }
 
@@ -159,11 +248,16 @@ void StragglerScore::Score(const std::vector<Sample>& samples) {
     if (median <= 0) continue;  // nothing to compare it with
     RankState& s = ranks_[x.rank];
     RankStragglerScore& score = scores_[x.rank];
+    const int m = static_cast<int>(x.measure);
+    s.best[m] = s.best[m] > 0 ? std::min(s.best[m], x.step_s) : x.step_s;
+    s.measured_step[m] = x.step_s;
+    s.measured_median[m] = median;
     score.node = s.node;
+    score.measure = x.measure;
     score.step_s = x.step_s;
     score.median_s = median;
-    score.best_s = score.best_s > 0 ? std::min(score.best_s, x.step_s) : x.step_s;
-    score.ratio = median > 0 ? x.step_s / median : 0;
+    score.best_s = s.best[m];
+    score.ratio = x.Ratio();
     if (score.ratio >= settings_.threshold) {
       ++s.slow_in_a_row;
       s.fast_in_a_row = 0;
@@ -176,10 +270,11 @@ void StragglerScore::Score(const std::vector<Sample>& samples) {
     score.named = s.named;
   }
   // The job waits for its slowest named rank: its steps beyond the median's pace are the time
-  // every other rank spent waiting, counted once, on that rank's node.
+  // every other rank spent waiting, counted once, on that rank's node. Slowest by its ratio: the
+  // medians differ by local rank, and without reports the measures differ in unit.
   const Sample* slowest = nullptr;
   for (const Sample& x : samples) {
-    if (ranks_[x.rank].named && (!slowest || x.step_s > slowest->step_s)) slowest = &x;
+    if (ranks_[x.rank].named && (!slowest || x.Ratio() > slowest->Ratio())) slowest = &x;
   }
   if (slowest && slowest->median_s > 0) {
     auto it = named_.find(ranks_[slowest->rank].node);
@@ -192,12 +287,9 @@ void StragglerScore::Score(const std::vector<Sample>& samples) {
 std::vector<StragglerChange> StragglerScore::Evaluate(double now_s) {
   const double interval_s = now_s - evaluated_at_s_;
   evaluated_at_s_ = now_s;
-  cpu_stretch_ = !any_reports_;
-  std::vector<Sample> samples = cpu_stretch_ ? TakeCpuSamples(interval_s) : TakeSamples();
+  std::vector<Sample> samples = any_reports_ ? TakeSamples() : NoReportSamples(interval_s);
   if (static_cast<int>(samples.size()) < std::max(settings_.min_ranks, 2)) return {};
-  if (cpu_stretch_) {
-    if (!LocalRankMedians(samples, std::max(settings_.min_ranks, 2), false)) return {};
-  } else if (!LocalRankMedians(samples, kLocalRankGroup, true)) {
+  if (any_reports_ && !LocalRankMedians(samples, kLocalRankGroup, true)) {
     std::vector<double> times;
     times.reserve(samples.size());
     for (const Sample& x : samples) times.push_back(x.step_s);
@@ -212,8 +304,7 @@ StragglerChange StragglerScore::FiguresOf(int node, bool detected) const {
   StragglerChange c;
   c.detected = detected;
   c.node = node;
-  c.own_work = own_work_ && !cpu_stretch_;
-  c.cpu_stretch = cpu_stretch_;
+  c.own_work = own_work_ && any_reports_;
   for (const auto& [rank, score] : scores_) {
     if (score.node != node || !ranks_.at(rank).named) continue;
     c.ranks.push_back(rank);
@@ -223,9 +314,30 @@ StragglerChange StragglerScore::FiguresOf(int node, bool detected) const {
       c.step_s = score.step_s;
       c.median_s = score.median_s;
       c.best_s = score.best_s;
+      c.cpu_stretch = score.measure == StragglerMeasure::kCpuStretch;
+      c.gpu_clock = score.measure == StragglerMeasure::kGpuClock;
+      const RankState& s = ranks_.at(rank);
+      c.gpu_clock_max_mhz = s.gpu_max_mhz;
+      c.gpu_clock_reasons = s.gpu_reasons;
     }
   }
   return c;
+}
+
+void StragglerScore::ClearingFigures(const RankState& s, const RankStragglerScore& score,
+                                     StragglerChange* c) {
+  const StragglerMeasure named_by = c->gpu_clock     ? StragglerMeasure::kGpuClock
+                                    : c->cpu_stretch ? StragglerMeasure::kCpuStretch
+                                                     : StragglerMeasure::kSteps;
+  const int m = static_cast<int>(named_by);
+  const bool same = score.measure == named_by || s.measured_median[m] <= 0;
+  const StragglerMeasure measure = same ? score.measure : named_by;
+  c->step_s = same ? score.step_s : s.measured_step[m];
+  c->median_s = same ? score.median_s : s.measured_median[m];
+  c->ratio = c->median_s > 0 ? c->step_s / c->median_s : 0;
+  c->cpu_stretch = measure == StragglerMeasure::kCpuStretch;
+  c->gpu_clock = measure == StragglerMeasure::kGpuClock;
+  c->gpu_clock_reasons = s.gpu_reasons;
 }
 
 std::vector<StragglerChange> StragglerScore::NodeChanges(double now_s) {
@@ -242,14 +354,13 @@ std::vector<StragglerChange> StragglerScore::NodeChanges(double now_s) {
     StragglerChange c = it->second;
     c.detected = false;
     c.why = "its ranks ended";
-    // The figures it clears with: its slowest rank's now.
+    // The figures it clears with: its slowest rank's now, by the measure it was named by
+    // where that was scored in this interval (else by the one that was).
     for (int rank : c.ranks) {
       auto score = scores_.find(rank);
       if (score == scores_.end()) continue;
       c.why = "back to the median's pace";
-      c.step_s = score->second.step_s;
-      c.median_s = score->second.median_s;
-      c.ratio = score->second.ratio;
+      ClearingFigures(ranks_.at(rank), score->second, &c);
     }
     out.push_back(std::move(c));
     it = named_.erase(it);

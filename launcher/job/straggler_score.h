@@ -19,11 +19,20 @@
 // a busy node has a higher one. Each rank's stretch is set against the median of the ranks with
 // its local rank (its place among its node's ranks) on every node: a node is compared with the
 // other nodes, so that what differs between one node's ranks alike on every node (their cores:
-// local rank 0 on a core busier than the next one's) is not a straggler. Pure: reports and times come in, changes come out;
-// docs/stragglers.md.
+// local rank 0 on a core busier than the next one's) is not a straggler.
+//
+// Such a round is also scored from the SM clocks of the ranks' GPUs (OnGpuSample), where NVML
+// gives them: a GPU held down by heat, its power cap or a hardware slowdown runs at a lower
+// clock than its peers doing the same work, while utilisation cannot tell it from the GPUs
+// that wait for it (their NCCL kernels spin, busy). A rank's "step time" is then its GPU's
+// nanoseconds per clock cycle (1000 / MHz) over the interval's busy samples, set against the
+// median of its local rank's as the stretch is; a rank is slow by whichever of the two ratios
+// is higher. Pure: reports and times come in, changes come out; docs/stragglers.md.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +51,18 @@ struct StragglerSettings {
   double ClearBelow() const { return clear_below > 0 ? clear_below : 1 + (threshold - 1) / 2; }
 };
 
+// One of a rank's GPUs in one heartbeat (the agent's GpuSample), for the "gpu clock".
+struct RankGpuSample {
+  double utilization_pct = 0;
+  double sm_clock_mhz = 0;       // 0: NVML did not tell
+  double sm_clock_max_mhz = 0;   // 0: NVML did not tell
+  std::optional<uint64_t> clock_event_reasons;  // NVML's bit mask, where it told
+};
+
+// What a rank's figures are: its steps (reports), or, without reports, its CPU stretch or its
+// GPU's nanoseconds per SM clock cycle.
+enum class StragglerMeasure { kSteps = 0, kCpuStretch = 1, kGpuClock = 2 };
+
 // A rank's latest figures, for the live view.
 struct RankStragglerScore {
   int node = -1;
@@ -50,6 +71,7 @@ struct RankStragglerScore {
   double best_s = 0;     // its own best since the round began
   double ratio = 0;      // step_s / median_s; 0: not scored yet
   bool named = false;    // a straggler now
+  StragglerMeasure measure = StragglerMeasure::kSteps;
 };
 
 // A node named or cleared. Its figures are those of its slowest rank.
@@ -65,8 +87,14 @@ struct StragglerChange {
   // The step times are the ranks' own work (the reports' phase timings), not wall time: in a
   // job whose ranks wait for each other every step, only the work tells the slow one.
   bool own_work = false;
-  // No rank reports: step_s, median_s and best_s are CPU stretches (OnCpuSample), not seconds.
+  // No rank reports: step_s, median_s and best_s are CPU stretches (OnCpuSample), not seconds;
+  // or with gpu_clock, its GPU's nanoseconds per SM clock cycle (OnGpuSample): 1000 / MHz.
   bool cpu_stretch = false;
+  bool gpu_clock = false;
+  // The rank's GPU, where NVML told: the most its SM clock can run at (0: not told), and the
+  // clock event (throttle) reasons seen while it was busy in its last scored interval.
+  double gpu_clock_max_mhz = 0;
+  std::optional<uint64_t> gpu_clock_reasons;
   double since_s = 0;       // when it was named
   // On a clear: the job's time spent waiting for this node while it was named, the wall time
   // of the slow steps beyond the median's pace (docs/stragglers.md).
@@ -74,6 +102,11 @@ struct StragglerChange {
   // On a clear: "back to the median's pace", "its ranks ended", "the round ended".
   std::string why;
 };
+
+// The main reasons in NVML's clock event (throttle) bit mask that hold a busy GPU's clocks down,
+// by name ("power cap", "hw slowdown", "sync boost", "sw thermal", "hw thermal", "power brake",
+// "applications clocks"); the idle and display bits are left out.
+std::vector<std::string> GpuClockReasonNames(uint64_t reasons);
 
 class StragglerScore {
  public:
@@ -87,6 +120,9 @@ class StragglerScore {
   // A rank's CPU counters since it started (the agent's RankCpu), received at `now_s`: scored
   // only while no rank of the round has sent a report.
   void OnCpuSample(int rank, int node, double cpu_s, double run_delay_s, double now_s);
+  // A rank's GPUs in one heartbeat (the GPUs its plan gave it): scored, as the CPU counters are,
+  // only while no rank of the round has sent a report.
+  void OnGpuSample(int rank, int node, const std::vector<RankGpuSample>& gpus, double now_s);
   // A rank ended: it is no longer scored.
   void OnRankEnded(int rank);
   // Whether an interval has passed since the last evaluation.
@@ -128,15 +164,32 @@ class StragglerScore {
     double cpu_s = 0, delay_s = 0;
     double cpu_pending_s = 0, delay_pending_s = 0;
     int cpu_intervals = 0;
+    // The GPU clocks (OnGpuSample) since the last scored interval: the sum of each busy
+    // heartbeat's ns per cycle and their count; the clock event reasons seen then, and in the
+    // last scored interval; the slowest GPU's most clock.
+    double gpu_ns_pending = 0;
+    int gpu_busy_samples = 0;
+    std::optional<uint64_t> gpu_reasons_pending, gpu_reasons;
+    double gpu_max_mhz = 0;
+    // By measure (StragglerMeasure): its own best, and its last figures (a clear says those of
+    // the measure it was named by).
+    double best[3] = {};
+    double measured_step[3] = {}, measured_median[3] = {};
   };
   struct Sample {
     int rank;
     double step_s;
     double wall_s;
     double median_s = 0;  // what it is compared with
+    StragglerMeasure measure = StragglerMeasure::kSteps;
+    double Ratio() const { return median_s > 0 ? step_s / median_s : 0; }
   };
   std::vector<Sample> TakeSamples();
   std::vector<Sample> TakeCpuSamples(double interval_s);
+  std::vector<Sample> TakeGpuSamples(double interval_s);
+  // A round without reports: each rank's CPU stretch and GPU clock, each set against its local
+  // rank's median; per rank the one of the two that makes it slower.
+  std::vector<Sample> NoReportSamples(double interval_s);
   void Score(const std::vector<Sample>& samples);
   // Each sample's median: that of the samples of the same local rank (its place among its
   // node's ranks) on every node; a group under `min_group` gets none (0). With `every_group`,
@@ -149,6 +202,9 @@ class StragglerScore {
   // The nodes whose named state changed this interval.
   std::vector<StragglerChange> NodeChanges(double now_s);
   StragglerChange FiguresOf(int node, bool detected) const;
+  // A rank's figures for its node's clear: those of the measure `c` was named by.
+  static void ClearingFigures(const RankState& s, const RankStragglerScore& score,
+                              StragglerChange* c);
 
   StragglerSettings settings_;
   std::map<int, RankState> ranks_;
@@ -157,7 +213,6 @@ class StragglerScore {
   double evaluated_at_s_ = 0;
   bool own_work_ = false;                  // the last interval compared own work
   bool any_reports_ = false;               // a rank of the round sent a report
-  bool cpu_stretch_ = false;               // the last interval compared CPU stretches
 };
 
 }  // namespace dlaunch

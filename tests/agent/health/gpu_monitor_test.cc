@@ -56,8 +56,28 @@ struct FakeNvml {
     *mw = 412345;
     return 0;
   }
+  // Device 0 tells its SM clock (1410 of at most 1980 MHz, held by its power cap); device 1
+  // tells none of the three.
+  static int Clock(NvmlApi::Device d, int type, unsigned int* mhz) {
+    if (*static_cast<int*>(d) != 0 || type != 1) return 3;  // only NVML_CLOCK_SM is asked
+    *mhz = 1410;
+    return 0;
+  }
+  static int MaxClock(NvmlApi::Device d, int type, unsigned int* mhz) {
+    if (*static_cast<int*>(d) != 0 || type != 1) return 3;
+    *mhz = 1980;
+    return 0;
+  }
+  static int ClockReasons(NvmlApi::Device d, unsigned long long* reasons) {
+    if (*static_cast<int*>(d) != 0) return 3;
+    *reasons = 0x4;  // nvmlClocksEventReasonSwPowerCap
+    return 0;
+  }
   static NvmlApi Api() {
     NvmlApi api;
+    api.clock = Clock;
+    api.max_clock = MaxClock;
+    api.clock_reasons = ClockReasons;
     api.temperature = Temperature;
     api.power = Power;
     api.init = Init;
@@ -138,6 +158,36 @@ TEST_F(GpuMonitorTest, TemperatureAndPowerAreReadWhereNvmlTellsThem) {
   EXPECT_FALSE(older.Sample()[0].temperature_c.has_value());
 }
 
+TEST_F(GpuMonitorTest, TheSmClockAndWhyItIsHeldDownAreReadWhereNvmlTellsThem) {
+  GpuMonitor monitor(FakeNvml::Api(), {"0", "1"});
+  std::vector<GpuReading> r = monitor.Sample();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].sm_clock_mhz.value_or(-1), 1410);
+  EXPECT_EQ(r[0].sm_clock_max_mhz.value_or(-1), 1980);
+  EXPECT_EQ(r[0].clock_event_reasons.value_or(0), 0x4u);
+  EXPECT_FALSE(r[1].sm_clock_mhz.has_value());
+  EXPECT_FALSE(r[1].sm_clock_max_mhz.has_value());
+  EXPECT_FALSE(r[1].clock_event_reasons.has_value());
+  v1::Heartbeat hb;
+  AddGpuSamples(r, &hb);
+  ASSERT_EQ(hb.gpus_size(), 2);
+  EXPECT_EQ(hb.gpus(0).sm_clock_mhz(), 1410);
+  EXPECT_EQ(hb.gpus(0).sm_clock_max_mhz(), 1980);
+  EXPECT_EQ(hb.gpus(0).clock_event_reasons(), 0x4u);
+  EXPECT_FALSE(hb.gpus(1).has_sm_clock_mhz());
+  EXPECT_FALSE(hb.gpus(1).has_sm_clock_max_mhz());
+  EXPECT_FALSE(hb.gpus(1).has_clock_event_reasons());
+  // An NVML without the three entry points (or an older one) still gives the rest.
+  NvmlApi bare = FakeNvml::Api();
+  bare.clock = bare.max_clock = nullptr;
+  bare.clock_reasons = nullptr;
+  GpuMonitor older(bare, {"0"});
+  ASSERT_EQ(older.Sample().size(), 1u);
+  EXPECT_EQ(older.Sample()[0].utilization_pct, 87);
+  EXPECT_FALSE(older.Sample()[0].sm_clock_mhz.has_value());
+  EXPECT_FALSE(older.Sample()[0].clock_event_reasons.has_value());
+}
+
 TEST_F(GpuMonitorTest, AGpuThatDoesNotAnswerIsLeftOutOfThatSample) {
   GpuMonitor monitor(FakeNvml::Api(), {"0", "1"});
   FakeNvml::fail_memory_of_1 = true;
@@ -186,8 +236,8 @@ TEST_F(GpuMonitorTest, NvidiasNvmlWithoutTheDriverLoadsAndIsNoGpuHealth) {
 
 TEST_F(GpuMonitorTest, ReadingsGoIntoTheHeartbeatInMiB) {
   v1::Heartbeat hb;
-  AddGpuSamples({{"0", 87, 10ull << 30, 40ull << 30, {}, {}},
-                 {"GPU-b", 3.5, (3ull << 20) + 5, 80ull << 30, {}, {}}},
+  AddGpuSamples({{"0", 87, 10ull << 30, 40ull << 30, {}, {}, {}, {}, {}},
+                 {"GPU-b", 3.5, (3ull << 20) + 5, 80ull << 30, {}, {}, {}, {}, {}}},
                 &hb);
   ASSERT_EQ(hb.gpus_size(), 2);
   EXPECT_EQ(hb.gpus(0).device(), "0");

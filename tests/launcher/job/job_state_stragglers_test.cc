@@ -1,5 +1,6 @@
 // JobState and the straggler score: a slow node named in the journal, the terminal and the live
-// view, then cleared; a shared slowdown names nobody; under stragglers.policy: exclude the node
+// view, then cleared; a GPU held down named by its clock in a job without reports; a shared
+// slowdown names nobody; under stragglers.policy: exclude the node
 // is left out at the next restart and a spare takes its place. Synthetic times.
 #include <gtest/gtest.h>
 
@@ -20,6 +21,22 @@ v1::AgentMessage StepReport(int rank, int64_t step, double wall_s) {
   r->set_rank(rank);
   r->set_step(step);
   r->set_interval_s(wall_s);
+  return m;
+}
+
+// A heartbeat of a node whose one rank sends no reports and runs on its GPU "0", busy at `mhz`
+// of at most 1980 MHz, held down by `reasons`.
+v1::AgentMessage GpuHeartbeat(int rank, double mhz, uint64_t reasons) {
+  v1::AgentMessage m;
+  v1::Heartbeat* hb = m.mutable_heartbeat();
+  hb->set_workers_running(1);
+  v1::GpuSample* g = hb->add_gpus();
+  g->set_device("0");
+  g->set_utilization_pct(97);
+  g->set_sm_clock_mhz(mhz);
+  g->set_sm_clock_max_mhz(1980);
+  g->set_clock_event_reasons(reasons);
+  (*hb->mutable_rank_gpus())[rank].add_devices("0");
   return m;
 }
 
@@ -84,6 +101,46 @@ TEST_F(JobStateStragglersTest, ASlowNodeIsNamedShownAndClearedWithItsFigures) {
   EXPECT_NE(Events(out).find("\"reason\":\"back to the median's pace\""), std::string::npos);
   EXPECT_NE(Printed(out).find("straggler cleared: node 2 (n2)"), std::string::npos);
   EXPECT_FALSE(state_->Snapshot(t_).nodes(2).straggler());
+}
+
+TEST_F(JobStateStragglersTest, WithoutReportsAGpuHeldDownIsNamedByItsClockAndWhy) {
+  Begin(TestJobConfig(3));
+  JobActions out;
+  for (int i = 0; i < 20; ++i) {
+    ++t_;
+    for (int n = 0; n < 3; ++n) {
+      const bool hot = n == 2;  // held down by its power cap
+      Append(out, state_->OnAgentMessage(n, GpuHeartbeat(n, hot ? 1386 : 1980, hot ? 0x4 : 0), t_));
+    }
+    Append(out, state_->OnTick(t_));
+  }
+  const std::string events = Events(out);
+  ASSERT_NE(events.find("\"straggler_detected\""), std::string::npos) << events;
+  EXPECT_NE(events.find("\"node_id\":2"), std::string::npos);
+  EXPECT_NE(events.find("\"measure\":\"gpu clock\""), std::string::npos);
+  EXPECT_NE(events.find("\"gpu_clock_max_mhz\":1980"), std::string::npos);
+  EXPECT_NE(events.find("\"gpu_clock_reasons\":[\"power cap\"]"), std::string::npos) << events;
+  EXPECT_NE(Printed(out).find("straggler: node 2 (n2), rank 2: its GPU's SM clock ran at 1386 MHz "
+                              "(of 1980) while busy, the median 1980 MHz is 1.43x it (gpu clock; "
+                              "the script sends no reports), for 3 intervals; its GPU's clocks "
+                              "held down by: power cap"),
+            std::string::npos)
+      << Printed(out);
+  EXPECT_TRUE(state_->Snapshot(t_).nodes(2).straggler());
+  EXPECT_NEAR(state_->Snapshot(t_).nodes(2).straggler_score(), 1980.0 / 1386, 1e-9);
+
+  out.clear();
+  for (int i = 0; i < 20; ++i) {
+    ++t_;
+    for (int n = 0; n < 3; ++n) {
+      Append(out, state_->OnAgentMessage(n, GpuHeartbeat(n, 1980, 0), t_));
+    }
+    Append(out, state_->OnTick(t_));
+  }
+  EXPECT_NE(Printed(out).find("straggler cleared: node 2 (n2), rank 2: back to the median's pace "
+                              "(its GPU's SM clock 1980 MHz, median 1980 MHz; gpu clock)"),
+            std::string::npos)
+      << Printed(out);
 }
 
 TEST_F(JobStateStragglersTest, EveryNodeSlowerAtOnceNamesNobody) {
