@@ -9,6 +9,7 @@
 #pragma once
 
 #include <optional>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct Participant {
   int worker_port = 0;   // free TCP port on this node; node 0's may become MASTER_PORT
   // Its node's preflight (docs/preflight.md); a failed check leaves the node out of the job.
   std::vector<v1::CheckResult> checks;
+  // The Join call that brought it (the launcher's count of Join calls; 0: not told). An agent
+  // whose call through a relay broke joins again on a new call; the old one's cancel, arriving
+  // later, must not take the new one out.
+  uint64_t join_call = 0;
 };
 
 // "check: detail" for each failed check; empty when the node is fit for the job.

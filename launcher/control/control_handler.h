@@ -31,8 +31,8 @@ class ControlHandler {
  public:
   virtual ~ControlHandler() = default;
   virtual void HandleJoin(const Participant& participant, JoinReply reply) = 0;
-  // The agent behind a waiting Join went away.
-  virtual void HandleJoinCancelled(const std::string& agent_id) = 0;
+  // The agent behind a waiting Join went away: the call `join_call` (Participant::join_call).
+  virtual void HandleJoinCancelled(const std::string& agent_id, uint64_t join_call) = 0;
   // `session_id` is unique per stream; `node_id` (JoinResponse.node_id, stable across rounds)
   // comes from the agent's first message.
   virtual void HandleSessionOpened(int session_id, int node_id,

@@ -17,16 +17,19 @@ namespace {
 
 class JoinReactor final : public grpc::ServerUnaryReactor {
  public:
-  JoinReactor(ControlService* service, std::string agent_id)
-      : service_(service), agent_id_(std::move(agent_id)) {}
+  JoinReactor(ControlService* service, std::string agent_id, uint64_t call)
+      : service_(service), agent_id_(std::move(agent_id)), call_(call) {}
   void OnCancel() override {
-    service_->Post([h = service_->handler(), id = agent_id_] { h->HandleJoinCancelled(id); });
+    service_->Post([h = service_->handler(), id = agent_id_, call = call_] {
+      h->HandleJoinCancelled(id, call);
+    });
   }
   void OnDone() override { delete this; }
 
  private:
   ControlService* service_;
   std::string agent_id_;
+  uint64_t call_;
 };
 
 // The launcher's handle on one session's outbox.
@@ -197,7 +200,8 @@ grpc::ServerUnaryReactor* ControlService::Join(grpc::CallbackServerContext* ctx,
   p.slots = req->slots();
   p.worker_port = req->worker_port();
   p.checks.assign(req->checks().begin(), req->checks().end());
-  auto* reactor = new JoinReactor(this, p.agent_id);
+  p.join_call = ++join_calls_;
+  auto* reactor = new JoinReactor(this, p.agent_id, p.join_call);
   JoinReply reply = [reactor, resp](absl::StatusOr<v1::JoinResponse> result) {
     if (result.ok()) *resp = *std::move(result);
     // On whichever thread replies (the loop, or the handler's); OnDone follows on gRPC's.

@@ -94,6 +94,7 @@ class ControlService final : public v1::Control::CallbackService {
   std::vector<std::function<void()>> pending_;  // posted, not yet drained
   bool drain_posted_ = false;                    // a Drain is on the loop's queue
   std::atomic<int> next_session_id_{0};
+  std::atomic<uint64_t> join_calls_{0};   // Join calls so far: each one's Participant::join_call
 };
 
 // Hands `msg` to `h`; a batch message by message, in order, as if each had come alone.

@@ -33,7 +33,7 @@ class Doctor final : public ControlHandler {
   const DoctorReport& report() const { return report_; }
 
   void HandleJoin(const Participant& participant, JoinReply reply) override;
-  void HandleJoinCancelled(const std::string&) override {}
+  void HandleJoinCancelled(const std::string&, uint64_t) override {}
   void HandleSessionOpened(int, int, std::shared_ptr<AgentSession>) override {}
   void HandleAgentMessage(int, int, const v1::AgentMessage&) override {}
   void HandleSessionEnded(int, int) override {}

@@ -140,8 +140,8 @@ void JobController::HandleJoin(const Participant& participant, JoinReply reply) 
   }
 }
 
-void JobController::HandleJoinCancelled(const std::string& agent_id) {
-  rendezvous_.Cancel(agent_id);
+void JobController::HandleJoinCancelled(const std::string& agent_id, uint64_t join_call) {
+  rendezvous_.Cancel(agent_id, join_call);
 }
 
 void JobController::HandleSessionOpened(int session_id, int node_id,

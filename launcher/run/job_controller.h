@@ -61,7 +61,7 @@ class JobController final : public ControlHandler {
 
   // ControlHandler.
   void HandleJoin(const Participant& participant, JoinReply reply) override;
-  void HandleJoinCancelled(const std::string& agent_id) override;
+  void HandleJoinCancelled(const std::string& agent_id, uint64_t join_call) override;
   void HandleSessionOpened(int session_id, int node_id,
                            std::shared_ptr<AgentSession> session) override;
   void HandleAgentMessage(int session_id, int node_id, const v1::AgentMessage& message) override;

@@ -49,12 +49,18 @@ void RendezvousHost::Join(const Participant& p, JoinReply reply) {
     JoinAsSpare(p, std::move(reply));
     return;
   }
+  if (auto earlier = waiting_.find(p.agent_id); earlier != waiting_.end()) {
+    JoinReply replaced = std::move(earlier->second.reply);
+    waiting_.erase(earlier);
+    state_.Leave(p.agent_id, Now());
+    replaced(absl::CancelledError("replaced by the agent's newer join"));
+  }
   if (absl::Status st = state_.Join(p, Now()); !st.ok()) {
     reply(st);
     return;
   }
   callbacks_.on_joined(p, state_.joined(), state_.config().max_nodes);
-  waiting_[p.agent_id] = std::move(reply);
+  waiting_[p.agent_id] = Waiting{std::move(reply), p.join_call};
   Settle();
 }
 
@@ -67,10 +73,11 @@ void RendezvousHost::JoinAsSpare(const Participant& p, JoinReply reply) {
   reply(std::move(r));
 }
 
-void RendezvousHost::Cancel(const std::string& agent_id) {
+void RendezvousHost::Cancel(const std::string& agent_id, uint64_t join_call) {
   auto it = waiting_.find(agent_id);
   if (it == waiting_.end()) return;
-  JoinReply reply = std::move(it->second);
+  if (join_call != 0 && it->second.call != join_call) return;  // a replaced call's
+  JoinReply reply = std::move(it->second.reply);
   waiting_.erase(it);
   state_.Leave(agent_id, Now());
   reply(absl::CancelledError("agent went away"));
@@ -82,7 +89,7 @@ void RendezvousHost::Shutdown() {
   CancelDeadline();
   auto waiting = std::move(waiting_);
   waiting_.clear();
-  for (auto& [id, reply] : waiting) reply(absl::CancelledError("launcher is stopping"));
+  for (auto& [id, w] : waiting) w.reply(absl::CancelledError("launcher is stopping"));
 }
 
 void RendezvousHost::Settle() {
@@ -100,7 +107,8 @@ void RendezvousHost::Settle() {
     }
     auto waiting = std::move(waiting_);
     waiting_.clear();
-    for (auto& [id, reply] : waiting) {
+    for (auto& [id, w] : waiting) {
+      const JoinReply& reply = w.reply;
       if (phase == RendezvousPhase::kFailed) {
         reply(state_.failure());
         continue;

@@ -38,11 +38,16 @@ class RendezvousHost {
   // Opens the round and arms the deadline timer, so a round that nobody joins still fails on
   // time. Joins before Start (no agent has been launched yet) are refused.
   void Start();
+  // A Join from an agent whose earlier Join still waits (the same agent process: its call
+  // through a relay broke before the launcher saw it go) replaces that one: the earlier call is
+  // answered CANCELLED and the agent joins anew.
   void Join(const Participant& participant, JoinReply reply);
   bool closed() const { return state_.phase() == RendezvousPhase::kClosed; }
   // The agents the job started (0: not known).
   int expected_agents() const { return state_.config().expected_agents; }
-  void Cancel(const std::string& agent_id);
+  // The agent's waiting Join call `join_call` went away: it leaves the round. A cancel of a call
+  // that a newer one replaced is ignored (`join_call` 0: whichever call waits).
+  void Cancel(const std::string& agent_id, uint64_t join_call = 0);
   // Answers every waiting Join with CANCELLED and refuses later ones (the launcher is stopping).
   void Shutdown();
 
@@ -59,7 +64,11 @@ class RendezvousHost {
   const SteadyTime start_;
   Callbacks callbacks_;
   std::optional<TimerClock::TimerId> deadline_;
-  std::map<std::string, JoinReply> waiting_;  // by agent id
+  struct Waiting {
+    JoinReply reply;
+    uint64_t call = 0;  // Participant::join_call
+  };
+  std::map<std::string, Waiting> waiting_;  // by agent id
   bool outcome_reported_ = false;
   bool accepting_ = false;  // between Start and Shutdown
   int spares_ = 0;

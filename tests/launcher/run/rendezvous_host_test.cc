@@ -133,6 +133,50 @@ TEST_F(RendezvousHostTest, CancelledJoinLeavesTheRound) {
   EXPECT_TRUE(r2.ok());
 }
 
+// An agent whose Join through a relay broke joins the launcher again on a new call before the
+// launcher has seen the old one go: the new call replaces the old (no "already joined"), and
+// the old call's cancel, arriving after, leaves the new one in the round.
+TEST_F(RendezvousHostTest, ANewerJoinOfTheSameAgentReplacesItsWaitingOne) {
+  RendezvousConfig c;
+  c.min_nodes = c.max_nodes = 2;
+  auto host = Make(c);
+  host->Start();
+  Participant through_relay = Agent("id", "a");
+  through_relay.join_call = 1;
+  Participant direct = through_relay;
+  direct.join_call = 7;
+  absl::StatusOr<v1::JoinResponse> old_call = absl::UnknownError("unanswered");
+  absl::StatusOr<v1::JoinResponse> new_call = old_call, other = old_call;
+  host->Join(through_relay, Into(&old_call));
+  host->Join(direct, Into(&new_call));
+  EXPECT_EQ(old_call.status().code(), absl::StatusCode::kCancelled) << old_call.status();
+  EXPECT_THAT(old_call.status().message(), HasSubstr("replaced"));
+  EXPECT_EQ(new_call.status().code(), absl::StatusCode::kUnknown) << "waits for the round";
+  EXPECT_EQ(joined_, 1) << "counted once";
+  host->Cancel("id", 1);  // the relayed call's cancel, late
+  EXPECT_EQ(new_call.status().code(), absl::StatusCode::kUnknown) << new_call.status();
+  host->Join(Agent("id2", "b"), Into(&other));
+  ASSERT_TRUE(new_call.ok()) << new_call.status();
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(new_call->world_size(), 2);
+}
+
+// A cancel of the call that waits still takes it out.
+TEST_F(RendezvousHostTest, TheWaitingCallsOwnCancelLeavesTheRound) {
+  RendezvousConfig c;
+  c.min_nodes = c.max_nodes = 2;
+  auto host = Make(c);
+  host->Start();
+  Participant p = Agent("id", "a");
+  p.join_call = 3;
+  absl::StatusOr<v1::JoinResponse> r = absl::UnknownError("unanswered");
+  host->Join(p, Into(&r));
+  host->Cancel("id", 2);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnknown) << "another call's cancel";
+  host->Cancel("id", 3);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+}
+
 TEST_F(RendezvousHostTest, JoinsBeforeStartAndAfterShutdownAreRefused) {
   RendezvousConfig c;
   c.min_nodes = c.max_nodes = 2;

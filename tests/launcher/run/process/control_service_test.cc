@@ -26,7 +26,7 @@ class RecordingHandler final : public ControlHandler {
   void HandleJoin(const Participant&, JoinReply reply) override {
     reply(absl::UnimplementedError("not in this test"));
   }
-  void HandleJoinCancelled(const std::string&) override {}
+  void HandleJoinCancelled(const std::string&, uint64_t) override {}
   void HandleSessionOpened(int, int node, std::shared_ptr<AgentSession>) override {
     Note(absl::StrCat("opened ", node));
   }

@@ -55,7 +55,7 @@ class Handler final : public ControlHandler {
     resp.set_job_id(p.agent_id);
     reply(std::move(resp));
   }
-  void HandleJoinCancelled(const std::string&) override {}
+  void HandleJoinCancelled(const std::string&, uint64_t) override {}
   void HandleSessionOpened(int, int, std::shared_ptr<AgentSession> session) override {
     session->Send(v1::LauncherCommand());  // a ping: the write path and its OnWriteDone
   }
