@@ -251,6 +251,10 @@ class BrokenSocketTest(Base):
         while sender.sent < 6 and time.monotonic() < deadline:  # the tails go out first
             dlaunch.report(step=i, samples=1, pad="z" * 300_000)
             i += 1
+            # A training step between reports. The reader here is a thread of this process, not
+            # an agent: a loop that only builds 300 KB lines holds the GIL for most of each
+            # switch interval, and once in 20 runs the reader had not read a line in 30 s.
+            time.sleep(0.001)
         lines = srv.wait_for(sender.sent - bool(sender._pending))
         self.assertEqual(srv.raw_errors, [])
         self.assertGreaterEqual(len(lines), 5)
