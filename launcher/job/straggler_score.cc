@@ -117,7 +117,7 @@ std::vector<StragglerScore::Sample> StragglerScore::TakeCpuSamples(double interv
     s.cpu_pending_s = s.delay_pending_s = 0;
     s.cpu_grew = false;
     if (s.cpu_intervals++ == 0 || cpu < kMinCpuS) continue;  // its start-up; or it slept
-    out.push_back({rank, (cpu + delay) / cpu, interval_s, 0, StragglerMeasure::kCpuStretch});
+    out.push_back({rank, (cpu + delay) / cpu, interval_s, 0, StragglerMeasure::kCpuStretch, cpu});
   }
   return out;
 }
@@ -176,7 +176,7 @@ std::vector<StragglerScore::Sample> StragglerScore::NoReportSamples(double inter
       auto [it, added] = by_rank.emplace(x.rank, x);
       // The higher ratio; on a tie the measure it was scored by last, so that its figures
       // do not switch between the two while both read the same.
-      const double mine = x.Ratio(), other = it->second.Ratio();
+      const double mine = SlowRatio(x), other = SlowRatio(it->second);
       const auto last = scores_.find(x.rank);
       if (!added && (mine > other || (mine == other && last != scores_.end() &&
                                        last->second.measure == x.measure))) {
@@ -241,6 +241,14 @@ bool StragglerScore::LocalRankMedians(std::vector<Sample>& samples, int min_grou
   return any;
 }
 
+double StragglerScore::SlowRatio(const Sample& x) const {
+  const double ratio = x.Ratio();
+  if (x.measure != StragglerMeasure::kCpuStretch || x.wall_s <= 0) return ratio;
+  // delay = cpu * (stretch - 1): beyond the median's, cpu * (stretch - median).
+  const double extra_delay_s = x.cpu_s * (x.step_s - x.median_s);
+  return extra_delay_s >= (settings_.threshold - 1) * x.wall_s ? ratio : std::min(ratio, 1.0);
+}
+
 void StragglerScore::Score(const std::vector<Sample>& samples) {
   const double clear_below = settings_.ClearBelow();
   for (const Sample& x : samples) {
@@ -258,12 +266,13 @@ void StragglerScore::Score(const std::vector<Sample>& samples) {
     score.median_s = median;
     score.best_s = s.best[m];
     score.ratio = x.Ratio();
-    if (score.ratio >= settings_.threshold) {
+    const double slow_ratio = SlowRatio(x);
+    if (slow_ratio >= settings_.threshold) {
       ++s.slow_in_a_row;
       s.fast_in_a_row = 0;
     } else {
       s.slow_in_a_row = 0;
-      s.fast_in_a_row = score.ratio < clear_below ? s.fast_in_a_row + 1 : 0;
+      s.fast_in_a_row = slow_ratio < clear_below ? s.fast_in_a_row + 1 : 0;
     }
     if (!s.named && s.slow_in_a_row >= settings_.persist) s.named = true;
     if (s.named && s.fast_in_a_row >= settings_.persist) s.named = false;

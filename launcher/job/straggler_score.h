@@ -182,8 +182,15 @@ class StragglerScore {
     double wall_s;
     double median_s = 0;  // what it is compared with
     StragglerMeasure measure = StragglerMeasure::kSteps;
+    double cpu_s = 0;     // a CPU stretch's: the rank's seconds on a CPU in the interval
     double Ratio() const { return median_s > 0 ? step_s / median_s : 0; }
   };
+  // The ratio that can name the rank: a CPU stretch's only where the run-queue delay beyond
+  // what the median's stretch would give it is at least `threshold - 1` of the interval's wall
+  // time (else at most 1). A rank that mostly sleeps can have a high stretch from a few
+  // wake-ups' delays while its pace is the others' within a few per cent: its extra delay
+  // bounds how much slower it is.
+  double SlowRatio(const Sample& x) const;
   std::vector<Sample> TakeSamples();
   std::vector<Sample> TakeCpuSamples(double interval_s);
   std::vector<Sample> TakeGpuSamples(double interval_s);

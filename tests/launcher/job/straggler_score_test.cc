@@ -331,6 +331,20 @@ TEST_F(CpuStretchTest, RanksThatShareTheNodesLoadOrSleepAreNotNamed) {
   EXPECT_TRUE(score_.named().empty());
 }
 
+TEST_F(CpuStretchTest, ARankThatMostlySleepsIsNotNamedForAFewWakeUpsDelays) {
+  score_.StartRound(0);
+  // 0.1 s of CPU per 5 s: rank 3's stretch is 2.5 against its peer's 1.1 (ratio 1.39), but
+  // its extra delay, 0.07 s of the 5 s, slows its pace by about 1%: nobody.
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(Interval(3, 0.15, 0.1, 0.01).empty());
+  EXPECT_GT(score_.ranks().at(3).ratio, 1.25);
+  EXPECT_TRUE(score_.named().empty());
+  // The same rank held off its CPU for a quarter of the interval and more: named.
+  std::vector<StragglerChange> c;
+  for (int i = 0; i < 3 && c.empty(); ++i) c = Interval(3, 3, 0.1, 0.01);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].rank, 3);
+}
+
 TEST_F(CpuStretchTest, WhatEveryNodesFirstRankSharesIsNotAStraggler) {
   score_.StartRound(0);
   // Local rank 0 of every node waits three times as long for its CPU (its core is busier):
