@@ -125,8 +125,8 @@ def main():
                 stamp(args, "fault", step=step)
                 os.kill(os.getpid(), signal.SIGKILL)
         digest = hashlib.sha256()
-        for p in model.parameters():
-            digest.update(p.detach().numpy().tobytes())
+        for p in model.parameters():  # the bytes without NumPy, which torch 2.x does not bring
+            digest.update(bytes(p.detach().contiguous().view(-1).view(torch.uint8).tolist()))
         if rank == 0:
             print(f"digest {digest.hexdigest()} step {kept['step']} restarts {info.restarts}",
                   flush=True)

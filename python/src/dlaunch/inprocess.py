@@ -340,13 +340,18 @@ def wrap(fn, leave_wait_s=30.0, join_wait_s=600.0):
 def sync_state(model, optimizer=None, step=0):
     """After (re)initialising the process group: every rank gets the parameters, buffers and
     optimizer state of the lowest rank with the newest `step`, by broadcast. Returns that step.
-    A rank that kept its state in its process sends it; one started anew (step 0) receives it."""
+    A rank that kept its state in its process sends it; one started anew (step 0) receives it.
+
+    Tensors go by dist.broadcast on the process group's device (the current CUDA device under
+    NCCL); only the optimizer state's small skeleton (its keys, numbers and the tensors' shapes)
+    is pickled. Neither needs NumPy, which dist.broadcast_object_list does."""
     import torch
     import torch.distributed as dist
 
+    device = _collective_device()
     world = dist.get_world_size()
-    steps = torch.tensor([int(step)], dtype=torch.int64)
-    gathered = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    steps = torch.tensor([int(step)], dtype=torch.int64, device=device)
+    gathered = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(world)]
     dist.all_gather(gathered, steps)
     values = [int(t.item()) for t in gathered]
     newest = max(values)
@@ -355,9 +360,114 @@ def sync_state(model, optimizer=None, step=0):
     src = values.index(newest)
     with torch.no_grad():
         for t in list(model.parameters()) + list(model.buffers()):
-            dist.broadcast(t.data, src)
+            _broadcast_tensor(t.data, src, device)
     if optimizer is not None:
-        box = [optimizer.state_dict() if dist.get_rank() == src else None]
-        dist.broadcast_object_list(box, src)
-        optimizer.load_state_dict(box[0])
+        sending = dist.get_rank() == src
+        optimizer.load_state_dict(
+            _broadcast_state(optimizer.state_dict() if sending else None, src, device))
     return newest
+
+
+def _collective_device():
+    """Where the default group's collectives take tensors: the current CUDA device when its
+    backend is NCCL alone, the CPU otherwise (Gloo, or a group with a CPU backend too)."""
+    import torch
+    import torch.distributed as dist
+
+    backend = str(dist.get_backend()).lower()
+    if "nccl" in backend and "cpu" not in backend and torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _broadcast_tensor(t, src, device):
+    """Broadcasts `t` in place, through a copy on `device` where it lives elsewhere."""
+    import torch.distributed as dist
+
+    if t.device == device and t.is_contiguous():
+        dist.broadcast(t, src)
+        return
+    staged = t.detach().to(device).contiguous()
+    dist.broadcast(staged, src)
+    t.copy_(staged)
+
+
+class _Slot:
+    """A tensor's place in a broadcast state's skeleton."""
+    __slots__ = ("index", "shape", "dtype", "cuda")
+
+    def __init__(self, index, t):
+        self.index, self.shape, self.dtype = index, tuple(t.shape), t.dtype
+        self.cuda = t.is_cuda
+
+    def __getstate__(self):
+        return (self.index, self.shape, self.dtype, self.cuda)
+
+    def __setstate__(self, state):
+        self.index, self.shape, self.dtype, self.cuda = state
+
+
+def _broadcast_state(state, src, device):
+    """`state` (a nested dict/list/tuple with tensors: an optimizer's state_dict) from rank
+    `src` to every rank; the others pass None and get a copy. The skeleton (the state with each
+    tensor replaced by its _Slot) goes pickled in a uint8 tensor, then each tensor by itself."""
+    import pickle
+
+    import torch
+    import torch.distributed as dist
+
+    tensors = []
+
+    def strip(o):
+        if torch.is_tensor(o):
+            tensors.append(o)
+            return _Slot(len(tensors) - 1, o)
+        if isinstance(o, dict):
+            return type(o)((k, strip(v)) for k, v in o.items())
+        if isinstance(o, (list, tuple)):
+            return type(o)(strip(v) for v in o)
+        return o
+
+    sending = dist.get_rank() == src
+    blob = pickle.dumps(strip(state)) if sending else b""
+    size = torch.tensor([len(blob)], dtype=torch.int64, device=device)
+    dist.broadcast(size, src)
+    buf = (torch.frombuffer(bytearray(blob), dtype=torch.uint8).to(device) if sending else
+           torch.empty(int(size.item()), dtype=torch.uint8, device=device))
+    dist.broadcast(buf, src)
+    skeleton = pickle.loads(bytes(buf.cpu().tolist())) if not sending else None
+
+    if sending:
+        for t in tensors:
+            _broadcast_tensor(t, src, device)
+        return state
+    slots = []
+
+    def collect(o):
+        if isinstance(o, _Slot):
+            slots.append(o)
+        elif isinstance(o, dict):
+            for v in o.values():
+                collect(v)
+        elif isinstance(o, (list, tuple)):
+            for v in o:
+                collect(v)
+
+    collect(skeleton)
+    made = {}
+    for slot in sorted(slots, key=lambda s: s.index):
+        home = device if slot.cuda and device.type == "cuda" else torch.device("cpu")
+        t = torch.empty(slot.shape, dtype=slot.dtype, device=home)
+        _broadcast_tensor(t, src, device)
+        made[slot.index] = t
+
+    def fill(o):
+        if isinstance(o, _Slot):
+            return made[o.index]
+        if isinstance(o, dict):
+            return type(o)((k, fill(v)) for k, v in o.items())
+        if isinstance(o, (list, tuple)):
+            return type(o)(fill(v) for v in o)
+        return o
+
+    return fill(skeleton)
