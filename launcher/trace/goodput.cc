@@ -5,15 +5,13 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "launcher/trace/checkpoint_advice.h"
 #include "launcher/trace/goodput_phases.h"
+#include "launcher/trace/goodput_records.h"
 #include "launcher/trace/goodput_split.h"
-#include "launcher/trace/journal_events.h"
-#include "launcher/trace/json_lines.h"
 
 namespace dlaunch {
 
@@ -21,52 +19,11 @@ const char kGoodputNoReports[] = "not known: the job's ranks sent no step report
 
 namespace {
 
-
-// One report that moved its rank forward: the interval it covers and the steps it reached.
-struct Progress {
-  int64_t begin_us = 0;
-  int64_t end_us = 0;
-  int64_t step = 0;
-  int64_t checkpoint_step = 0;
-  double comm_wait_s = 0;
-};
-
-// A span a worker spent between steps (dlaunch-worker's step trace: checkpoint, evaluate).
-struct Pause {
-  int rank = 0;
-  int64_t begin_us = 0;
-  int64_t end_us = 0;
-  bool checkpoint = false;
-};
-
-struct RoundRecords {
-  std::optional<int64_t> started_us;        // round_started (rounds after the first)
-  std::optional<int64_t> first_event_us;
-  std::optional<int64_t> workers_started_us;
-  std::optional<int64_t> last_worker_started_us;
-  std::optional<int64_t> last_worker_ended_us;
-  std::optional<int64_t> failure_us;        // the first failure the launcher saw in the round
-  std::string failure_class;
-  std::optional<int64_t> stop_us;           // a stop without a failure (a signal)
-  std::map<int, std::vector<Progress>> ranks;  // by rank, in time order
-  std::map<int, std::optional<int64_t>> rank_started_us;  // worker_started, by rank
-  // The straggler score's nodes named in the round, and the wait they cost (straggler_cleared).
-  int stragglers = 0;
-  double straggler_waited_s = 0;
-};
-
-void Earliest(std::optional<int64_t>* at, int64_t us) {
-  if (!*at || us < **at) *at = us;
-}
-void Latest(std::optional<int64_t>* at, int64_t us) {
-  if (!*at || us > **at) *at = us;
-}
-
 // The seconds of [begin, end) that the pauses of one kind cover, for the rank that spent most.
-double PausedSeconds(const std::vector<Pause>& pauses, bool checkpoint, int64_t begin,
+double PausedSeconds(const std::vector<GoodputPause>& pauses, bool checkpoint, int64_t begin,
                      int64_t end) {
   std::map<int, int64_t> by_rank;
-  for (const Pause& p : pauses) {
+  for (const GoodputPause& p : pauses) {
     if (p.checkpoint != checkpoint) continue;
     const int64_t b = std::max(p.begin_us, begin), e = std::min(p.end_us, end);
     if (e > b) by_rank[p.rank] += e - b;
@@ -87,13 +44,13 @@ void AddSpan(v1::RoundGoodput* round, const std::string& name, int64_t begin_us,
 
 class Accountant {
  public:
-  explicit Accountant(const TraceInput& in) : in_(in) {}
+  explicit Accountant(const TraceInput& in)
+      : r_(ReadGoodputRecords(in)), origin_us_(r_.origin_us), end_us_(r_.end_us) {}
 
   v1::GoodputAccount Run() {
-    ReadEvents();
-    ReadReports();
-    ReadPauses();
-    ReadPhases();
+    account_.set_job_id(r_.job_id);
+    account_.set_finished(r_.finished);
+    for (const std::string& note : r_.notes) account_.add_notes(note);
     if (!origin_us_) {
       account_.add_notes("not known: the journal has no timed events");
       return account_;
@@ -106,10 +63,10 @@ class Accountant {
     }
     // Rounds tile the job: each from its start to the next one's.
     std::vector<int> order;
-    for (const auto& [r, rec] : rounds_) order.push_back(r);
+    for (const auto& [r, rec] : r_.rounds) order.push_back(r);
     std::vector<int64_t> starts;
     for (size_t i = 0; i < order.size(); ++i) {
-      const RoundRecords& rec = rounds_[order[i]];
+      const GoodputRoundRecords& rec = r_.rounds.at(order[i]);
       int64_t s = i == 0 ? *origin_us_
                          : rec.started_us.value_or(rec.first_event_us.value_or(end_us_));
       if (!starts.empty()) s = std::max(s, starts.back());
@@ -123,157 +80,28 @@ class Accountant {
     const double wall = account_.wall_s();
     account_.set_goodput(wall > 0 ? account_.split().productive().seconds() / wall : 0);
     *account_.mutable_checkpoint_advice() =
-        AdviseCheckpointInterval(account_, checkpoint_steps_, checkpoint_costs_, failures_, traced_);
+        AdviseCheckpointInterval(account_, r_.checkpoint_steps, r_.checkpoint_costs, failures_, r_.traced);
     return account_;
   }
 
  private:
-  void ReadEvents() {
-    for (const v1::JobEvent& e : in_.events) {
-      const std::optional<int64_t> t = ParseTimeMicros(e.time());
-      if (!t) continue;
-      if (e.has_job_started()) {
-        if (!origin_us_ || *t < *origin_us_) origin_us_ = *t;
-        account_.set_job_id(e.job_started().job_id());
-      }
-      end_us_ = std::max(end_us_, *t);
-      RoundRecords& rec = rounds_[e.round()];
-      Earliest(&rec.first_event_us, *t);
-      switch (e.event_case()) {
-        case v1::JobEvent::kRoundStarted: Earliest(&rec.started_us, *t); break;
-        case v1::JobEvent::kWorkersStarted: Earliest(&rec.workers_started_us, *t); break;
-        case v1::JobEvent::kWorkerStarted:
-          Latest(&rec.last_worker_started_us, *t);
-          Earliest(&rec.rank_started_us[e.worker_started().rank()], *t);
-          break;
-        case v1::JobEvent::kWorkerEnded: Latest(&rec.last_worker_ended_us, *t); break;
-        case v1::JobEvent::kFailureDetected:
-          NoteFailure(&rec, *t, e.failure_detected().failure().failure_class());
-          break;
-        case v1::JobEvent::kHangDetected: NoteFailure(&rec, *t, e.hang_detected().failure_class()); break;
-        case v1::JobEvent::kWorkerFailed: NoteFailure(&rec, *t, "worker crash"); break;
-        case v1::JobEvent::kNodeLost: NoteFailure(&rec, *t, "node lost"); break;
-        case v1::JobEvent::kRoundStopping: NoteFailure(&rec, *t, ""); break;
-        case v1::JobEvent::kStopRequested: Earliest(&rec.stop_us, *t); break;
-        case v1::JobEvent::kStragglerDetected: ++rec.stragglers; break;
-        case v1::JobEvent::kStragglerCleared:
-          rec.straggler_waited_s += e.straggler_cleared().waited_s();
-          break;
-        case v1::JobEvent::kJobFinished:
-          finished_us_ = *t;
-          result_ = e.job_finished().result();
-          account_.set_finished(true);
-          break;
-        default: break;
-      }
-    }
-    if (!origin_us_ && !in_.events.empty()) {
-      // No job_started (a journal cut short at its start): the first timed event stands for it.
-      for (const v1::JobEvent& e : in_.events) {
-        if (auto t = ParseTimeMicros(e.time())) Earliest(&origin_us_, *t);
-      }
-      if (origin_us_) account_.add_notes("the journal has no job_started: time 0 is its first event");
-    }
-    if (finished_us_) end_us_ = *finished_us_;
-  }
-
-  static void NoteFailure(RoundRecords* rec, int64_t t, const std::string& cls) {
-    if (rec->failure_us && *rec->failure_us <= t) {
-      if (rec->failure_class.empty()) rec->failure_class = cls;
-      return;
-    }
-    rec->failure_us = t;
-    if (!cls.empty() || rec->failure_class.empty()) rec->failure_class = cls;
-  }
-
-  void ReadReports() {
-    // A version-1 journal's reports name no round: each belongs to the round it came in. (A
-    // report of an older round than its time says is dropped by the launcher as stale.)
-    std::map<int64_t, int> round_starts;
-    for (const auto& [r, rec] : rounds_) {
-      if (r > 0) round_starts[rec.started_us.value_or(rec.first_event_us.value_or(0))] = r;
-    }
-    const auto round_at = [&](int64_t t) {
-      auto it = round_starts.upper_bound(t);
-      return it == round_starts.begin() ? 0 : std::prev(it)->second;
-    };
-    for (const v1::MetricLine& m : in_.metrics) {
-      if (!m.has_report()) continue;
-      const v1::WorkerReport& r = m.report();
-      const int64_t t = MetricMicros(m);
-      if (t == 0) continue;
-      if (!finished_us_) end_us_ = std::max(end_us_, t);
-      // A line that moved its rank forward; a PHASE line alone carries no interval.
-      if (r.step() <= 0 || (r.interval_s() <= 0 && r.samples() <= 0)) continue;
-      Progress p;
-      p.end_us = t;
-      p.begin_us = t - GoodputMicros(r.interval_s());
-      p.step = r.step();
-      p.checkpoint_step = r.checkpoint_step();
-      p.comm_wait_s = r.timings().comm_wait_ms() / 1000.0;
-      if (r.checkpoint_step() > 0) checkpoint_steps_.insert(r.checkpoint_step());
-      rounds_[std::max(m.round(), round_at(t))].ranks[r.rank()].push_back(p);
-    }
-    for (auto& [round, rec] : rounds_) {
-      for (auto& [rank, list] : rec.ranks) {
-        std::stable_sort(list.begin(), list.end(),
-                         [](const Progress& a, const Progress& b) { return a.end_us < b.end_us; });
-      }
-    }
-  }
-
-  void ReadPauses() {
-    for (const auto& [rank, trace] : in_.rank_steps) {
-      for (const StepRow& row : trace.rows) {
-        if (row.span.empty() || row.dur_us <= 0) continue;
-        const bool checkpoint = row.span == "checkpoint";
-        if (!checkpoint && row.span != "evaluate") continue;
-        pauses_.push_back({rank, row.ts_us, row.ts_us + row.dur_us, checkpoint});
-        if (checkpoint) checkpoint_costs_.push_back(GoodputSeconds(row.dur_us));
-        traced_ = true;
-      }
-    }
-  }
-
-  // The phases the ranks reported (the Python package's phase()): their checkpoints and
-  // evaluations count as the step trace's do; the others split the rounds' start-up.
-  void ReadPhases() {
-    std::vector<int64_t> round_starts;
-    for (const auto& [r, rec] : rounds_) {
-      if (r > 0) round_starts.push_back(rec.started_us.value_or(rec.first_event_us.value_or(end_us_)));
-    }
-    std::sort(round_starts.begin(), round_starts.end());
-    phases_ = ReadRankPhases(in_.metrics, round_starts, end_us_);
-    for (const RankPhase& p : phases_) {
-      if (p.kind != PhaseKind::kCheckpoint && p.kind != PhaseKind::kEvaluation) continue;
-      const bool checkpoint = p.kind == PhaseKind::kCheckpoint;
-      pauses_.push_back({p.rank, p.begin_us, p.end_us, checkpoint});
-      if (checkpoint) {
-        checkpoint_costs_.push_back(GoodputSeconds(p.end_us - p.begin_us));
-        checkpoint_phases_ = true;
-      } else {
-        evaluation_phases_ = true;
-      }
-    }
-  }
-
-  std::vector<v1::GoodputPhase> RoundStartupPhases(const RoundRecords& rec, int64_t begin,
+  std::vector<v1::GoodputPhase> RoundStartupPhases(const GoodputRoundRecords& rec, int64_t begin,
                                                    int64_t steps_begin) const {
     std::map<int, int64_t> started;
     for (const auto& [rank, at] : rec.rank_started_us) {
       if (at) started[rank] = *at;
     }
-    return StartupPhases(phases_, started, begin, steps_begin);
+    return StartupPhases(r_.phases, started, begin, steps_begin);
   }
 
   // The moment every rank of `rec` has passed `step` again: within the report that crosses it,
   // in proportion to the steps it covers. Reports only give a rank's step at their ends.
-  static int64_t PassedStep(const RoundRecords& rec, int64_t step, int64_t resumed_at,
+  static int64_t PassedStep(const GoodputRoundRecords& rec, int64_t step, int64_t resumed_at,
                             int64_t fallback_us) {
     int64_t passed = 0;
     for (const auto& [rank, list] : rec.ranks) {
       int64_t from = resumed_at, at = fallback_us;
-      for (const Progress& p : list) {
+      for (const GoodputProgress& p : list) {
         if (p.step > step) {
           const int64_t lo = std::min(from, p.step);
           const double share =
@@ -289,7 +117,7 @@ class Accountant {
   }
 
   void AccountRound(int round, int64_t begin, int64_t end, bool last) {
-    const RoundRecords& rec = rounds_[round];
+    const GoodputRoundRecords& rec = r_.rounds.at(round);
     v1::RoundGoodput* out = account_.add_rounds();
     const int64_t o = *origin_us_;
     out->set_round(round);
@@ -302,13 +130,13 @@ class Accountant {
     std::optional<int64_t> failure = rec.failure_us;
     if (failure) failure = std::clamp(*failure, begin, end);
     bool failed = !last || failure.has_value();
-    if (last && account_.finished() && result_ == "succeeded") failed = false;
+    if (last && account_.finished() && r_.result == "succeeded") failed = false;
     if (failed) {
       out->set_ended_by(absl::StrCat("failure", rec.failure_class.empty() ? "" : ": ", rec.failure_class));
     } else if (!account_.finished()) {
       out->set_ended_by("running");
     } else {
-      out->set_ended_by(result_ == "succeeded" ? "finished" : result_);
+      out->set_ended_by(r_.result == "succeeded" ? "finished" : r_.result);
     }
     if (failed) ++failures_;
 
@@ -367,7 +195,7 @@ class Accountant {
       if (round > 0 && checkpoint_before_ > 0 && (resumed == 0 || checkpoint_before_ < resumed)) {
         resumed = checkpoint_before_;
       }
-      for (const Progress& p : list) {
+      for (const GoodputProgress& p : list) {
         newest = std::max(newest, p.end_us);
         last_step = std::max(last_step, p.step);
         comm_wait[rank] += p.comm_wait_s;
@@ -402,26 +230,26 @@ class Accountant {
     }
     max_step_before_ = std::max(max_step_before_, last_step);
     for (const auto& [rank, list] : rec.ranks) {
-      for (const Progress& p : list) checkpoint_before_ = std::max(checkpoint_before_, p.checkpoint_step);
+      for (const GoodputProgress& p : list) checkpoint_before_ = std::max(checkpoint_before_, p.checkpoint_step);
     }
 
-    const bool ckpt_known = traced_ || checkpoint_phases_;
-    const bool eval_known = traced_ || evaluation_phases_;
-    const double ckpt_all = PausedSeconds(pauses_, true, steps_begin, steps_end);
-    const double eval_all = PausedSeconds(pauses_, false, steps_begin, steps_end);
-    const double ckpt_redo = PausedSeconds(pauses_, true, steps_begin, redo_end);
-    const double eval_redo = PausedSeconds(pauses_, false, steps_begin, redo_end);
+    const bool ckpt_known = r_.traced || r_.checkpoint_phases;
+    const bool eval_known = r_.traced || r_.evaluation_phases;
+    const double ckpt_all = PausedSeconds(r_.pauses, true, steps_begin, steps_end);
+    const double eval_all = PausedSeconds(r_.pauses, false, steps_begin, steps_end);
+    const double ckpt_redo = PausedSeconds(r_.pauses, true, steps_begin, redo_end);
+    const double eval_redo = PausedSeconds(r_.pauses, false, steps_begin, redo_end);
     const double redone = std::max(0.0, GoodputSeconds(redo_end - steps_begin) - ckpt_redo - eval_redo);
     const double window = GoodputSeconds(steps_end - steps_begin);
     double ckpt = ckpt_known ? std::min(ckpt_all, window) : 0;
     double eval = eval_known ? std::min(eval_all, window - ckpt) : 0;
-    const char* source = traced_ ? "dlaunch-worker's step trace" : "the ranks' phase reports";
+    const char* source = r_.traced ? "dlaunch-worker's step trace" : "the ranks' phase reports";
     if (ckpt_known) {
       *split->mutable_checkpoint() = GoodputFigureOf(ckpt, v1::MEASURED, source);
     } else {
       *split->mutable_checkpoint() = GoodputFigureOf(
           0, v1::NOT_KNOWN,
-          checkpoint_steps_.empty()
+          r_.checkpoint_steps.empty()
               ? "not known: no report says so; counted as productive"
               : "not known: reports name checkpoints but not their length; counted as productive");
     }
@@ -486,20 +314,10 @@ class Accountant {
     }
   }
 
-  const TraceInput& in_;
+  const GoodputRecords r_;
   v1::GoodputAccount account_;
-  std::optional<int64_t> origin_us_;
-  std::optional<int64_t> finished_us_;
+  const std::optional<int64_t> origin_us_;
   int64_t end_us_ = 0;
-  std::string result_;
-  std::map<int, RoundRecords> rounds_;
-  std::vector<Pause> pauses_;
-  std::vector<RankPhase> phases_;
-  bool traced_ = false;             // dlaunch-worker's step trace timed checkpoints or evaluations
-  bool checkpoint_phases_ = false;  // a rank reported a checkpoint phase
-  bool evaluation_phases_ = false;
-  std::vector<double> checkpoint_costs_;
-  std::set<int64_t> checkpoint_steps_;
   int64_t max_step_before_ = 0;
   int64_t checkpoint_before_ = 0;  // the newest checkpoint step reported in earlier rounds
   int failures_ = 0;

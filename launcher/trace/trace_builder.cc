@@ -1,7 +1,6 @@
 #include "launcher/trace/trace_builder.h"
 
 #include <algorithm>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -15,6 +14,7 @@
 #include "launcher/trace/goodput_view.h"
 #include "launcher/trace/journal_events.h"
 #include "launcher/trace/json_lines.h"
+#include "launcher/trace/trace_layout.h"
 
 namespace dlaunch {
 
@@ -33,73 +33,12 @@ int ReportTid(int rank) { return kRankTidBase + 2 * rank + 1; }
 
 namespace {
 
-// Who is who: node ids and hosts, and which node each rank ran on when. After a restart a rank
-// can run on another node (a spare took a lost node's place, or the ranks were laid out again),
-// so a rank has a track under every node it ran on, and each span goes under the node the rank
-// was on at that time.
-struct Layout {
-  std::map<int, std::string> node_hosts;
-  std::map<int, std::map<int64_t, int>> rank_nodes;  // rank -> (Unix microseconds -> node)
-
-  // `node` < 0 or unknown: the rank is known, not where it ran (node 0 unless told later).
-  void AddRank(int rank, std::optional<int> node, int64_t unix_us) {
-    if (rank < 0) return;
-    std::map<int64_t, int>& at = rank_nodes[rank];
-    if (node && *node >= 0) {
-      at[unix_us] = *node;
-      node_hosts.emplace(*node, "");
-    }
-  }
-  void AddHost(int node, const std::string& host) {
-    if (node < 0) return;
-    std::string& h = node_hosts[node];
-    if (h.empty()) h = host;
-  }
-  // The node `rank` was on at `unix_us`: its last placement at or before then, else its first.
-  int NodeAt(int rank, int64_t unix_us) const {
-    auto r = rank_nodes.find(rank);
-    if (r == rank_nodes.end() || r->second.empty()) return 0;
-    auto it = r->second.upper_bound(unix_us);
-    return it == r->second.begin() ? it->second : std::prev(it)->second;
-  }
-  // The node a host names, when exactly one node has it (local runs repeat one host).
-  std::optional<int> UniqueNode(const std::string& host) const {
-    std::optional<int> found;
-    for (const auto& [node, h] : node_hosts) {
-      if (h != host) continue;
-      if (found) return std::nullopt;
-      found = node;
-    }
-    return found;
-  }
-};
-
-Layout ReadLayout(const TraceInput& in) {
-  Layout l;
-  for (const v1::JobEvent& e : in.events) {
-    const int64_t unix_us = ParseTimeMicros(e.time()).value_or(0);
-    if (e.has_rendezvous_closed()) {
-      const auto& c = e.rendezvous_closed();
-      for (int i = 0; i < c.node_order_size(); ++i)
-        l.AddHost(i < c.node_ids_size() ? c.node_ids(i) : i, c.node_order(i));
-      continue;
-    }
-    const EventPlace p = PlaceOf(e);
-    if (!p.host.empty()) l.AddHost(p.node_id, p.host);
-    if (p.rank >= 0)
-      l.AddRank(p.rank, p.node_id >= 0 ? std::optional<int>(p.node_id) : std::nullopt, unix_us);
-  }
-  for (const v1::MetricLine& m : in.metrics) l.AddRank(m.report().rank(), m.node_id(), MetricMicros(m));
-  for (const auto& [rank, lines] : in.rank_steps) l.AddRank(rank, std::nullopt, 0);
-  return l;
-}
-
 // Walks the journal once, turning events into spans and instants on their tracks.
 class Builder {
  public:
   // One track per (rank, node) the rank ran on: RankTid on its first node (node 0 when none is
   // known), fresh tids on the nodes a restart moved it to.
-  Builder(const TraceInput& in, TraceParts& out) : in_(in), out_(out), layout_(ReadLayout(in)) {
+  Builder(const TraceInput& in, TraceParts& out) : in_(in), out_(out), layout_(ReadTraceLayout(in)) {
     int moved = 0;
     for (const auto& [rank, placements] : layout_.rank_nodes) {
       rank_tracks_[{rank, layout_.NodeAt(rank, std::numeric_limits<int64_t>::min())}] =
@@ -453,7 +392,7 @@ class Builder {
 
   const TraceInput& in_;
   TraceParts& out_;
-  const Layout layout_;
+  const TraceLayout layout_;
   int64_t last_us_ = 0;
   std::optional<OpenSpan> job_, stop_;
   std::optional<int64_t> rendezvous_begin_;
