@@ -3,7 +3,9 @@
 #   scripts/test.sh [ctest args...]          e.g. scripts/test.sh -R rendezvous
 #   scripts/test.sh --pure [ctest args...]   the inner loop: builds and runs only the pure unit
 #                                            suites (ctest label pure), installs nothing
-# The default suite includes one long test, 2 epochs of real training to >= 88% accuracy
+# The default suite is every ctest test of the build: the C++ suites (GoogleTest) and the dlaunch
+# Python package's unittest suites under python/tests (label python; tests/python/CMakeLists.txt).
+# It includes one long test, 2 epochs of real training to >= 88% accuracy
 # (about 4 minutes on 2 cores); DLAUNCH_QUICK_TESTS=1 skips it. Benchmarks live in bench/.
 # --pure: no process, socket or real time (tests/CMakeLists.txt says which binaries), so it
 # takes seconds once built; ctest runs JOBS (default: every core) at once.
