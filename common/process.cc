@@ -3,8 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/child_setup.h"
 #include "common/file_io.h"
 
 extern char** environ;
@@ -80,17 +79,9 @@ void PrepareExec(const SpawnOptions& options, ExecPlan* plan) {
   if (options.new_process_group) setpgid(0, 0);
   // "0" is the writing process; done before exec, so no child of the worker escapes it.
   if (options.cgroup_procs_fd >= 0) (void)!write(options.cgroup_procs_fd, "0", 1);
-  if (options.parent_death_signal != 0) {
-    prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
-    if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
+  if (!TieChildToParent(parent, options.parent_death_signal, options.traceable_by_parent)) {
+    _exit(127);
   }
-  // Kept across exec; fails harmlessly (EINVAL) on a kernel without Yama.
-  if (options.traceable_by_parent) prctl(PR_SET_PTRACER, parent, 0, 0, 0);
-  // Reset what the parent may have blocked or ignored (asio blocks signals in some threads).
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP, SIGQUIT}) signal(s, SIG_DFL);
   if (options.stdin_null) {
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, 0);

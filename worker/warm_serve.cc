@@ -5,9 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -21,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/child_setup.h"
 #include "worker/idx_reader.h"
 #include "worker/worker_options.h"
 
@@ -144,15 +143,7 @@ void BecomeRank(const WarmRequest& req, int ready) {
     if (i > 50000) _exit(127);
     nanosleep(&nap, nullptr);
   }
-  if (req.death_signal != 0) {
-    prctl(PR_SET_PDEATHSIG, req.death_signal);
-    if (getppid() != req.agent) _exit(127);
-  }
-  if (req.traceable) prctl(PR_SET_PTRACER, req.agent, 0, 0, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGHUP, SIGQUIT, SIGPIPE}) signal(s, SIG_DFL);
+  if (!TieChildToParent(req.agent, req.death_signal, req.traceable)) _exit(127);
   const int devnull = open("/dev/null", O_RDONLY);
   dup2(devnull, 0);
   dup2(req.fds[0], 1);
