@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <mutex>
+#include <utility>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/server_callback.h>
@@ -14,6 +15,14 @@
 namespace dlaunch {
 
 using SessionReactorBase = grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>;
+
+// A Session refused as it opens (a wrong job token; a relay with no launcher to pass it to):
+// finished with `status` at once, and deleted when gRPC is done with it.
+class RefusedSession final : public SessionReactorBase {
+ public:
+  explicit RefusedSession(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
 
 // A command without a body renews the lease and says nothing else.
 inline bool IsPing(const v1::LauncherCommand& c) { return !c.has_stop() && !c.has_start(); }

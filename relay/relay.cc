@@ -202,12 +202,6 @@ class ChildReactor final : public SessionReactorBase {
   v1::AgentMessage in_;
 };
 
-class RefusedSession final : public SessionReactorBase {
- public:
-  explicit RefusedSession(grpc::Status status) { Finish(std::move(status)); }
-  void OnDone() override { delete this; }
-};
-
 // A unary call passed on to the launcher unchanged; the agent's cancel cancels it there too.
 class ForwardedCall final : public grpc::ServerUnaryReactor {
  public:

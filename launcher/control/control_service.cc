@@ -83,14 +83,6 @@ class SessionReactor final : public SessionReactorBase {
   int node_ = -1;
 };
 
-class RefusedSession final : public SessionReactorBase {
- public:
-  RefusedSession() {  // OnDone follows
-    Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
-  }
-  void OnDone() override { delete this; }
-};
-
 }  // namespace
 
 void HandleAgentMessageOrBatch(ControlHandler* h, int session_id, int node,
@@ -215,7 +207,10 @@ grpc::ServerUnaryReactor* ControlService::Join(grpc::CallbackServerContext* ctx,
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::LauncherCommand>* ControlService::Session(
     grpc::CallbackServerContext* ctx) {
-  if (!Authorized(ctx, "Session")) return new RefusedSession();
+  if (!Authorized(ctx, "Session")) {
+    return new RefusedSession(
+        grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"));
+  }
   return new SessionReactor(this, next_session_id_++);
 }
 
