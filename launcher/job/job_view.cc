@@ -194,7 +194,7 @@ std::string GpuClockReasons(const v1::Straggler& s) {
                       absl::StrJoin(s.gpu_clock_reasons(), ", "));
 }
 
-// No reports, its GPU slower: the figures are nanoseconds per SM clock cycle, shown as MHz.
+// Its GPU slower: the figures are nanoseconds per SM clock cycle, shown as MHz.
 std::string GpuClockStragglerLine(const v1::Straggler& s, bool detected, const std::string& who) {
   const auto mhz = [](double ns) { return ns > 0 ? 1000 / ns : 0.0; };
   if (!detected) {
@@ -204,7 +204,7 @@ std::string GpuClockStragglerLine(const v1::Straggler& s, bool detected, const s
   }
   return absl::StrFormat(
       "straggler: %s: its GPU's SM clock ran at %.0f MHz%s while busy, the median %.0f MHz is "
-      "%.2fx it (gpu clock; the script sends no reports), for %d intervals%s%s",
+      "%.2fx it (gpu clock), for %d intervals%s%s",
       who, mhz(s.step_s()),
       s.gpu_clock_max_mhz() > 0 ? absl::StrFormat(" (of %.0f)", s.gpu_clock_max_mhz()) : "",
       mhz(s.median_s()), s.ratio(), s.intervals(), GpuClockReasons(s),
@@ -215,15 +215,15 @@ std::string StragglerLine(const v1::Straggler& s, bool detected) {
   const std::string who = absl::StrFormat("node %d (%s), rank %d", s.node_id(), s.host(), s.rank());
   if (s.measure() == "gpu clock") return GpuClockStragglerLine(s, detected, who);
   if (s.measure() == "cpu stretch") {
-    // No reports: the figures are how long the rank's work wanted a CPU per second it got one.
+    // The figures are how long the rank's work wanted a CPU per second it got one.
     if (!detected) {
       return absl::StrFormat("straggler cleared: %s: %s (its work took %.2fx the CPU time it got, "
                              "median %.2fx); the job waited %.1f s for it",
                              who, s.reason(), s.step_s(), s.median_s(), s.waited_s());
     }
     return absl::StrFormat(
-        "straggler: %s: its work took %.2fx the CPU time it got (run-queue delay; the script "
-        "sends no reports), %.2fx the median %.2fx, for %d intervals%s%s",
+        "straggler: %s: its work took %.2fx the CPU time it got (run-queue delay), %.2fx the "
+        "median %.2fx, for %d intervals%s%s",
         who, s.step_s(), s.ratio(), s.median_s(), s.intervals(), GpuClockReasons(s),
         s.policy() == "exclude" ? "; it will be left out at the next restart" : "");
   }

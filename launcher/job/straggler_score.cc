@@ -125,7 +125,7 @@ std::vector<StragglerScore::Sample> StragglerScore::TakeCpuSamples(double interv
 void StragglerScore::OnGpuSample(int rank, int node, const std::vector<RankGpuSample>& gpus,
                                  double now_s) {
   (void)now_s;
-  if (!settings_.enabled || any_reports_) return;
+  if (!settings_.enabled) return;
   // The rank runs at the pace of its slowest busy GPU: that one's ns per cycle.
   const RankGpuSample* slowest = nullptr;
   for (const RankGpuSample& g : gpus) {
@@ -157,14 +157,14 @@ std::vector<StragglerScore::Sample> StragglerScore::TakeGpuSamples(double interv
   return out;
 }
 
-std::vector<StragglerScore::Sample> StragglerScore::NoReportSamples(double interval_s) {
+std::vector<StragglerScore::Sample> StragglerScore::RunSamples(double interval_s) {
   const int min_group = std::max(settings_.min_ranks, 2);
   for (auto& [rank, s] : ranks_) {
     for (StragglerMeasure m : {StragglerMeasure::kCpuStretch, StragglerMeasure::kGpuClock}) {
       s.measured_median[static_cast<int>(m)] = 0;
     }
   }
-  std::map<int, Sample> by_rank;
+  std::vector<Sample> out;
   for (std::vector<Sample> samples : {TakeCpuSamples(interval_s), TakeGpuSamples(interval_s)}) {
     if (static_cast<int>(samples.size()) < min_group) continue;
     LocalRankMedians(samples, min_group, false);
@@ -173,15 +173,24 @@ std::vector<StragglerScore::Sample> StragglerScore::NoReportSamples(double inter
       RankState& s = ranks_[x.rank];
       s.measured_step[static_cast<int>(x.measure)] = x.step_s;
       s.measured_median[static_cast<int>(x.measure)] = x.median_s;
-      auto [it, added] = by_rank.emplace(x.rank, x);
-      // The higher ratio; on a tie the measure it was scored by last, so that its figures
-      // do not switch between the two while both read the same.
-      const double mine = SlowRatio(x), other = SlowRatio(it->second);
-      const auto last = scores_.find(x.rank);
-      if (!added && (mine > other || (mine == other && last != scores_.end() &&
-                                       last->second.measure == x.measure))) {
-        it->second = x;
-      }
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
+std::vector<StragglerScore::Sample> StragglerScore::SlowerOf(
+    const std::vector<Sample>& samples) const {
+  std::map<int, Sample> by_rank;
+  for (const Sample& x : samples) {
+    auto [it, added] = by_rank.emplace(x.rank, x);
+    // The higher ratio; on a tie the measure it was scored by last, so that its figures do not
+    // switch between two while both read the same.
+    const double mine = SlowRatio(x), other = SlowRatio(it->second);
+    const auto last = scores_.find(x.rank);
+    if (!added && (mine > other || (mine == other && last != scores_.end() &&
+                                     last->second.measure == x.measure))) {
+      it->second = x;
     }
   }
   std::vector<Sample> out;
@@ -296,15 +305,26 @@ void StragglerScore::Score(const std::vector<Sample>& samples) {
 std::vector<StragglerChange> StragglerScore::Evaluate(double now_s) {
   const double interval_s = now_s - evaluated_at_s_;
   evaluated_at_s_ = now_s;
-  std::vector<Sample> samples = any_reports_ ? TakeSamples() : NoReportSamples(interval_s);
-  if (static_cast<int>(samples.size()) < std::max(settings_.min_ranks, 2)) return {};
-  if (any_reports_ && !LocalRankMedians(samples, kLocalRankGroup, true)) {
+  const size_t min_ranks = static_cast<size_t>(std::max(settings_.min_ranks, 2));
+  std::vector<Sample> samples = any_reports_ ? TakeSamples() : std::vector<Sample>{};
+  const bool own_work = own_work_ && !samples.empty();
+  if (samples.size() < min_ranks) {
+    samples.clear();
+  } else if (!LocalRankMedians(samples, kLocalRankGroup, true)) {
     std::vector<double> times;
     times.reserve(samples.size());
     for (const Sample& x : samples) times.push_back(x.step_s);
     const double median = Median(std::move(times));
     for (Sample& x : samples) x.median_s = median;
   }
+  // The ranks' CPU and GPUs, taken every interval so that each covers one: they score a round
+  // without reports, and one whose reports give only wall time per step, which reads alike on
+  // every rank of a job that synchronises each step (the slow rank's peers wait for it). There
+  // a rank is slow by whichever measure makes it slowest; own work needs no help.
+  std::vector<Sample> run = RunSamples(interval_s);
+  if (!own_work) samples.insert(samples.end(), run.begin(), run.end());
+  samples = SlowerOf(samples);
+  if (samples.size() < min_ranks) return {};
   Score(samples);
   return NodeChanges(now_s);
 }

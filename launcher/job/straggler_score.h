@@ -11,23 +11,25 @@
 // With three nodes or more, each rank is set against the ranks of its local rank on the other
 // nodes rather than against every rank (below).
 //
-// A round whose ranks send no reports is scored from what the agents read of each rank's CPU
-// (the scheduler's run time and run-queue delay, OnCpuSample): a rank's "step time" is then its
-// stretch, the seconds its work wanted a CPU per second it got one ((run + delay) / run). Ranks
-// doing the same work get the same stretch on equal nodes, whether they wait for each other
-// (then they sleep, adding to neither) or not; a rank held off its CPU by its cgroup's quota or
+// A round whose ranks send no reports, or whose reports give only wall time per step (alike on
+// every rank of a job that synchronises each step), is also scored from what the agents read of
+// each rank's CPU (the scheduler's run time and run-queue delay, OnCpuSample): a rank's "step
+// time" is then its stretch, the seconds its work wanted a CPU per second it got one
+// ((run + delay) / run). Ranks doing the same work get the same stretch on equal nodes, whether
+// they wait for each other (then they sleep, adding to neither) or not; a rank held off its CPU by its cgroup's quota or
 // a busy node has a higher one. Each rank's stretch is set against the median of the ranks with
 // its local rank (its place among its node's ranks) on every node: a node is compared with the
 // other nodes, so that what differs between one node's ranks alike on every node (their cores:
 // local rank 0 on a core busier than the next one's) is not a straggler.
 //
-// Such a round is also scored from the SM clocks of the ranks' GPUs (OnGpuSample), where NVML
+// Such a round is scored from the SM clocks of the ranks' GPUs too (OnGpuSample), where NVML
 // gives them: a GPU held down by heat, its power cap or a hardware slowdown runs at a lower
 // clock than its peers doing the same work, while utilisation cannot tell it from the GPUs
 // that wait for it (their NCCL kernels spin, busy). A rank's "step time" is then its GPU's
 // nanoseconds per clock cycle (1000 / MHz) over the interval's busy samples, set against the
-// median of its local rank's as the stretch is; a rank is slow by whichever of the two ratios
-// is higher. Pure: reports and times come in, changes come out; docs/stragglers.md.
+// median of its local rank's as the stretch is; a rank is slow by whichever of its ratios
+// (wall time per step, stretch, clock) is highest. Reports that time the step's phases are
+// scored by own work alone. Pure: reports and times come in, changes come out; docs/stragglers.md.
 #pragma once
 
 #include <cstdint>
@@ -118,10 +120,9 @@ class StragglerScore {
   // A rank's report (folded per heartbeat by its agent), received at `now_s`.
   void OnReport(int rank, int node, const v1::WorkerReport& report, double now_s);
   // A rank's CPU counters since it started (the agent's RankCpu), received at `now_s`: scored
-  // only while no rank of the round has sent a report.
+  // unless the round's reports time their phases.
   void OnCpuSample(int rank, int node, double cpu_s, double run_delay_s, double now_s);
-  // A rank's GPUs in one heartbeat (the GPUs its plan gave it): scored, as the CPU counters are,
-  // only while no rank of the round has sent a report.
+  // A rank's GPUs in one heartbeat (the GPUs its plan gave it): scored as the CPU counters are.
   void OnGpuSample(int rank, int node, const std::vector<RankGpuSample>& gpus, double now_s);
   // A rank ended: it is no longer scored.
   void OnRankEnded(int rank);
@@ -194,9 +195,11 @@ class StragglerScore {
   std::vector<Sample> TakeSamples();
   std::vector<Sample> TakeCpuSamples(double interval_s);
   std::vector<Sample> TakeGpuSamples(double interval_s);
-  // A round without reports: each rank's CPU stretch and GPU clock, each set against its local
-  // rank's median; per rank the one of the two that makes it slower.
-  std::vector<Sample> NoReportSamples(double interval_s);
+  // Each rank's CPU stretch and GPU clock in the interval, each set against its local rank's
+  // median (a rank can have two samples, one of each).
+  std::vector<Sample> RunSamples(double interval_s);
+  // One sample per rank: the one whose SlowRatio is highest.
+  std::vector<Sample> SlowerOf(const std::vector<Sample>& samples) const;
   void Score(const std::vector<Sample>& samples);
   // Each sample's median: that of the samples of the same local rank (its place among its
   // node's ranks) on every node; a group under `min_group` gets none (0). With `every_group`,

@@ -17,11 +17,13 @@ StragglerSettings Settings() {
   return s;
 }
 
-v1::WorkerReport Steps(long step, double wall_s) {
+// `work_s` >= 0: the report times the step's own work.
+v1::WorkerReport Steps(long step, double wall_s, double work_s = -1) {
   v1::WorkerReport r;
   r.set_kind(v1::WorkerReport::STEP);
   r.set_step(step);
   r.set_interval_s(wall_s);
+  if (work_s >= 0) r.mutable_timings()->set_forward_ms(work_s * 1000);
   return r;
 }
 
@@ -156,10 +158,28 @@ TEST_F(GpuClockTest, TheCpuStretchStillNamesAStarvedRankWhenTheGpuClocksAreEqual
   EXPECT_EQ(c[0].gpu_clock_reasons.value_or(1), 0u);  // its GPU: busy, nothing held it
 }
 
-TEST_F(GpuClockTest, ReportsTakeOverFromTheGpuClocks) {
+TEST_F(GpuClockTest, UntimedReportsOfASynchronousJobAreJoinedByTheGpuClocks) {
   score_.StartRound(0);
-  score_.OnReport(0, 0, Steps(1, 1), 0);
-  for (int i = 0; i < 6; ++i) EXPECT_TRUE(Interval(OneSlow(3, 900)).empty());
+  // Every rank reports the same 10 steps in the same 5 s (a synchronous job waits for the
+  // slowest), so wall time cannot tell; rank 3's GPU at 900 MHz can.
+  std::vector<StragglerChange> c;
+  for (int i = 0; i < 8 && c.empty(); ++i) {
+    for (int r = 0; r < 6; ++r) score_.OnReport(r, r / 2, Steps(10L * i, 5), now_ + 5);
+    c = Interval(OneSlow(3, 900));
+  }
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].rank, 3);
+  EXPECT_TRUE(c[0].gpu_clock);
+  EXPECT_NEAR(c[0].ratio, 1980.0 / 900, 1e-9);
+}
+
+TEST_F(GpuClockTest, ReportsThatTimeTheirPhasesAreNotOverruledByTheGpuClocks) {
+  score_.StartRound(0);
+  // The same clocks, but the reports time each rank's own work, alike: nobody is slow by it.
+  for (int i = 0; i < 8; ++i) {
+    for (int r = 0; r < 6; ++r) score_.OnReport(r, r / 2, Steps(10L * i, 5, 2), now_ + 5);
+    EXPECT_TRUE(Interval(OneSlow(3, 900)).empty()) << i;
+  }
   EXPECT_TRUE(score_.named().empty());
 }
 

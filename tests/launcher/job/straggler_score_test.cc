@@ -361,11 +361,46 @@ TEST_F(CpuStretchTest, WhatEveryNodesFirstRankSharesIsNotAStraggler) {
   EXPECT_EQ(score_.ranks().at(0).ratio, 1.0);
 }
 
-TEST_F(CpuStretchTest, ReportsTakeOverFromTheCpuCounters) {
+// An interval of a synchronous job: every rank reports the same 10 steps in the same 5 s (the
+// others wait for the slowest in its collective), and rank 3's threads waited 18 s for a CPU
+// (of 2 s run) against the others' 1 s. `timed`: the reports time the step's phases, every
+// rank's own work 2 s.
+std::vector<StragglerChange> SynchronousInterval(StragglerScore& score, int interval, bool timed,
+                                                 double cpu[4], double delay[4]) {
+  const double now = 5.0 * interval;
+  for (int r = 0; r < 4; ++r) {
+    score.OnReport(r, r / 2, Steps(10L * interval, 5, timed ? 2 : -1), now);
+    cpu[r] += 2;
+    delay[r] += r == 3 ? 18 : 1;
+    score.OnCpuSample(r, r / 2, cpu[r], delay[r], now);
+  }
+  return score.Evaluate(now);
+}
+
+TEST_F(CpuStretchTest, UntimedReportsOfASynchronousJobAreJoinedByTheCpuCounters) {
   score_.StartRound(0);
-  score_.OnReport(0, 0, Steps(1, 1), 0);
-  for (int i = 0; i < 6; ++i) EXPECT_TRUE(Interval(3, 18).empty());
+  std::vector<StragglerChange> c;
+  for (int i = 0; i < 8 && c.empty(); ++i) c = SynchronousInterval(score_, i, false, cpu_, delay_);
+  // The wall times read alike; rank 3's stretch, 10x against its peer's 1.5x, names it.
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_TRUE(c[0].detected);
+  EXPECT_EQ(c[0].rank, 3);
+  EXPECT_EQ(c[0].node, 1);
+  EXPECT_TRUE(c[0].cpu_stretch);
+  EXPECT_FALSE(c[0].own_work);
+  EXPECT_DOUBLE_EQ(c[0].step_s, 10.0);
+  for (int r = 0; r < 3; ++r) EXPECT_LT(score_.ranks().at(r).ratio, 1.25) << r;
+}
+
+TEST_F(CpuStretchTest, ReportsThatTimeTheirPhasesAreNotOverruledByTheCpuCounters) {
+  score_.StartRound(0);
+  // The same counters, but the reports time each rank's own work, alike: own work is the
+  // measure, and nobody is slow by it.
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(SynchronousInterval(score_, i, true, cpu_, delay_).empty()) << i;
+  }
   EXPECT_TRUE(score_.named().empty());
+  EXPECT_EQ(score_.ranks().at(3).measure, StragglerMeasure::kSteps);
 }
 
 TEST_F(CpuStretchTest, CountersThatGoDownStartOver) {
