@@ -77,21 +77,35 @@ class CpuQuota {
   std::string root_, dir_, error_;
 };
 
+// A rank's step (slow_rank.py's STEP_KIND): about 10 ms of CPU work; about 2 ms of CPU work and
+// a 30 ms sleep; or that followed by an all-reduce of every rank (a synchronous job).
+enum class Step { kBusy, kDuty, kSynchronous };
+
 class StragglerClusterTest : public FaultClusterTest {
  protected:
+  void SetUp() override {
+    FaultClusterTest::SetUp();
+    if (IsSkipped()) return;
+    if (step_ == Step::kSynchronous &&
+        RunCommand({"/usr/bin/python3", "-c", "import torch.distributed"}, absl::Seconds(120))
+                .exit_code != 0) {
+      GTEST_SKIP() << "python3-torch is not installed (scripts/install-deps.sh installs it)";
+    }
+  }
   // The job: `run_s` seconds of steps on every rank, scored every 2 s; `reports` false: the
-  // ranks send none. `busy`: each step is about 10 ms of CPU work; otherwise about 2 ms of CPU
-  // work and a 30 ms sleep.
-  pid_t Start(const std::string& name, int run_s, bool reports, bool busy) {
+  // ranks send none.
+  pid_t Start(const std::string& name, int run_s, bool reports, Step step) {
     FaultJobOptions options;
     options.command = absl::StrCat("[/usr/bin/python3, \"", DLAUNCH_SOURCE_DIR,
                                    "/tests/integration/slow_rank.py\"]");
     options.preflight = "off";
     options.extra = absl::StrCat("env:\n  PYTHONPATH: \"", DLAUNCH_SOURCE_DIR,
                                  "/python/src\"\n",
-                                 busy ? "  STEP_KIND: spin\n  SPIN_LOOPS: \"100000\"\n"
-                                      : "  STEP_KIND: duty\n  SPIN_LOOPS: \"20000\"\n"
-                                        "  STEP_S: \"0.03\"\n",
+                                 step == Step::kBusy ? "  STEP_KIND: spin\n  SPIN_LOOPS: \"100000\"\n"
+                                 : step == Step::kDuty
+                                     ? "  STEP_KIND: duty\n  SPIN_LOOPS: \"20000\"\n  STEP_S: \"0.03\"\n"
+                                     : "  STEP_KIND: allreduce\n  SPIN_LOOPS: \"20000\"\n"
+                                       "  STEP_S: \"0.03\"\n",
                                  "  RUN_S: \"", run_s, "\"\n  REPORT: \"", reports ? 1 : 0, "\"\n"
                                  "stragglers:\n  interval: 2s\n  intervals: 3\n");
     return StartJob(name, {}, options);
@@ -111,7 +125,8 @@ class StragglerClusterTest : public FaultClusterTest {
   void CutAndExpectH2Named(bool reports) {
     CpuQuota quota(absl::StrCat("dlaunch-straggler-", getpid()), 0.05);
     if (!quota.error().empty()) GTEST_SKIP() << quota.error();
-    pid_t launcher = Start(reports ? "cpu-quota" : "cpu-quota-no-reports", 150, reports, true);
+    const Step step = step_ == Step::kSynchronous ? step_ : Step::kBusy;
+    pid_t launcher = Start(reports ? "cpu-quota" : "cpu-quota-no-reports", 150, reports, step);
     ASSERT_GT(launcher, 0);
     // Every rank past its warm-up: a few scored intervals at the same pace.
     const absl::Time started = absl::Now();
@@ -140,7 +155,9 @@ class StragglerClusterTest : public FaultClusterTest {
     const absl::Time detected = absl::Now();
     EXPECT_EQ(Detected()[before], 1) << ReadJobFile("events.jsonl");  // h2: node 1
     EXPECT_TRUE(absl::StrContains(LauncherOutput(), "straggler: node 1 (h2)")) << LauncherOutput();
-    if (!reports) {
+    // Without reports, and in a synchronous job (whose wall times per step read alike), only
+    // the CPU stretch can tell.
+    if (!reports || step == Step::kSynchronous) {
       EXPECT_TRUE(absl::StrContains(ReadJobFile("events.jsonl"), "\"measure\":\"cpu stretch\""))
           << ReadJobFile("events.jsonl");
     }
@@ -151,14 +168,31 @@ class StragglerClusterTest : public FaultClusterTest {
   }
 
   void ExpectCleanRun(bool reports) {
-    pid_t launcher = Start(reports ? "clean" : "clean-no-reports", 40, reports, false);
+    const Step step = step_ == Step::kSynchronous ? step_ : Step::kDuty;
+    pid_t launcher = Start(reports ? "clean" : "clean-no-reports", 40, reports, step);
     ASSERT_GT(launcher, 0);
     EXPECT_EQ(WaitJobEnd(launcher, absl::Seconds(150)), 0) << LauncherOutput();
     EXPECT_TRUE(Detected().empty()) << ReadJobFile("events.jsonl");
     EXPECT_FALSE(absl::StrContains(LauncherOutput(), "straggler:")) << LauncherOutput();
     ExpectNothingLeft();
   }
+
+  Step step_ = Step::kBusy;  // kSynchronous: the steps of SynchronousStragglerClusterTest
 };
+
+// The same job synchronised by an all-reduce every step (torch.distributed over Gloo between
+// the hosts), sending reports without phase timings: every rank's wall time per step is the
+// slowest's, and the score must look at the ranks' CPU beside them.
+class SynchronousStragglerClusterTest : public StragglerClusterTest {
+ protected:
+  SynchronousStragglerClusterTest() { step_ = Step::kSynchronous; }
+};
+
+TEST_F(SynchronousStragglerClusterTest, AHostWhoseCpuShareIsCutIsNamedThoughItsPeersWaitForIt) {
+  CutAndExpectH2Named(true);
+}
+
+TEST_F(SynchronousStragglerClusterTest, ACleanRunNamesNobody) { ExpectCleanRun(true); }
 
 TEST_F(StragglerClusterTest, AHostWhoseCpuShareIsCutIsNamedWithinTwoMinutes) {
   CutAndExpectH2Named(true);

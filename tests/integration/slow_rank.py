@@ -9,7 +9,11 @@ share is cut is slower (the cluster test's cgroup cpu quota); STEP_KIND=duty spi
 then sleeps STEP_S, a step of a little CPU work that leaves the cores mostly idle (the clean run's
 load: six spinning ranks on two cores are not a clean run, the scheduler's split names one). STEPS > 0 ends each rank after that
 many steps instead (a job of fixed work, whose wall time a timer can compare). REPORT=0 sends no
-reports at all (a plain script: the straggler score then reads the ranks' CPU counters)."""
+reports at all (a plain script: the straggler score then reads the ranks' CPU counters).
+STEP_KIND=allreduce is a duty step followed by an all-reduce of every rank (torch.distributed,
+Gloo, env://): a synchronous job, whose ranks all step at the slowest one's pace, so their wall
+times per step read alike; it runs until the first rank's RUN_S is up (the all-reduce carries
+whether each rank has time left)."""
 import os
 import sys
 import time
@@ -31,11 +35,27 @@ def main():
     run_s = float(os.environ.get("RUN_S", "10"))
     steps = int(os.environ.get("STEPS", "0"))
     kind = os.environ.get("STEP_KIND", "sleep")
-    spin = int(os.environ.get("SPIN_LOOPS", "200000")) if kind in ("spin", "duty") else 0
+    spin = int(os.environ.get("SPIN_LOOPS", "200000")) if kind in ("spin", "duty", "allreduce") else 0
+    synchronous = kind == "allreduce"
+    if synchronous:
+        import torch
+        import torch.distributed as dist
+        torch.set_num_threads(1)
+        dist.init_process_group("gloo")
+        flag = torch.zeros(1)
     begun = time.monotonic()
     step = 0
     said = False
-    while (step < steps) if steps > 0 else (time.monotonic() - begun < run_s):
+
+    def go_on():
+        mine = (step < steps) if steps > 0 else (time.monotonic() - begun < run_s)
+        if not synchronous:
+            return mine
+        flag.fill_(1.0 if mine else 0.0)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)  # the step's collective: every rank waits
+        return flag.item() > 0
+
+    while go_on():
         slow_now = slow and slow_from <= time.monotonic() - begun < slow_s
         if slow_now and not said:
             said = True
@@ -45,13 +65,16 @@ def main():
             x = 0
             for i in range(spin * (int(factor) if slow_now else 1)):
                 x += i
-            if kind == "duty":
+            if kind in ("duty", "allreduce"):
                 time.sleep(step_s)
         else:
             time.sleep(step_s * (factor if slow_now else 1))
         step += 1
         if reports:
             dlaunch.report(step=step, samples=8, loss=1.0 / step)
+    if synchronous:
+        dist.barrier()
+        dist.destroy_process_group()
     return 0
 
 
