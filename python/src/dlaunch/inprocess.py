@@ -393,81 +393,59 @@ def _broadcast_tensor(t, src, device):
 
 
 class _Slot:
-    """A tensor's place in a broadcast state's skeleton."""
-    __slots__ = ("index", "shape", "dtype", "cuda")
+    """A tensor's place in a broadcast state's skeleton: what the receivers allocate."""
+    __slots__ = ("shape", "dtype", "cuda")
 
-    def __init__(self, index, t):
-        self.index, self.shape, self.dtype = index, tuple(t.shape), t.dtype
-        self.cuda = t.is_cuda
+    def __init__(self, t):
+        self.shape, self.dtype, self.cuda = tuple(t.shape), t.dtype, t.is_cuda
 
-    def __getstate__(self):
-        return (self.index, self.shape, self.dtype, self.cuda)
 
-    def __setstate__(self, state):
-        self.index, self.shape, self.dtype, self.cuda = state
+def _map_tensors(o, fn, leaf):
+    """`o` (nested dicts, lists and tuples) with each `leaf` in it replaced by fn(leaf), in a
+    fixed order: a dict's insertion order, a sequence's."""
+    if isinstance(o, leaf):
+        return fn(o)
+    if isinstance(o, dict):
+        return type(o)((k, _map_tensors(v, fn, leaf)) for k, v in o.items())
+    if isinstance(o, (list, tuple)):
+        return type(o)(_map_tensors(v, fn, leaf) for v in o)
+    return o
 
 
 def _broadcast_state(state, src, device):
     """`state` (a nested dict/list/tuple with tensors: an optimizer's state_dict) from rank
     `src` to every rank; the others pass None and get a copy. The skeleton (the state with each
-    tensor replaced by its _Slot) goes pickled in a uint8 tensor, then each tensor by itself."""
+    tensor replaced by its _Slot) goes pickled in a uint8 tensor, then each tensor by itself,
+    in the order both sides walk the skeleton."""
     import pickle
 
     import torch
     import torch.distributed as dist
 
-    tensors = []
+    if dist.get_rank() == src:
+        tensors = []
 
-    def strip(o):
-        if torch.is_tensor(o):
-            tensors.append(o)
-            return _Slot(len(tensors) - 1, o)
-        if isinstance(o, dict):
-            return type(o)((k, strip(v)) for k, v in o.items())
-        if isinstance(o, (list, tuple)):
-            return type(o)(strip(v) for v in o)
-        return o
+        def strip(t):
+            tensors.append(t)
+            return _Slot(t)
 
-    sending = dist.get_rank() == src
-    blob = pickle.dumps(strip(state)) if sending else b""
-    size = torch.tensor([len(blob)], dtype=torch.int64, device=device)
-    dist.broadcast(size, src)
-    buf = (torch.frombuffer(bytearray(blob), dtype=torch.uint8).to(device) if sending else
-           torch.empty(int(size.item()), dtype=torch.uint8, device=device))
-    dist.broadcast(buf, src)
-    skeleton = pickle.loads(bytes(buf.cpu().tolist())) if not sending else None
-
-    if sending:
+        blob = pickle.dumps(_map_tensors(state, strip, torch.Tensor))
+        dist.broadcast(torch.tensor([len(blob)], dtype=torch.int64, device=device), src)
+        dist.broadcast(torch.frombuffer(bytearray(blob), dtype=torch.uint8).to(device), src)
         for t in tensors:
             _broadcast_tensor(t, src, device)
         return state
-    slots = []
 
-    def collect(o):
-        if isinstance(o, _Slot):
-            slots.append(o)
-        elif isinstance(o, dict):
-            for v in o.values():
-                collect(v)
-        elif isinstance(o, (list, tuple)):
-            for v in o:
-                collect(v)
+    size = torch.zeros(1, dtype=torch.int64, device=device)
+    dist.broadcast(size, src)
+    buf = torch.empty(int(size.item()), dtype=torch.uint8, device=device)
+    dist.broadcast(buf, src)
+    skeleton = pickle.loads(bytes(buf.cpu().tolist()))
 
-    collect(skeleton)
-    made = {}
-    for slot in sorted(slots, key=lambda s: s.index):
+    def receive(slot):
         home = device if slot.cuda and device.type == "cuda" else torch.device("cpu")
         t = torch.empty(slot.shape, dtype=slot.dtype, device=home)
         _broadcast_tensor(t, src, device)
-        made[slot.index] = t
+        return t
 
-    def fill(o):
-        if isinstance(o, _Slot):
-            return made[o.index]
-        if isinstance(o, dict):
-            return type(o)((k, fill(v)) for k, v in o.items())
-        if isinstance(o, (list, tuple)):
-            return type(o)(fill(v) for v in o)
-        return o
-
-    return fill(skeleton)
+    return _map_tensors(skeleton, receive, _Slot)
