@@ -1,10 +1,12 @@
-// The straggler score of scripts without reports on GPU nodes: the "gpu clock", each rank's GPU's
-// SM clock while busy against its local rank's median, beside the CPU stretch.
+// The straggler score on GPU nodes, for scripts without reports or whose reports give only wall
+// time: the "gpu clock", each rank's GPU's SM clock while busy against its local rank's median,
+// beside the CPU stretch.
 #include <functional>
 #include <optional>
 
 #include "gtest/gtest.h"
 #include "launcher/job/straggler_score.h"
+#include "tests/launcher/job/straggler_testing.h"
 
 namespace dlaunch {
 namespace {
@@ -17,15 +19,7 @@ StragglerSettings Settings() {
   return s;
 }
 
-// `work_s` >= 0: the report times the step's own work.
-v1::WorkerReport Steps(long step, double wall_s, double work_s = -1) {
-  v1::WorkerReport r;
-  r.set_kind(v1::WorkerReport::STEP);
-  r.set_step(step);
-  r.set_interval_s(wall_s);
-  if (work_s >= 0) r.mutable_timings()->set_forward_ms(work_s * 1000);
-  return r;
-}
+using straggler_testing::Steps;
 
 // Scripts without reports on GPU nodes: three nodes of two ranks (node = rank / 2), one GPU per
 // rank but where said. An interval of 5 s holds five heartbeats of GPU samples and one of CPU

@@ -1,20 +1,12 @@
 #include "launcher/job/straggler_score.h"
 
 #include "gtest/gtest.h"
+#include "tests/launcher/job/straggler_testing.h"
 
 namespace dlaunch {
 namespace {
 
-// A step report: `steps` more steps, `wall_s` for them; `work_s` of them the rank's own work
-// (< 0: the report times no phase).
-v1::WorkerReport Steps(long step, double wall_s, double work_s = -1) {
-  v1::WorkerReport r;
-  r.set_kind(v1::WorkerReport::STEP);
-  r.set_step(step);
-  r.set_interval_s(wall_s);
-  if (work_s >= 0) r.mutable_timings()->set_forward_ms(work_s * 1000);
-  return r;
-}
+using straggler_testing::Steps;
 
 StragglerSettings Settings() {
   StragglerSettings s;
